@@ -97,3 +97,32 @@ type Directory interface {
 	Host(ctx context.Context, id string) (*Host, error)
 	Agent(ctx context.Context, id string) (*Agent, error)
 }
+
+// Claims are the verified claims of an agent JWT.
+type Claims struct {
+	Subject   string
+	Issuer    string // empty when the token had no iss
+	Audience  []string
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+	ID        string // jti
+	// Capabilities is the token's "capabilities" claim. Nil means the
+	// claim was absent; a non-nil empty slice means it allowed nothing.
+	Capabilities []string
+}
+
+// Session is what a verified agent JWT proves: the agent, its host and the
+// token's claims. A session from remote introspection has Compact set: its
+// grants carry no constraints the resource server can check.
+type Session struct {
+	Agent   *Agent
+	Host    *Host
+	Claims  Claims
+	Compact bool
+}
+
+// SessionSource verifies an agent JWT and returns its session. Errors are
+// *core.AppError values carrying the protocol's status and code.
+type SessionSource interface {
+	Session(ctx context.Context, token string) (*Session, error)
+}
