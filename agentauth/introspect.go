@@ -1,0 +1,326 @@
+package agentauth
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentcap/agentcap/core"
+)
+
+// Limits of remote introspection.
+const (
+	// DefaultIntrospectionTimeout bounds an introspection request made
+	// with the default HTTP client.
+	DefaultIntrospectionTimeout = 5 * time.Second
+	// MaxIntrospectionResponseBytes bounds an introspection response.
+	MaxIntrospectionResponseBytes = 1 << 20
+	// introspectionExpLeeway is how far past its exp a token may be, by
+	// this server's clock, and still be sent for introspection: the
+	// provider's clock decides, within the protocol's largest skew.
+	introspectionExpLeeway = MaxSkew
+)
+
+// IntrospectionConfig configures an IntrospectionSource.
+type IntrospectionConfig struct {
+	// Endpoint is the provider's POST /agent/introspect URL. It must use
+	// https, except for a loopback host (development and tests).
+	Endpoint string
+	// Header is an optional credential header name, e.g. "Authorization".
+	Header string
+	// Credential is the value of Header.
+	Credential string
+	// HTTPClient sends the requests. Nil means a client with a 5 s
+	// timeout that follows no redirects (a redirect could carry the token
+	// and the credential elsewhere).
+	HTTPClient *http.Client
+	// Audiences, when set, lists the URLs this location answers to; the
+	// token's "aud" must match one before it is sent to the provider.
+	// When empty, audience checking is left to the provider, which does
+	// not know this location's URL: set it unless the provider is
+	// dedicated to this location.
+	Audiences []string
+}
+
+// IntrospectionSource is a SessionSource that asks the Agent Auth provider
+// to verify each agent JWT (protocol §5.12). It is safe for concurrent use.
+//
+// Locally it checks the token's syntax and header exactly as the Verifier
+// does (typ agent+jwt, alg EdDSA, no other header members), reads the
+// unverified claims into Session.Claims (the provider verified the
+// signature), refuses a token whose exp passed more than 30 s ago, and,
+// with Audiences set, one whose aud matches none. Those checks run before
+// the request, because the provider consumes a token's jti when it
+// introspects it.
+//
+// Grants: the protocol's introspection response carries compact grants
+// ({capability, status}) that cannot express constraints, so the session
+// is Compact and constraint checks must fail closed. When the provider
+// does send a "constraints" member on any grant, it evidently sends full
+// grants: the session is then not Compact, grants that carry a constraints
+// object keep it (an empty object means unconstrained), and grants without
+// one are unconstrained.
+type IntrospectionSource struct {
+	endpoint   string
+	header     string
+	credential string
+	client     *http.Client
+	audiences  []string
+	now        func() time.Time
+}
+
+var _ SessionSource = (*IntrospectionSource)(nil)
+
+// NewIntrospectionSource checks cfg and returns an IntrospectionSource.
+func NewIntrospectionSource(cfg IntrospectionConfig) (*IntrospectionSource, error) {
+	u, err := url.Parse(cfg.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("agentauth: IntrospectionConfig.Endpoint: %w", err)
+	}
+	if u.Host == "" || u.User != nil || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {
+		return nil, fmt.Errorf("agentauth: IntrospectionConfig.Endpoint %q must be an absolute https URL without credentials (http only to loopback)", cfg.Endpoint)
+	}
+	switch {
+	case cfg.Header != "" && cfg.Credential == "":
+		return nil, errors.New("agentauth: IntrospectionConfig.Header is set without a Credential")
+	case cfg.Header == "" && cfg.Credential != "":
+		return nil, errors.New("agentauth: IntrospectionConfig.Credential is set without a Header")
+	case cfg.Header != "" && !validHeaderName(cfg.Header):
+		return nil, fmt.Errorf("agentauth: IntrospectionConfig.Header %q is not a valid header name", cfg.Header)
+	case strings.ContainsAny(cfg.Credential, "\r\n\x00"):
+		return nil, errors.New("agentauth: IntrospectionConfig.Credential contains a control character")
+	}
+	for i, a := range cfg.Audiences {
+		if strings.TrimSpace(a) == "" {
+			return nil, fmt.Errorf("agentauth: IntrospectionConfig.Audiences[%d] is empty", i)
+		}
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{
+			Timeout:       DefaultIntrospectionTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return &IntrospectionSource{
+		endpoint:   u.String(),
+		header:     http.CanonicalHeaderKey(cfg.Header),
+		credential: cfg.Credential,
+		client:     client,
+		audiences:  slices.Clone(cfg.Audiences),
+		now:        time.Now,
+	}, nil
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func validHeaderName(name string) bool {
+	for _, r := range name {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return name != ""
+}
+
+// Session implements SessionSource. A token the provider reports inactive
+// is 401 invalid_jwt; a provider that cannot be reached, answers non-2xx,
+// times out or answers malformed JSON gives 500 internal_error, with the
+// reason in the hidden cause.
+func (s *IntrospectionSource) Session(ctx context.Context, token string) (*Session, error) {
+	tok, err := parseAgentToken(token)
+	if err != nil {
+		return nil, err
+	}
+	c := tok.claims
+	if len(s.audiences) > 0 && !audienceMatches(c.Audience, s.audiences) {
+		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgAudience).
+			WithCause(fmt.Errorf("agentauth: aud %q matches none of %q", c.Audience, s.audiences))
+	}
+	if tok.hasExp && s.now().After(c.ExpiresAt.Add(introspectionExpLeeway)) {
+		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgExpired).
+			WithCause(fmt.Errorf("agentauth: exp %v passed", c.ExpiresAt))
+	}
+
+	resp, err := s.introspect(ctx, token)
+	if err != nil {
+		return nil, internal(err)
+	}
+	if !resp.active {
+		return nil, invalidToken(errors.New("agentauth: introspection: token is not active"))
+	}
+	if resp.agentID != c.Subject {
+		return nil, internal(fmt.Errorf("agentauth: introspection: agent_id %q differs from the token's sub %q", resp.agentID, c.Subject))
+	}
+	if resp.expiresAt != nil && !s.now().Before(*resp.expiresAt) {
+		return nil, core.NewAppError(http.StatusForbidden, CodeAgentExpired, msgAgentExpired).
+			WithCause(fmt.Errorf("agentauth: introspection: agent %q session expired at %v", resp.agentID, resp.expiresAt))
+	}
+	return &Session{
+		Agent: &Agent{
+			ID:     resp.agentID,
+			HostID: resp.hostID,
+			UserID: resp.userID,
+			Mode:   resp.mode,
+			Status: StatusActive,
+			Grants: resp.grants,
+		},
+		Host:    &Host{ID: resp.hostID, UserID: resp.userID, Status: StatusActive},
+		Claims:  c,
+		Compact: !resp.fullGrants,
+	}, nil
+}
+
+type introspection struct {
+	active     bool
+	agentID    string
+	hostID     string
+	userID     string
+	mode       string
+	expiresAt  *time.Time
+	grants     []Grant
+	fullGrants bool
+}
+
+func (s *IntrospectionSource) introspect(ctx context.Context, token string) (*introspection, error) {
+	body, err := json.Marshal(struct {
+		Token string `json:"token"`
+	}{token})
+	if err != nil {
+		return nil, fmt.Errorf("agentauth: introspection: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("agentauth: introspection: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if s.header != "" {
+		req.Header.Set(s.header, s.credential)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("agentauth: introspection: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxIntrospectionResponseBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("agentauth: introspection: reading response: %w", err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fmt.Errorf("agentauth: introspection: status %s", resp.Status)
+	}
+	if len(data) > MaxIntrospectionResponseBytes {
+		return nil, fmt.Errorf("agentauth: introspection: response larger than %d bytes", MaxIntrospectionResponseBytes)
+	}
+	in, err := parseIntrospection(data)
+	if err != nil {
+		return nil, fmt.Errorf("agentauth: introspection: malformed response: %w", err)
+	}
+	return in, nil
+}
+
+// parseIntrospection reads a §5.12 response. Members it does not use are
+// ignored, since providers may add some; the ones it uses must have their
+// documented types, and an active response must name the agent, its host
+// and its mode.
+func parseIntrospection(data []byte) (*introspection, error) {
+	if err := checkNoDuplicates(data); err != nil {
+		return nil, err
+	}
+	m, err := decodeObject(data)
+	if err != nil {
+		return nil, err
+	}
+	var in introspection
+	switch string(m["active"]) {
+	case "true":
+		in.active = true
+	case "false":
+		return &in, nil
+	default:
+		return nil, errors.New(`"active" is missing or not a boolean`)
+	}
+	if in.agentID, err = optString(m, "agent_id"); err != nil {
+		return nil, err
+	}
+	if in.hostID, err = optString(m, "host_id"); err != nil {
+		return nil, err
+	}
+	if in.agentID == "" || in.hostID == "" {
+		return nil, errors.New(`an active response lacks "agent_id" or "host_id"`)
+	}
+	if in.userID, err = optNullableString(m, "user_id"); err != nil {
+		return nil, err
+	}
+	if in.mode, err = optString(m, "mode"); err != nil {
+		return nil, err
+	}
+	if in.mode != ModeDelegated && in.mode != ModeAutonomous {
+		return nil, fmt.Errorf(`"mode" %q is not one of delegated, autonomous`, in.mode)
+	}
+	if in.expiresAt, err = optTime(m, "expires_at"); err != nil {
+		return nil, err
+	}
+	raw, ok := m["agent_capability_grants"]
+	if !ok || len(raw) == 0 || raw[0] != '[' {
+		return nil, errors.New(`"agent_capability_grants" is missing or not an array`)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf(`"agent_capability_grants": %w`, err)
+	}
+	in.grants = make([]Grant, 0, len(items))
+	for i, item := range items {
+		g, hasConstraints, err := parseIntrospectedGrant(item)
+		if err != nil {
+			return nil, fmt.Errorf("agent_capability_grants[%d]: %w", i, err)
+		}
+		in.fullGrants = in.fullGrants || hasConstraints
+		in.grants = append(in.grants, g)
+	}
+	return &in, nil
+}
+
+func parseIntrospectedGrant(raw json.RawMessage) (Grant, bool, error) {
+	var g Grant
+	m, err := decodeObject(raw)
+	if err != nil {
+		return g, false, err
+	}
+	if g.Capability, err = optString(m, "capability"); err != nil {
+		return g, false, err
+	}
+	if g.Status, err = optString(m, "status"); err != nil {
+		return g, false, err
+	}
+	if err := validateGrant(g); err != nil {
+		return g, false, err
+	}
+	if g.ExpiresAt, err = optTime(m, "expires_at"); err != nil {
+		return g, false, err
+	}
+	c, ok := m["constraints"]
+	if !ok || string(c) == "null" {
+		return g, false, nil
+	}
+	if g.Constraints, err = decodeObject(c); err != nil {
+		return g, false, fmt.Errorf(`"constraints": %w`, err)
+	}
+	return g, true, nil
+}

@@ -1,0 +1,225 @@
+package agentauth
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// privateJWKMembers are the JWK members that carry private or symmetric key
+// material (RFC 7518 §6). A directory or a JWK Set holding any of them is
+// misconfigured, and accepting it would make a secret look like a
+// verification key.
+var privateJWKMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k", "priv"}
+
+// parsePublicJWK parses an inline agent or host key. Only an Ed25519 public
+// key (kty OKP, crv Ed25519) is accepted; private members, symmetric keys
+// and every other key type are refused, as is an "alg" other than EdDSA or
+// a "use" other than "sig".
+func parsePublicJWK(raw []byte) (*jose.JSONWebKey, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, errors.New("empty JWK")
+	}
+	members, err := decodeObject(raw)
+	if err != nil {
+		return nil, fmt.Errorf("JWK: %w", err)
+	}
+	for _, m := range privateJWKMembers {
+		if _, ok := members[m]; ok {
+			return nil, fmt.Errorf("JWK has private or symmetric member %q; only public keys are accepted", m)
+		}
+	}
+	kty, err := optString(members, "kty")
+	if err != nil {
+		return nil, fmt.Errorf("JWK: %w", err)
+	}
+	crv, err := optString(members, "crv")
+	if err != nil {
+		return nil, fmt.Errorf("JWK: %w", err)
+	}
+	if kty != "OKP" || crv != "Ed25519" {
+		return nil, fmt.Errorf("JWK has kty %q crv %q; only kty OKP with crv Ed25519 is accepted", kty, crv)
+	}
+	if alg, err := optString(members, "alg"); err != nil || (alg != "" && alg != string(jose.EdDSA)) {
+		return nil, fmt.Errorf("JWK alg must be EdDSA when present (got %s)", members["alg"])
+	}
+	if use, err := optString(members, "use"); err != nil || (use != "" && use != "sig") {
+		return nil, fmt.Errorf("JWK use must be sig when present (got %s)", members["use"])
+	}
+	var k jose.JSONWebKey
+	if err := k.UnmarshalJSON(raw); err != nil {
+		return nil, fmt.Errorf("JWK: %w", err)
+	}
+	pub, ok := k.Key.(ed25519.PublicKey)
+	if !ok || len(pub) != ed25519.PublicKeySize || !k.IsPublic() || !k.Valid() {
+		return nil, errors.New("JWK is not a valid Ed25519 public key")
+	}
+	return &k, nil
+}
+
+// jwkThumbprint returns the RFC 7638 SHA-256 thumbprint of k, base64url
+// without padding: the form the protocol uses for host identifiers.
+func jwkThumbprint(k *jose.JSONWebKey) (string, error) {
+	sum, err := k.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(sum), nil
+}
+
+// validateJWKS checks a fetched JWK Set before any key in it is used: a
+// JSON object whose "keys" member is an array of at most maxKeys objects,
+// none symmetric (kty "oct") and none carrying private members.
+func validateJWKS(body []byte, maxKeys int) error {
+	members, err := decodeObject(body)
+	if err != nil {
+		return fmt.Errorf("JWK Set: %w", err)
+	}
+	rawKeys, ok := members["keys"]
+	if !ok {
+		return errors.New(`JWK Set has no "keys" member`)
+	}
+	var keys []json.RawMessage
+	if err := json.Unmarshal(rawKeys, &keys); err != nil || keys == nil {
+		return errors.New(`JWK Set "keys" is not an array`)
+	}
+	if len(keys) > maxKeys {
+		return fmt.Errorf("JWK Set has %d keys, limit %d", len(keys), maxKeys)
+	}
+	for i, raw := range keys {
+		key, err := decodeObject(raw)
+		if err != nil {
+			return fmt.Errorf("JWK Set keys[%d]: %w", i, err)
+		}
+		kty, err := optString(key, "kty")
+		if err != nil {
+			return fmt.Errorf("JWK Set keys[%d]: %w", i, err)
+		}
+		if kty == "oct" {
+			return fmt.Errorf("JWK Set keys[%d] is a symmetric (oct) key", i)
+		}
+		for _, m := range privateJWKMembers {
+			if _, ok := key[m]; ok {
+				return fmt.Errorf("JWK Set keys[%d] has private member %q", i, m)
+			}
+		}
+	}
+	return nil
+}
+
+// jwksMinRefresh is the shortest interval between two fetches of one JWKS
+// URL. go-oidc refetches whenever a signature fails against its cached
+// keys, so without this floor every forged token naming a JWKS-keyed agent
+// would make this server fetch from the key owner's URL.
+const jwksMinRefresh = 10 * time.Second
+
+// jwksFetcher is the RoundTripper go-oidc fetches one JWKS URL through. It
+// follows redirects with the SSRF-safe client, validates the body, and
+// answers from the last fetch while jwksMinRefresh has not passed.
+type jwksFetcher struct {
+	client  *http.Client
+	maxKeys int
+	now     func() time.Time
+
+	mu      sync.Mutex
+	fetched time.Time
+	body    []byte
+	err     error
+}
+
+// RoundTrip implements http.RoundTripper.
+func (f *jwksFetcher) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	if f.fetched.IsZero() || now.Sub(f.fetched) >= jwksMinRefresh || now.Before(f.fetched) {
+		f.body, f.err = f.fetch(req)
+		f.fetched = now
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &http.Response{
+		Status:        "200 OK",
+		StatusCode:    http.StatusOK,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(f.body)),
+		ContentLength: int64(len(f.body)),
+		Request:       req,
+	}, nil
+}
+
+func (f *jwksFetcher) fetch(orig *http.Request) ([]byte, error) {
+	req, err := http.NewRequestWithContext(orig.Context(), http.MethodGet, orig.URL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/jwk-set+json, application/json")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("agentauth: fetch JWKS %s: %w", redactURL(orig.URL), err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("agentauth: fetch JWKS %s: %w", redactURL(orig.URL), err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("agentauth: fetch JWKS %s: status %s", redactURL(orig.URL), resp.Status)
+	}
+	if err := validateJWKS(body, f.maxKeys); err != nil {
+		return nil, fmt.Errorf("agentauth: fetch JWKS %s: %w", redactURL(orig.URL), err)
+	}
+	return body, nil
+}
+
+// keySets holds one go-oidc remote key set per JWKS URL, so that keys are
+// cached and concurrent fetches of one URL are shared.
+type keySets struct {
+	policy FetchPolicy
+	safe   *http.Client
+	now    func() time.Time
+
+	mu   sync.Mutex
+	sets map[string]*oidc.RemoteKeySet
+}
+
+func newKeySets(p FetchPolicy, now func() time.Time) *keySets {
+	p = p.withDefaults()
+	return &keySets{policy: p, safe: NewSafeHTTPClient(p), now: now, sets: make(map[string]*oidc.RemoteKeySet)}
+}
+
+func (k *keySets) get(jwksURL string) *oidc.RemoteKeySet {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if s, ok := k.sets[jwksURL]; ok {
+		return s
+	}
+	client := &http.Client{
+		Transport: &jwksFetcher{client: k.safe, maxKeys: k.policy.MaxKeys, now: k.now},
+		// The fetcher has already followed (and vetted) redirects.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Timeout:       k.policy.Timeout,
+	}
+	s := oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), client), jwksURL)
+	k.sets[jwksURL] = s
+	return s
+}
