@@ -540,7 +540,11 @@ func (r *vfRecordingReplay) CheckAndSet(_ context.Context, key string, ttl time.
 
 func TestVerifierReplayKeyAndTTL(t *testing.T) {
 	rec := &vfRecordingReplay{}
-	w := vfNewWorld(t, func(c *agentauth.VerifierConfig) { c.Replay = rec; c.Skew = 10 * time.Second; c.MaxAge = 30 * time.Second })
+	w := vfNewWorld(t, func(c *agentauth.VerifierConfig) {
+		c.Replay = rec
+		c.Skew = 10 * time.Second
+		c.MaxAge = 30 * time.Second
+	})
 	if _, err := w.v.Session(context.Background(), w.mint(t, func(c map[string]any) { c["jti"] = "j1"; c["exp"] = vfNowSecond + 30 })); err != nil {
 		t.Fatal(err)
 	}
