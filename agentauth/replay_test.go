@@ -1,0 +1,216 @@
+package agentauth_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentcap/agentcap/agentauth"
+)
+
+func TestMemoryReplayCache(t *testing.T) {
+	clock := &vfClock{t: vfNow}
+	c := agentauth.NewMemoryReplayCache(0).WithClock(clock.Now)
+	ctx := context.Background()
+	steps := []struct {
+		advance time.Duration
+		key     string
+		ttl     time.Duration
+		fresh   bool
+	}{
+		{0, "a", time.Minute, true},
+		{0, "a", time.Minute, false},
+		{0, "b", time.Minute, true},
+		{59 * time.Second, "a", time.Minute, false},
+		{time.Second, "a", time.Minute, true}, // exactly at expiry the old entry is gone
+		{0, "a", time.Minute, false},
+		{0, "c", time.Second, true},
+		{time.Second, "c", time.Second, true},
+	}
+	for i, s := range steps {
+		clock.Add(s.advance)
+		fresh, err := c.CheckAndSet(ctx, s.key, s.ttl)
+		if err != nil || fresh != s.fresh {
+			t.Fatalf("step %d (%s): fresh = %v, err = %v; want %v", i, s.key, fresh, err, s.fresh)
+		}
+	}
+	for _, ttl := range []time.Duration{0, -time.Second} {
+		if fresh, err := c.CheckAndSet(ctx, "x", ttl); err == nil || fresh {
+			t.Errorf("ttl %v: fresh = %v, err = %v; want an error", ttl, fresh, err)
+		}
+	}
+}
+
+// TestMemoryReplayCacheBound fills the cache, shows that it fails closed
+// rather than evicting, and that it recovers once entries expire.
+func TestMemoryReplayCacheBound(t *testing.T) {
+	const max = 100
+	clock := &vfClock{t: vfNow}
+	c := agentauth.NewMemoryReplayCache(max).WithClock(clock.Now)
+	ctx := context.Background()
+	for i := range max {
+		if fresh, err := c.CheckAndSet(ctx, fmt.Sprintf("k%d", i), time.Minute); !fresh || err != nil {
+			t.Fatalf("insert %d: fresh = %v, err = %v", i, fresh, err)
+		}
+		clock.Add(time.Millisecond)
+	}
+	if c.Len() != max {
+		t.Fatalf("Len = %d, want %d", c.Len(), max)
+	}
+	fresh, err := c.CheckAndSet(ctx, "overflow", time.Minute)
+	if fresh || !errors.Is(err, agentauth.ErrReplayCacheFull) {
+		t.Fatalf("insert beyond the bound: fresh = %v, err = %v; want ErrReplayCacheFull", fresh, err)
+	}
+	// A recorded key is still reported as replayed, not as an error.
+	if fresh, err := c.CheckAndSet(ctx, "k0", time.Minute); fresh || err != nil {
+		t.Fatalf("known key while full: fresh = %v, err = %v", fresh, err)
+	}
+	if c.Len() != max {
+		t.Fatalf("Len = %d after refused inserts, want %d", c.Len(), max)
+	}
+	// The first ten entries expire; exactly ten new ones fit.
+	clock.Add(time.Minute - 91*time.Millisecond)
+	for i := range 10 {
+		if fresh, err := c.CheckAndSet(ctx, fmt.Sprintf("new%d", i), time.Minute); !fresh || err != nil {
+			t.Fatalf("insert after expiry %d: fresh = %v, err = %v", i, fresh, err)
+		}
+	}
+	if _, err := c.CheckAndSet(ctx, "new10", time.Minute); !errors.Is(err, agentauth.ErrReplayCacheFull) {
+		t.Fatalf("eleventh insert: err = %v, want ErrReplayCacheFull", err)
+	}
+	// Unexpired entries were kept: k10 is still replayed.
+	if fresh, err := c.CheckAndSet(ctx, "k10", time.Minute); fresh || err != nil {
+		t.Fatalf("k10: fresh = %v, err = %v; want replayed", fresh, err)
+	}
+	// Everything expires; the whole bound is available again.
+	clock.Add(2 * time.Minute)
+	for i := range max {
+		if fresh, err := c.CheckAndSet(ctx, fmt.Sprintf("k%d", i), time.Minute); !fresh || err != nil {
+			t.Fatalf("insert %d after full expiry: fresh = %v, err = %v", i, fresh, err)
+		}
+	}
+	if _, err := c.CheckAndSet(ctx, "overflow", time.Minute); !errors.Is(err, agentauth.ErrReplayCacheFull) {
+		t.Fatalf("insert beyond the bound after refill: err = %v, want ErrReplayCacheFull", err)
+	}
+}
+
+func TestMemoryReplayCacheConcurrentSameKey(t *testing.T) {
+	c := agentauth.NewMemoryReplayCache(0)
+	for round := range 20 {
+		key := fmt.Sprintf("key-%d", round)
+		const n = 16
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				fresh, err := c.CheckAndSet(context.Background(), key, time.Minute)
+				if err != nil {
+					t.Error(err)
+				}
+				if fresh {
+					wins.Add(1)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Fatalf("round %d: %d goroutines won the same key, want 1", round, wins.Load())
+		}
+	}
+}
+
+// TestMemoryReplayCacheConcurrentBound races many inserters against a
+// small bound: exactly the bound succeeds, the rest fail closed.
+func TestMemoryReplayCacheConcurrentBound(t *testing.T) {
+	const max, workers, perWorker = 500, 8, 200
+	c := agentauth.NewMemoryReplayCache(max)
+	var ok, full atomic.Int32
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWorker {
+				fresh, err := c.CheckAndSet(context.Background(), fmt.Sprintf("%d/%d", w, i), time.Hour)
+				switch {
+				case errors.Is(err, agentauth.ErrReplayCacheFull):
+					full.Add(1)
+				case err != nil || !fresh:
+					t.Errorf("fresh = %v, err = %v", fresh, err)
+				default:
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != max || full.Load() != workers*perWorker-max || c.Len() != max {
+		t.Fatalf("ok = %d, full = %d, Len = %d; want %d, %d, %d", ok.Load(), full.Load(), c.Len(), max, workers*perWorker-max, max)
+	}
+}
+
+// TestMemoryReplayCacheEntryBytes checks the documented per-entry memory
+// figure against the heap actually used.
+func TestMemoryReplayCacheEntryBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates about 20 MB")
+	}
+	const n = 1 << 18
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := agentauth.NewMemoryReplayCache(n)
+	for i := range n {
+		if _, err := c.CheckAndSet(context.Background(), fmt.Sprintf("agentauth:jti:agt_%d:%040d", i, i), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("%.1f bytes per entry", per)
+	if per > agentauth.ReplayCacheEntryBytes {
+		t.Fatalf("%.1f bytes per entry, documented at most %d", per, agentauth.ReplayCacheEntryBytes)
+	}
+	runtime.KeepAlive(c)
+}
+
+// BenchmarkMemoryReplayCache measures the steady state: each call moves
+// the clock by a millisecond, so about 70 000 entries are live and every
+// insert also sweeps what expired.
+func BenchmarkMemoryReplayCache(b *testing.B) {
+	var seq atomic.Int64
+	c := agentauth.NewMemoryReplayCache(0).WithClock(func() time.Time {
+		return vfNow.Add(time.Duration(seq.Load()) * time.Millisecond)
+	})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		key := make([]byte, 0, 64)
+		for pb.Next() {
+			key = fmt.Appendf(key[:0], "agentauth:jti:agt_bench:%d", seq.Add(1))
+			if _, err := c.CheckAndSet(ctx, string(key), 70*time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func ExampleNewMemoryReplayCache() {
+	c := agentauth.NewMemoryReplayCache(0)
+	ctx := context.Background()
+	first, _ := c.CheckAndSet(ctx, "agentauth:jti:agt_1:j1", time.Minute)
+	again, _ := c.CheckAndSet(ctx, "agentauth:jti:agt_1:j1", time.Minute)
+	fmt.Println(first, again)
+	// Output: true false
+}
