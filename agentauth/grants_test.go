@@ -141,8 +141,8 @@ func TestAuthorizeCall(t *testing.T) {
 			session: session(grant("Transfer", "active", nil), grant("transfer.extra", "active", nil)), want: notGranted(nil)},
 		{name: "ineffective grants are not evaluated",
 			session: session(grant("transfer", "denied", map[string]string{"amount": `{"gt":1}`}), grant("transfer", "active", scoped)),
-			args: map[string]string{"amount": "5000", "currency": `"USD"`, "destination_account": `"acc_456"`},
-			want: violated(violation{"amount", `{"max":1000}`, "5000"})},
+			args:    map[string]string{"amount": "5000", "currency": `"USD"`, "destination_account": `"acc_456"`},
+			want:    violated(violation{"amount", `{"max":1000}`, "5000"})},
 
 		// Constraints.
 		{name: "unconstrained grant allows any arguments",
