@@ -104,7 +104,9 @@ func TestMemoryDirectoryPut(t *testing.T) {
 		{"kid without JWKS URL", agent(func(a *agentauth.Agent) { a.KID = "k1" }), "kid is only meaningful"},
 		{"private JWK", agent(func(a *agentauth.Agent) { a.PublicKey = privJWK }), "only public keys"},
 		{"grant without capability", agent(func(a *agentauth.Agent) { a.Grants = []agentauth.Grant{{Status: agentauth.StatusActive}} }), "agent_capability_grants[0]: capability is empty"},
-		{"grant bad status", agent(func(a *agentauth.Agent) { a.Grants = []agentauth.Grant{{Capability: "x", Status: agentauth.StatusRevoked}} }), `status "revoked"`},
+		{"grant bad status", agent(func(a *agentauth.Agent) {
+			a.Grants = []agentauth.Grant{{Capability: "x", Status: agentauth.StatusRevoked}}
+		}), `status "revoked"`},
 		{"grant bad constraint JSON", agent(func(a *agentauth.Agent) {
 			a.Grants = []agentauth.Grant{{Capability: "x", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{"f": json.RawMessage(`{`)}}}
 		}), `constraints["f"] is not valid JSON`},
