@@ -1,0 +1,135 @@
+package httpx
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/agentcap/agentcap/core"
+)
+
+// A list cursor is the base64url encoding (no padding) of the last name on
+// the previous page. Names are unique and listed in order, so the next page
+// starts after it, and capabilities added or hidden between two calls
+// cannot shift a page.
+func encodeCursor(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
+
+func decodeCursor(c string) (string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) == 0 {
+		return "", false
+	}
+	return string(b), true
+}
+
+func invalidQuery(message string) envelope {
+	return envelope{status: http.StatusBadRequest, code: core.WireInvalidRequest, message: message}
+}
+
+// parseListQuery reads query, cursor and limit. Parameters may appear once.
+func (h *handlerBase) parseListQuery(raw string) (query, after string, limit int, env *envelope) {
+	vals, err := url.ParseQuery(raw)
+	if err != nil {
+		e := invalidQuery("the query string is malformed")
+		return "", "", 0, &e
+	}
+	for _, k := range []string{"query", "cursor", "limit"} {
+		if len(vals[k]) > 1 {
+			e := invalidQuery("the " + k + " parameter is repeated")
+			return "", "", 0, &e
+		}
+	}
+	limit = h.defLimit
+	if s, ok := vals["limit"]; ok {
+		n, err := strconv.Atoi(s[0])
+		if err != nil || n < 1 || n > h.maxLimit {
+			e := invalidQuery("limit must be an integer from 1 to " + strconv.Itoa(h.maxLimit))
+			return "", "", 0, &e
+		}
+		limit = n
+	}
+	if s, ok := vals["cursor"]; ok {
+		var valid bool
+		if after, valid = decodeCursor(s[0]); !valid {
+			e := invalidQuery("the cursor is invalid")
+			return "", "", 0, &e
+		}
+	}
+	return strings.ToLower(vals.Get("query")), after, limit, nil
+}
+
+func (h *Handler[C, P]) list(ctx context.Context, req *Request, principal P, anonymous bool, buf *buffer) replyMeta {
+	query, after, limit, env := h.parseListQuery(req.RawQuery)
+	if env != nil {
+		return h.fail(ctx, buf, *env)
+	}
+	b := append(buf.b[:0], `{"capabilities":[`...)
+	n := 0
+	var last string
+	hasMore := false
+	for _, d := range h.exec.Visible(ctx, principal) {
+		if after != "" && d.Name() <= after {
+			continue
+		}
+		info := h.defs[d]
+		if query != "" && !strings.Contains(info.lowerName, query) && !strings.Contains(info.lowerDesc, query) {
+			continue
+		}
+		if n == limit {
+			hasMore = true
+			break
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, info.listEntry...)
+		b = h.appendGrantStatus(ctx, b, principal, anonymous, d)
+		b = append(b, '}')
+		last = d.Name()
+		n++
+	}
+	b = append(b, `],"has_more":`...)
+	if hasMore {
+		b = append(b, `true,"next_cursor":`...)
+		b = appendString(b, encodeCursor(last))
+	} else {
+		b = append(b, `false,"next_cursor":null`...)
+	}
+	buf.b = append(b, '}', '\n')
+	return replyMeta{status: http.StatusOK, cache: h.listCache}
+}
+
+func (h *Handler[C, P]) describe(ctx context.Context, req *Request, principal P, anonymous bool, buf *buffer) replyMeta {
+	vals, err := url.ParseQuery(req.RawQuery)
+	if err != nil {
+		return h.fail(ctx, buf, invalidQuery("the query string is malformed"))
+	}
+	names := vals["name"]
+	if len(names) != 1 || names[0] == "" {
+		return h.fail(ctx, buf, invalidQuery("give exactly one non-empty name parameter"))
+	}
+	d, ok := h.exec.Describe(ctx, principal, names[0])
+	if !ok {
+		return h.fail(ctx, buf, envelopeOf(unknownCapability()))
+	}
+	b := append(buf.b[:0], h.defs[d].describe...)
+	b = h.appendGrantStatus(ctx, b, principal, anonymous, d)
+	buf.b = append(b, '}', '\n')
+	return replyMeta{status: http.StatusOK, cache: h.listCache}
+}
+
+// appendGrantStatus adds grant_status for an authenticated caller when the
+// configuration can tell it.
+func (h *Handler[C, P]) appendGrantStatus(ctx context.Context, b []byte, principal P, anonymous bool, d *core.Definition) []byte {
+	if anonymous || h.grantStatus == nil {
+		return b
+	}
+	if s := h.grantStatus(ctx, principal, d); s != "" {
+		b = append(b, `,"grant_status":`...)
+		b = appendString(b, s)
+	}
+	return b
+}

@@ -1,0 +1,511 @@
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/agentcap/agentcap/core"
+)
+
+// Config configures a [Handler]. P is the executor's principal type. Only
+// Authenticate is required; every other field has a usable zero value.
+type Config[P any] struct {
+	// Authenticate turns a request into a verified principal. It returns
+	// ErrNoCredentials, ErrBadCredentials or ErrNotAllowed (possibly
+	// wrapped) to refuse, or a *core.AppError to answer in its own words.
+	// Any other error is answered 500 and logged. It must be safe for
+	// concurrent use.
+	Authenticate func(ctx context.Context, req *Request) (P, error)
+
+	// Challenge is the WWW-Authenticate value sent with every 401, for
+	// example `Bearer realm="agentcap"`. Empty sends none.
+	Challenge string
+
+	// AllowAnonymousDiscovery lets list and describe run with the zero P
+	// when Authenticate reports ErrNoCredentials. Visibility predicates
+	// then decide what an anonymous caller sees.
+	AllowAnonymousDiscovery bool
+
+	// MaxBodyBytes bounds a request body, on the wire and after decoding.
+	// Zero means 1 MiB.
+	MaxBodyBytes int64
+
+	// ListCacheControl is the Cache-Control of successful list and
+	// describe answers. Empty means "private, max-age=300".
+	ListCacheControl string
+
+	// DefaultListLimit is the page size of a list without limit (default
+	// 50); MaxListLimit is the largest limit a caller may ask for (default
+	// 100, or DefaultListLimit if that is larger and MaxListLimit is 0).
+	DefaultListLimit, MaxListLimit int
+
+	// Authorize, when set, is called for every execute and batch item with
+	// the principal and the exact parsed input, after input validation and
+	// before the application context is built. A *core.AppError refuses
+	// in its own words; any other error refuses with 403 unauthorized.
+	// Batch items call it concurrently.
+	Authorize func(ctx context.Context, principal P, inv *core.Invocation) error
+
+	// GrantStatus, when set, adds "grant_status" to list and describe
+	// entries of authenticated callers. An empty result adds nothing.
+	GrantStatus func(ctx context.Context, principal P, def *core.Definition) string
+
+	// Logger receives internal errors with their hidden causes, which are
+	// never sent to a caller. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes     = 1 << 20
+	DefaultListCacheControl = "private, max-age=300"
+	DefaultListLimit        = 50
+	DefaultMaxListLimit     = 100
+)
+
+// Routes relative to the mount point.
+const (
+	RouteList     = "capability/list"
+	RouteDescribe = "capability/describe"
+	RouteExecute  = "capability/execute"
+	RouteBatch    = "capability/batch-execute"
+)
+
+// Handler serves a core executor over HTTP. It is an [http.Handler] for
+// net/http and exposes [Handler.Serve] for routers that are not. It is safe
+// for concurrent use.
+type Handler[C, P any] struct {
+	handlerBase
+	exec         *core.Executor[C, P]
+	authenticate func(ctx context.Context, req *Request) (P, error)
+	authorize    func(ctx context.Context, principal P, inv *core.Invocation) error
+	grantStatus  func(ctx context.Context, principal P, def *core.Definition) string
+}
+
+// handlerBase is the part of a Handler that does not depend on its type
+// parameters.
+type handlerBase struct {
+	logger    *slog.Logger
+	challenge string
+	anonymous bool
+	maxBody   int64
+	listCache string
+	defLimit  int
+	maxLimit  int
+	defs      map[*core.Definition]*defInfo
+}
+
+// defInfo holds the parts of list and describe answers that never change,
+// rendered once at construction.
+type defInfo struct {
+	listEntry []byte // without the closing brace
+	describe  []byte // without the closing brace
+	lowerName string
+	lowerDesc string
+}
+
+// New builds a handler for exec. It fails on an incomplete or inconsistent
+// configuration.
+func New[C, P any](exec *core.Executor[C, P], cfg Config[P]) (*Handler[C, P], error) {
+	if exec == nil {
+		return nil, errors.New("httpx: nil executor")
+	}
+	if cfg.Authenticate == nil {
+		return nil, errors.New("httpx: Config.Authenticate is required")
+	}
+	if cfg.MaxBodyBytes < 0 || cfg.DefaultListLimit < 0 || cfg.MaxListLimit < 0 {
+		return nil, errors.New("httpx: negative limit in Config")
+	}
+	h := &Handler[C, P]{
+		handlerBase: handlerBase{
+			logger:    cfg.Logger,
+			challenge: cfg.Challenge,
+			anonymous: cfg.AllowAnonymousDiscovery,
+			maxBody:   cfg.MaxBodyBytes,
+			listCache: cfg.ListCacheControl,
+			defLimit:  cfg.DefaultListLimit,
+			maxLimit:  cfg.MaxListLimit,
+		},
+		exec:         exec,
+		authenticate: cfg.Authenticate,
+		authorize:    cfg.Authorize,
+		grantStatus:  cfg.GrantStatus,
+	}
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	if h.maxBody == 0 {
+		h.maxBody = DefaultMaxBodyBytes
+	}
+	if h.listCache == "" {
+		h.listCache = DefaultListCacheControl
+	}
+	switch {
+	case h.defLimit == 0 && h.maxLimit == 0:
+		h.defLimit, h.maxLimit = DefaultListLimit, DefaultMaxListLimit
+	case h.maxLimit == 0:
+		h.maxLimit = max(DefaultMaxListLimit, h.defLimit)
+	case h.defLimit == 0:
+		h.defLimit = min(DefaultListLimit, h.maxLimit)
+	}
+	if h.defLimit > h.maxLimit {
+		return nil, fmt.Errorf("httpx: DefaultListLimit %d exceeds MaxListLimit %d", h.defLimit, h.maxLimit)
+	}
+	all := exec.Registry().All()
+	h.defs = make(map[*core.Definition]*defInfo, len(all))
+	for _, d := range all {
+		info, err := renderDefinition(d)
+		if err != nil {
+			return nil, err
+		}
+		h.defs[d] = info
+	}
+	return h, nil
+}
+
+// renderDefinition pre-renders the static members of d's list entry and
+// describe answer.
+func renderDefinition(d *core.Definition) (*defInfo, error) {
+	var in, out bytes.Buffer
+	if err := json.Compact(&in, d.InputSchema()); err != nil {
+		return nil, fmt.Errorf("httpx: capability %q: input schema: %w", d.Name(), err)
+	}
+	if err := json.Compact(&out, d.OutputSchema()); err != nil {
+		return nil, fmt.Errorf("httpx: capability %q: output schema: %w", d.Name(), err)
+	}
+	head := func() []byte {
+		b := append([]byte(`{"name":`), appendString(nil, d.Name())...)
+		b = append(b, `,"description":`...)
+		return appendString(b, d.Description())
+	}
+	list := head()
+	list = append(list, `,"approval_strength":`...)
+	list = appendString(list, string(d.Approval()))
+	if rc := d.RequiredConstraints(); len(rc) > 0 {
+		list = append(list, `,"required_constraints":`...)
+		list = appendStrings(list, rc)
+	}
+
+	desc := head()
+	desc = append(desc, `,"input":`...)
+	desc = append(desc, in.Bytes()...)
+	desc = append(desc, `,"output":`...)
+	desc = append(desc, out.Bytes()...)
+	desc = append(desc, `,"approval_strength":`...)
+	desc = appendString(desc, string(d.Approval()))
+	desc = append(desc, `,"required_constraints":`...)
+	desc = appendStrings(desc, d.RequiredConstraints())
+	desc = append(desc, `,"risk":`...)
+	desc = appendString(desc, string(d.Risk()))
+	if s := d.Scope(); s != "" {
+		desc = append(desc, `,"scope":`...)
+		desc = appendString(desc, s)
+	}
+	if t := d.Tags(); len(t) > 0 {
+		desc = append(desc, `,"tags":`...)
+		desc = appendStrings(desc, t)
+	}
+	if l := d.Location(); l != "" {
+		desc = append(desc, `,"location":`...)
+		desc = appendString(desc, l)
+	}
+	return &defInfo{
+		listEntry: list,
+		describe:  desc,
+		lowerName: strings.ToLower(d.Name()),
+		lowerDesc: strings.ToLower(d.Description()),
+	}, nil
+}
+
+// Routes returns the four routes relative to the mount point, for mounts
+// that register each one on a router.
+func (h *Handler[C, P]) Routes() []string {
+	return []string{RouteList, RouteDescribe, RouteExecute, RouteBatch}
+}
+
+// MaxBodyBytes returns the body limit, for mounts that read bodies
+// themselves.
+func (h *Handler[C, P]) MaxBodyBytes() int64 { return h.maxBody }
+
+// ServeHTTP serves r. Paths are relative to the mount point, so mount the
+// handler with http.StripPrefix; "capability/list" and "/capability/list"
+// both work. The request's context reaches the executor: a client that
+// goes away cancels the execution.
+func (h *Handler[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req := NewRequest(w, r, r.URL.Path)
+	buf := getBuffer()
+	meta := h.handle(req, buf)
+	meta.setHeaders(w.Header())
+	w.WriteHeader(meta.status)
+	// A write error means the client is gone; there is nobody to tell.
+	_, _ = w.Write(buf.b)
+	putBuffer(buf)
+}
+
+// Serve answers one transport-neutral request. It never returns nil.
+func (h *Handler[C, P]) Serve(req *Request) *Response {
+	buf := getBuffer()
+	meta := h.handle(req, buf)
+	resp := &Response{Status: meta.status, Header: make(http.Header, 5), Body: bytes.Clone(buf.b)}
+	putBuffer(buf)
+	meta.setHeaders(resp.Header)
+	return resp
+}
+
+// replyMeta is everything about an answer except its body.
+type replyMeta struct {
+	status    int
+	allow     string
+	challenge string
+	cache     string
+}
+
+const cacheNoStore = "no-store"
+
+func (m replyMeta) setHeaders(hd http.Header) {
+	hd.Set("Content-Type", "application/json")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Cache-Control", m.cache)
+	if m.allow != "" {
+		hd.Set("Allow", m.allow)
+	}
+	if m.challenge != "" {
+		hd.Set("WWW-Authenticate", m.challenge)
+	}
+}
+
+type route uint8
+
+const (
+	routeNone route = iota
+	routeList
+	routeDescribe
+	routeExecute
+	routeBatch
+)
+
+func matchRoute(path string) route {
+	switch strings.TrimPrefix(path, "/") {
+	case RouteList:
+		return routeList
+	case RouteDescribe:
+		return routeDescribe
+	case RouteExecute:
+		return routeExecute
+	case RouteBatch:
+		return routeBatch
+	}
+	return routeNone
+}
+
+// fail renders an error answer into buf.
+func (h *handlerBase) fail(ctx context.Context, buf *buffer, env envelope) replyMeta {
+	buf.b = h.appendEnvelope(ctx, buf.b[:0], env, "error")
+	buf.b = append(buf.b, '\n')
+	m := replyMeta{status: env.status, cache: cacheNoStore}
+	if env.status == http.StatusUnauthorized {
+		m.challenge = h.challenge
+	}
+	return m
+}
+
+// handle runs the checks in their fixed order and dispatches to a route.
+func (h *Handler[C, P]) handle(req *Request, buf *buffer) replyMeta {
+	ctx := req.Context
+	if ctx == nil {
+		ctx = context.Background()
+		req.Context = ctx
+	}
+	rt := matchRoute(req.Path)
+	if rt == routeNone {
+		return h.fail(ctx, buf, envelope{status: http.StatusNotFound, code: wireNotFound, message: "no such endpoint"})
+	}
+	method := http.MethodPost
+	if rt == routeList || rt == routeDescribe {
+		method = http.MethodGet
+	}
+	if req.Method != method {
+		m := h.fail(ctx, buf, envelope{status: http.StatusMethodNotAllowed, code: wireMethodNotAllowed,
+			message: "use " + method + " for this endpoint"})
+		m.allow = method
+		return m
+	}
+
+	principal, err := h.authenticate(ctx, req)
+	anonymous := false
+	if err != nil {
+		if !h.anonymous || method != http.MethodGet || !errors.Is(err, ErrNoCredentials) {
+			env, internal := authEnvelope(err)
+			if internal {
+				h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: authentication failed unexpectedly",
+					slog.String("error", err.Error()))
+			}
+			return h.fail(ctx, buf, env)
+		}
+		var zero P
+		principal, anonymous = zero, true
+	}
+
+	switch rt {
+	case routeList:
+		return h.list(ctx, req, principal, anonymous, buf)
+	case routeDescribe:
+		return h.describe(ctx, req, principal, anonymous, buf)
+	}
+
+	if !isJSONContentType(req.header("Content-Type")) {
+		return h.fail(ctx, buf, envelope{status: http.StatusUnsupportedMediaType, code: wireUnsupportedType,
+			message: "the body must be JSON (Content-Type: application/json)"})
+	}
+	req.loadBody(h.maxBody)
+	if req.BodyTooLarge || int64(len(req.Body)) > h.maxBody {
+		return h.fail(ctx, buf, envelope{status: http.StatusRequestEntityTooLarge, code: wireTooLarge,
+			message: fmt.Sprintf("the body exceeds %d bytes", h.maxBody)})
+	}
+	if req.BodyError != nil {
+		return h.fail(ctx, buf, envelope{status: http.StatusBadRequest, code: core.WireInvalidRequest,
+			message: "the request body cannot be read or decoded"})
+	}
+	if rt == routeExecute {
+		return h.execute(ctx, req.Body, principal, buf)
+	}
+	return h.batch(ctx, req.Body, principal, buf)
+}
+
+// isJSONContentType accepts application/json and application/*+json, with
+// any parameters.
+func isJSONContentType(v string) bool {
+	if i := strings.IndexByte(v, ';'); i >= 0 {
+		v = v[:i]
+	}
+	v = strings.TrimSpace(v)
+	const app = "application/"
+	if len(v) <= len(app) || !strings.EqualFold(v[:len(app)], app) {
+		return false
+	}
+	sub := v[len(app):]
+	if strings.EqualFold(sub, "json") {
+		return true
+	}
+	return len(sub) > len("+json") && strings.EqualFold(sub[len(sub)-len("+json"):], "+json")
+}
+
+// authorizer binds the principal to the configured Authorize.
+func (h *Handler[C, P]) authorizer(principal P) core.AuthorizeFunc {
+	if h.authorize == nil {
+		return nil
+	}
+	return func(ctx context.Context, inv *core.Invocation) error {
+		return h.authorize(ctx, principal, inv)
+	}
+}
+
+// msgUnknownCapability matches the executor's own message, so an
+// invisible capability cannot be told apart from an unknown one.
+const msgUnknownCapability = "unknown capability"
+
+func unknownCapability() *core.Error {
+	return core.NewError(core.CodeUnknownCapability, core.StageLookup, msgUnknownCapability, nil)
+}
+
+// hidden reports a registered capability the principal may not see. Such
+// a call is answered like an unknown one, before its input is looked at,
+// so neither its existence nor its schema leaks. Unknown names go to the
+// executor, whose hooks and metrics then record the attempt.
+func (h *Handler[C, P]) hidden(ctx context.Context, principal P, name string) bool {
+	d, ok := h.exec.Registry().Lookup(name)
+	return ok && !d.Visible(ctx, principal)
+}
+
+func asCoreError(err error) *core.Error {
+	var ce *core.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return core.NewError(core.CodeExecutionFailed, core.StageHandler, "internal error", nil)
+}
+
+func (h *Handler[C, P]) execute(ctx context.Context, body []byte, principal P, buf *buffer) replyMeta {
+	name, args, perr := parseExecute(body)
+	if perr != nil {
+		return h.fail(ctx, buf, envelopeOf(perr))
+	}
+	if h.hidden(ctx, principal, name) {
+		return h.fail(ctx, buf, envelopeOf(unknownCapability()))
+	}
+	data, err := h.exec.ExecuteDynamic(ctx, name, principal, args, h.authorizer(principal))
+	if err != nil {
+		ce := asCoreError(err)
+		if ce != err {
+			h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: executor returned a foreign error",
+				slog.String("capability", name), slog.String("error", err.Error()))
+		}
+		h.logFailure(ctx, name, ce)
+		return h.fail(ctx, buf, envelopeOf(ce))
+	}
+	b := append(buf.b[:0], `{"data":`...)
+	b = append(b, data...)
+	buf.b = append(b, '}', '\n')
+	return replyMeta{status: http.StatusOK, cache: cacheNoStore}
+}
+
+func (h *Handler[C, P]) batch(ctx context.Context, body []byte, principal P, buf *buffer) replyMeta {
+	calls, perr := parseBatch(body, h.exec.MaxBatch())
+	if perr != nil {
+		return h.fail(ctx, buf, envelopeOf(perr))
+	}
+	var hiddenAt []bool
+	run := calls
+	for i, c := range calls {
+		if h.hidden(ctx, principal, c.Capability) {
+			if hiddenAt == nil {
+				hiddenAt = make([]bool, len(calls))
+				run = make([]core.BatchCall, 0, len(calls))
+				run = append(run, calls[:i]...)
+			}
+			hiddenAt[i] = true
+		} else if hiddenAt != nil {
+			run = append(run, c)
+		}
+	}
+	var ran []core.BatchResult
+	if len(run) > 0 {
+		var err error
+		if ran, err = h.exec.ExecuteBatch(ctx, principal, run, h.authorizer(principal)); err != nil {
+			return h.fail(ctx, buf, envelopeOf(asCoreError(err)))
+		}
+	}
+	b := append(buf.b[:0], `{"responses":[`...)
+	next := 0
+	for i, c := range calls {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var res core.BatchResult
+		if hiddenAt != nil && hiddenAt[i] {
+			res = core.BatchResult{ID: c.ID, Err: unknownCapability()}
+		} else {
+			res = ran[next]
+			next++
+		}
+		b = append(b, `{"id":`...)
+		b = appendString(b, c.ID)
+		if res.Err == nil {
+			b = append(b, `,"status":"completed","data":`...)
+			b = append(b, res.Data...)
+		} else {
+			h.logFailure(ctx, c.Capability, res.Err)
+			b = append(b, `,"status":"failed","error":`...)
+			b = h.appendEnvelope(ctx, b, envelopeOf(res.Err), "code")
+		}
+		b = append(b, '}')
+	}
+	buf.b = append(b, ']', '}', '\n')
+	return replyMeta{status: http.StatusOK, cache: cacheNoStore}
+}
