@@ -38,13 +38,15 @@ type ConstraintViolation struct {
 	// a one-member operator object such as {"max":1000} holding the
 	// granted operand of the operator that failed.
 	Constraint json.RawMessage `json:"constraint"`
-	// Actual is the argument value as received, or null when missing.
+	// Actual is the argument value as received (without insignificant
+	// whitespace), or null when it is missing or cannot be read.
 	Actual json.RawMessage `json:"actual"`
 }
 
 // UnknownOperatorError reports operator names the server does not know in
 // the constraint on one field. Such a grant can never be satisfied.
 type UnknownOperatorError struct {
+	// Field is the constrained top-level input field.
 	Field string
 	// Operators are the unknown names, sorted.
 	Operators []string
@@ -59,7 +61,9 @@ func (e *UnknownOperatorError) Error() string {
 // JSON, nesting beyond MaxConstraintDepth, an empty operator object, or an
 // operand of the wrong type. Such a grant can never be satisfied.
 type ConstraintError struct {
-	Field  string
+	// Field is the constrained top-level input field.
+	Field string
+	// Reason says what is wrong, without quoting the constraint.
 	Reason string
 }
 
@@ -165,10 +169,20 @@ func parseConstraint(field string, raw json.RawMessage) (constraint, error) {
 		// constraining the field for required constraints.
 		return constraint{}, &ConstraintError{Field: field, Reason: "empty operator object"}
 	}
+	// Unknown operators are looked for first: the protocol wants them
+	// reported as such, whatever else is wrong with the object.
 	var unknown []string
 	for _, m := range v.members {
+		if !isOperator(string(m.key)) {
+			unknown = append(unknown, string(m.key))
+		}
+	}
+	if unknown != nil {
+		// Members are sorted by key, so unknown is sorted too.
+		return constraint{}, &UnknownOperatorError{Field: field, Operators: unknown}
+	}
+	for _, m := range v.members {
 		switch string(m.key) {
-		case "eq":
 		case "min", "max":
 			if m.value.kind != kindNumber {
 				return constraint{}, &ConstraintError{Field: field, Reason: string(m.key) + " must be a number"}
@@ -177,15 +191,18 @@ func parseConstraint(field string, raw json.RawMessage) (constraint, error) {
 			if m.value.kind != kindArray {
 				return constraint{}, &ConstraintError{Field: field, Reason: string(m.key) + " must be an array"}
 			}
-		default:
-			unknown = append(unknown, string(m.key))
 		}
 	}
-	if unknown != nil {
-		// Members are sorted by key, so unknown is sorted too.
-		return constraint{}, &UnknownOperatorError{Field: field, Operators: unknown}
-	}
 	return c, nil
+}
+
+// isOperator does not consult Operators, which callers could modify.
+func isOperator(name string) bool {
+	switch name {
+	case "eq", "in", "max", "min", "not_in":
+		return true
+	}
+	return false
 }
 
 // check appends the violations of argument raw (present or not) to out.

@@ -359,6 +359,7 @@ func TestMalformedConstraints(t *testing.T) {
 	}{
 		{"unknown operator", map[string]string{"amount": `{"gt":5}`}, []problem{{Field: "amount", Unknown: []string{"gt"}}}},
 		{"unknown with known", map[string]string{"amount": `{"min":1,"lte":2,"abc":3}`}, []problem{{Field: "amount", Unknown: []string{"abc", "lte"}}}},
+		{"unknown before malformed operands", map[string]string{"amount": `{"min":"1","gt":2,"in":3}`}, []problem{{Field: "amount", Unknown: []string{"gt"}}}},
 		{"object without operators is operators", map[string]string{"address": `{"city":"Paris"}`}, []problem{{Field: "address", Unknown: []string{"city"}}}},
 		{"operator names are case-sensitive", map[string]string{"amount": `{"MAX":5}`}, []problem{{Field: "amount", Unknown: []string{"MAX"}}}},
 		{"empty operator object", map[string]string{"amount": `{}`}, []problem{{Field: "amount", Reason: "empty operator object"}}},

@@ -73,11 +73,13 @@ type Call struct {
 //     the grant is broken on the server side; the details stay in the
 //     hidden cause.
 //
-// A grant with no constraints is unconstrained, as the protocol says. A
-// session source that knows a grant is constrained but cannot supply the
-// constraints must not present the grant without them; it should mark the
-// session Compact (and give the capability required constraints) or leave
-// the grant out.
+// A grant with no constraints is unconstrained, as the protocol says, so a
+// SessionSource that knows or suspects a grant is constrained but cannot
+// supply its constraints must not present it as a plain grant: it marks
+// the session Compact or leaves the grant out. Under a compact session a
+// capability without required constraints runs on grants whose scope is
+// unknown; give every capability whose grants may be scoped required
+// constraints, so that such sessions fail closed for it.
 func AuthorizeCall(s *Session, call Call, now time.Time) error {
 	if s == nil || s.Agent == nil {
 		return core.NewAppError(http.StatusInternalServerError, CodeInternalError, "internal error").
