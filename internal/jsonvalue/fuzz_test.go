@@ -16,12 +16,13 @@ import (
 // encoding/json must accept with the same tree. Whatever encoding/json
 // accepts, Parse must accept too, unless the input is one of the cases this
 // package refuses on purpose: duplicate keys, invalid UTF-8, lone surrogate
-// escapes and nesting beyond MaxDepth.
+// escapes, nesting beyond MaxDepth and numbers beyond MaxNumberLen or
+// MaxExponent.
 func FuzzParse(f *testing.F) {
 	seeds := []string{
 		`{}`, `[]`, `null`, `true`, `-0.5e+10`, `"a\u00e9\ud83d\ude00"`,
 		`{"a":[1,2,{"b":null}],"c":"d"}`, `{"a":1,"a":2}`, `[01]`, `"\ud800"`,
-		"\"\xff\"", `{"a":1,}`, `[1 2]`, ` {"x" : { "y" : [ ] } } `, `1e`, `{"A":1,"a":2}`,
+		"\"\xff\"", `{"a":1,}`, `[1 2]`, ` {"x" : { "y" : [ ] } } `, `1e`, `{"A":1,"a":2}`, `1e401`, `[-0.0e-0]`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -48,7 +49,12 @@ func FuzzParse(f *testing.F) {
 				if se.Offset < 0 || se.Offset > int64(len(data)) {
 					t.Fatalf("Parse(%q) error offset %d out of range", data, se.Offset)
 				}
-				deliberate := se.Msg == jsonvalue.MsgInvalidUTF8 || se.Msg == jsonvalue.MsgSurrogate || se.Msg == jsonvalue.MsgTooDeep
+				deliberate := false
+				switch se.Msg {
+				case jsonvalue.MsgInvalidUTF8, jsonvalue.MsgSurrogate, jsonvalue.MsgTooDeep,
+					jsonvalue.MsgNumberTooLong, jsonvalue.MsgExponentTooBig:
+					deliberate = true
+				}
 				if stdValid && !deliberate {
 					t.Fatalf("Parse(%q) = %v, but encoding/json accepts it", data, err)
 				}

@@ -3,8 +3,10 @@
 //
 // It is stricter than encoding/json where leniency would let two readers of
 // one document disagree: duplicate object keys, invalid UTF-8 and lone
-// surrogate escapes are errors rather than silently resolved. Everything else
-// follows the RFC grammar exactly.
+// surrogate escapes are errors rather than silently resolved. It also bounds
+// what would let a small document cost a lot to process: nesting depth
+// (MaxDepth) and the size of numbers (MaxNumberLen, MaxExponent).
+// Everything else follows the RFC grammar exactly.
 //
 // Surrogates: a \uD800-\uDBFF escape must be followed directly by a
 // \uDC00-\uDFFF escape; any other use of a surrogate escape is a syntax
@@ -30,12 +32,25 @@ import (
 // can make it use.
 const MaxDepth = 1000
 
+// MaxNumberLen and MaxExponent bound the numbers Parse accepts, as RFC 8259
+// section 9 allows. Schema validation compares numbers exactly with
+// math/big, whose cost grows with the digits and the exponent of a number
+// (1e1000000 takes tens of milliseconds to convert), so unbounded numbers
+// would let a short request burn seconds of CPU. The bounds are far beyond
+// float64 and any integer type.
+const (
+	MaxNumberLen = 256
+	MaxExponent  = 400
+)
+
 // Messages of the SyntaxError values that describe input encoding/json
 // accepts but this package refuses on purpose.
 const (
-	MsgInvalidUTF8 = "invalid UTF-8 in string"
-	MsgSurrogate   = "invalid surrogate escape in string"
-	MsgTooDeep     = "nesting deeper than 1000 levels"
+	MsgInvalidUTF8    = "invalid UTF-8 in string"
+	MsgSurrogate      = "invalid surrogate escape in string"
+	MsgTooDeep        = "nesting deeper than 1000 levels"
+	MsgNumberTooLong  = "number longer than 256 bytes"
+	MsgExponentTooBig = "number exponent beyond 400"
 )
 
 // SyntaxError reports input that is not a single well-formed JSON value.
@@ -623,7 +638,18 @@ func (p *parser) number() (json.Number, error) {
 		if !isDigit(s[i]) {
 			return "", p.errAt(i, "invalid character "+describe(s[i])+" in exponent of number")
 		}
-		i = digits(s, i+1)
+		exp := 0
+		for ; i < len(s) && isDigit(s[i]); i++ {
+			if exp <= MaxExponent {
+				exp = exp*10 + int(s[i]-'0')
+			}
+		}
+		if exp > MaxExponent {
+			return "", p.errAt(start, MsgExponentTooBig)
+		}
+	}
+	if i-start > MaxNumberLen {
+		return "", p.errAt(start, MsgNumberTooLong)
 	}
 	p.i = i
 	return json.Number(s[start:i]), nil
