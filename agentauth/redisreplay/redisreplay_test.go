@@ -1,0 +1,220 @@
+package redisreplay_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/redisreplay"
+)
+
+// redisClient connects to the Redis server named by AGENTCAP_REDIS_ADDR
+// (a loopback address such as 127.0.0.1:6379). Without it the test is
+// skipped, except under CI, where these tests must run. It returns the
+// client and a key prefix unique to this test, whose keys are deleted when
+// the test ends.
+func redisClient(t testing.TB) (*redis.Client, string) {
+	t.Helper()
+	addr := os.Getenv("AGENTCAP_REDIS_ADDR")
+	if addr == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("AGENTCAP_REDIS_ADDR is not set; CI must run the Redis replay cache tests against a loopback redis-server")
+		}
+		t.Skip("AGENTCAP_REDIS_ADDR is not set; start redis-server on loopback and set it to run these tests")
+	}
+	client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	ctx := context.Background()
+	if err := client.Ping(ctx).Err(); err != nil {
+		client.Close()
+		t.Fatalf("redis at %s: %v", addr, err)
+	}
+	prefix := fmt.Sprintf("agentcap-test:%d:%d:%s:", os.Getpid(), time.Now().UnixNano(), t.Name())
+	t.Cleanup(func() {
+		defer client.Close()
+		iter := client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		var keys []string
+		flush := func() {
+			if len(keys) > 0 {
+				if err := client.Del(ctx, keys...).Err(); err != nil {
+					t.Errorf("cleanup: %v", err)
+				}
+				keys = keys[:0]
+			}
+		}
+		for iter.Next(ctx) {
+			if keys = append(keys, iter.Val()); len(keys) == 1000 {
+				flush()
+			}
+		}
+		flush()
+		if err := iter.Err(); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return client, prefix
+}
+
+func TestCache(t *testing.T) {
+	client, prefix := redisClient(t)
+	c := redisreplay.New(client, prefix)
+	ctx := context.Background()
+	for i, step := range []struct {
+		key   string
+		fresh bool
+	}{
+		{"agentauth:jti:agt_1:a", true},
+		{"agentauth:jti:agt_1:a", false},
+		{"agentauth:jti:agt_1:b", true},
+		{"agentauth:jti:agt_2:a", true},
+		{"agentauth:jti:agt_1:b", false},
+	} {
+		fresh, err := c.CheckAndSet(ctx, step.key, time.Minute)
+		if err != nil || fresh != step.fresh {
+			t.Fatalf("step %d %s: fresh = %v, err = %v; want %v", i, step.key, fresh, err, step.fresh)
+		}
+	}
+	// The key is stored under the prefix with a millisecond TTL, rounded up.
+	if _, err := c.CheckAndSet(ctx, "ttl", 1500*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CheckAndSet(ctx, "long", 70*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	pttl, err := client.PTTL(ctx, prefix+"long").Result()
+	if err != nil || pttl <= 60*time.Second || pttl > 70*time.Second {
+		t.Fatalf("PTTL = %v, %v; want just under 70s", pttl, err)
+	}
+	if v, err := client.Get(ctx, prefix+"long").Result(); err != nil || v != "1" {
+		t.Fatalf("stored value %q, %v", v, err)
+	}
+	for _, ttl := range []time.Duration{0, -time.Second} {
+		if fresh, err := c.CheckAndSet(ctx, "bad-ttl", ttl); err == nil || fresh {
+			t.Errorf("ttl %v: fresh = %v, err = %v; want an error", ttl, fresh, err)
+		}
+	}
+}
+
+func TestCacheExpiry(t *testing.T) {
+	client, prefix := redisClient(t)
+	c := redisreplay.New(client, prefix)
+	ctx := context.Background()
+	if fresh, err := c.CheckAndSet(ctx, "short", 50*time.Millisecond); !fresh || err != nil {
+		t.Fatalf("first: %v, %v", fresh, err)
+	}
+	// Redis expires keys on its own clock; wait for it, bounded.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		fresh, err := c.CheckAndSet(ctx, "short", 50*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fresh {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("key did not expire within 5s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCacheSharedAcrossInstances: two caches (two application instances)
+// on one Redis agree that a key was used.
+func TestCacheSharedAcrossInstances(t *testing.T) {
+	client, prefix := redisClient(t)
+	other := redis.NewClient(&redis.Options{Addr: os.Getenv("AGENTCAP_REDIS_ADDR")})
+	defer other.Close()
+	a, b := redisreplay.New(client, prefix), redisreplay.New(other, prefix)
+	ctx := context.Background()
+	if fresh, err := a.CheckAndSet(ctx, "k", time.Minute); !fresh || err != nil {
+		t.Fatalf("instance a: %v, %v", fresh, err)
+	}
+	if fresh, err := b.CheckAndSet(ctx, "k", time.Minute); fresh || err != nil {
+		t.Fatalf("instance b: fresh = %v, err = %v; want replayed", fresh, err)
+	}
+}
+
+func TestCacheConcurrentSameKey(t *testing.T) {
+	client, prefix := redisClient(t)
+	c := redisreplay.New(client, prefix)
+	for round := range 10 {
+		key := fmt.Sprintf("race-%d", round)
+		const n = 16
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				fresh, err := c.CheckAndSet(context.Background(), key, time.Minute)
+				if err != nil {
+					t.Error(err)
+				}
+				if fresh {
+					wins.Add(1)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Fatalf("round %d: %d winners, want 1", round, wins.Load())
+		}
+	}
+}
+
+func TestCacheFailsClosed(t *testing.T) {
+	client, prefix := redisClient(t)
+	c := redisreplay.New(client, prefix)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if fresh, err := c.CheckAndSet(ctx, "k", time.Minute); err == nil || fresh {
+		t.Fatalf("canceled context: fresh = %v, err = %v; want an error", fresh, err)
+	}
+	closed := redis.NewClient(&redis.Options{Addr: os.Getenv("AGENTCAP_REDIS_ADDR")})
+	closed.Close()
+	if fresh, err := redisreplay.New(closed, prefix).CheckAndSet(context.Background(), "k", time.Minute); err == nil || fresh {
+		t.Fatalf("closed client: fresh = %v, err = %v; want an error", fresh, err)
+	}
+}
+
+func BenchmarkRedisReplayCache(b *testing.B) {
+	client, prefix := redisClient(b)
+	c := redisreplay.New(client, prefix)
+	ctx := context.Background()
+	var seq atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.CheckAndSet(ctx, fmt.Sprintf("agentauth:jti:agt_bench:%d", seq.Add(1)), 70*time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func ExampleNew() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer client.Close()
+
+	verifier, err := agentauth.NewVerifier(agentauth.VerifierConfig{
+		Directory: agentauth.NewMemoryDirectory(),
+		Audiences: []string{"https://bank.example/capability/execute"},
+		// Every instance of the application refuses a token id that any
+		// instance has accepted.
+		Replay: redisreplay.New(client, "bank:agentauth:"),
+	})
+	if err != nil {
+		panic(err)
+	}
+	_ = verifier
+}
