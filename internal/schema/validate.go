@@ -1,0 +1,137 @@
+package schema
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/agentcap/agentcap/internal/jsonvalue"
+)
+
+// Violation is one way a value fails a schema.
+type Violation struct {
+	// Path is the JSON Pointer (RFC 6901) of the offending value; "" is
+	// the whole value.
+	Path string
+	// Message says what is wrong, in English.
+	Message string
+}
+
+// Validator validates generic JSON trees, as produced by jsonvalue.Parse,
+// against a compiled schema. It is safe for concurrent use.
+type Validator struct {
+	schema *jsonschema.Schema
+}
+
+// schemaURL names the one document a compiler holds. The scheme is served
+// by no loader, so it can never be fetched.
+const schemaURL = "urn:agentcap:schema"
+
+// refuseLoader fails every load: references may point only inside the
+// document or at the draft meta-schemas the library embeds, so compiling a
+// schema never touches the network or the file system.
+type refuseLoader struct{}
+
+func (refuseLoader) Load(url string) (any, error) {
+	return nil, errors.New("external references are not loaded")
+}
+
+// Compile compiles a draft 2020-12 schema document. A "$schema" keyword, if
+// present, must name draft 2020-12. References outside the document are
+// refused, and format keywords ("date-time", "email", ...) are asserted,
+// not just annotations.
+func Compile(schemaJSON []byte) (*Validator, error) {
+	doc, err := jsonvalue.Parse(schemaJSON)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	if obj, ok := doc.(map[string]any); ok {
+		if s, present := obj["$schema"]; present {
+			if str, _ := s.(string); strings.TrimSuffix(str, "#") != draft2020 {
+				return nil, fmt.Errorf("schema: $schema must be %q", draft2020)
+			}
+		}
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(refuseLoader{})
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	sch, err := c.Compile(schemaURL)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	return &Validator{schema: sch}, nil
+}
+
+var english = message.NewPrinter(language.English)
+
+// Validate returns every violation of the schema by value, sorted by path
+// and then message, or nil when value is valid. A value that passes costs
+// nothing beyond the validation itself.
+//
+// Numbers may be json.Number (as jsonvalue.Parse produces), float64 or any
+// Go integer type. An "integer" accepts any number with no fractional part,
+// such as 5.0, as draft 2020-12 requires.
+func (v *Validator) Validate(value any) []Violation {
+	err := v.schema.Validate(value)
+	if err == nil {
+		return nil
+	}
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		return []Violation{{Message: err.Error()}}
+	}
+	var out []Violation
+	out = flatten(verr, out)
+	sortViolations(out)
+	return slices.Compact(out)
+}
+
+// flatten collects the leaves of the library's error tree. Inner nodes
+// only say that some subschema failed; the leaves say why.
+func flatten(e *jsonschema.ValidationError, out []Violation) []Violation {
+	if len(e.Causes) > 0 {
+		for _, c := range e.Causes {
+			out = flatten(c, out)
+		}
+		return out
+	}
+	path := pointer(e.InstanceLocation)
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		for _, name := range k.Missing {
+			out = append(out, Violation{Path: jsonvalue.Pointer(path, name), Message: "missing required field"})
+		}
+	case *kind.AdditionalProperties:
+		for _, name := range k.Properties {
+			out = append(out, Violation{Path: jsonvalue.Pointer(path, name), Message: "unknown field"})
+		}
+	default:
+		out = append(out, Violation{Path: path, Message: e.ErrorKind.LocalizedString(english)})
+	}
+	return out
+}
+
+func pointer(tokens []string) string {
+	p := ""
+	for _, t := range tokens {
+		p = jsonvalue.Pointer(p, t)
+	}
+	return p
+}
+
+func sortViolations(vs []Violation) {
+	slices.SortFunc(vs, func(a, b Violation) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Message, b.Message))
+	})
+}
