@@ -279,7 +279,13 @@ func classify(err error, stage Stage, fallback Code) *Error {
 	}
 	var ce *Error
 	if errors.As(err, &ce) {
-		return ce
+		if ce.Stage == stage {
+			return ce
+		}
+		// An *Error from a nested execution is reported at this stage.
+		c := *ce
+		c.Stage = stage
+		return &c
 	}
 	var ae *AppError
 	if errors.As(err, &ae) {
@@ -314,3 +320,5 @@ var ErrForbidden = errors.New("agentcap: forbidden")
 func NewError(code Code, stage Stage, message string, details []Violation) *Error {
 	return &Error{Code: code, Stage: stage, Message: message, Details: details}
 }
+
+var errNilExecutor = errors.New("agentcap: lazy build returned a nil executor")

@@ -1,0 +1,61 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// BatchCall is one invocation of a batch.
+type BatchCall struct {
+	ID         string
+	Capability string
+	Arguments  json.RawMessage
+}
+
+// BatchResult is the outcome of one BatchCall: Data on success, Err
+// otherwise. ID echoes the call's ID.
+type BatchResult struct {
+	ID   string
+	Data json.RawMessage
+	Err  *Error
+}
+
+// ExecuteBatch runs calls for one principal with bounded concurrency and
+// returns their results in request order, each with its own outcome. The
+// batch itself fails only when it is empty or larger than MaxBatch.
+func (e *Executor[C, P]) ExecuteBatch(ctx context.Context, principal P, calls []BatchCall, authorize AuthorizeFunc) ([]BatchResult, error) {
+	if len(calls) == 0 || len(calls) > e.maxBatch {
+		return nil, &Error{Code: CodeInvalidInput, Stage: StageInput,
+			Message: fmt.Sprintf("a batch holds 1 to %d requests", e.maxBatch)}
+	}
+	results := make([]BatchResult, len(calls))
+	workers := min(e.concurrency, len(calls))
+	if workers <= 1 {
+		for i, c := range calls {
+			results[i] = e.batchItem(ctx, principal, c, authorize)
+		}
+		return results, nil
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				results[i] = e.batchItem(ctx, principal, calls[i], authorize)
+			}
+		})
+	}
+	for i := range calls {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results, nil
+}
+
+func (e *Executor[C, P]) batchItem(ctx context.Context, principal P, c BatchCall, authorize AuthorizeFunc) BatchResult {
+	_, data, err := e.run(ctx, c.Capability, principal, c.Arguments, nil, authorize)
+	return BatchResult{ID: c.ID, Data: data, Err: err}
+}

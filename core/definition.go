@@ -1,0 +1,383 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/agentcap/agentcap/internal/schema"
+)
+
+// Approval is the strength of user approval a capability asks for when an
+// agent requests it.
+type Approval string
+
+// Approval strengths, weakest first.
+const (
+	ApprovalNone     Approval = "none"
+	ApprovalSession  Approval = "session"
+	ApprovalWebAuthn Approval = "webauthn"
+)
+
+// Risk classifies the harm a capability can do.
+type Risk string
+
+// Risk levels, lowest first.
+const (
+	RiskLow      Risk = "low"
+	RiskMedium   Risk = "medium"
+	RiskHigh     Risk = "high"
+	RiskCritical Risk = "critical"
+)
+
+// NoInput is the input type of a capability that takes no arguments. Its
+// schema is an empty object that admits no properties.
+type NoInput struct{}
+
+// Handler is the typed use case behind a capability. C is the application
+// context built by the executor's context resolver, In and Out are plain Go
+// structs whose JSON Schemas are derived when the capability is defined.
+type Handler[C, In, Out any] func(ctx context.Context, app C, in In) (Out, error)
+
+// Definer is implemented by everything that can be registered: a
+// *Definition and every *Capability.
+type Definer interface {
+	Definition() *Definition
+}
+
+// Definition is a capability's transport-neutral description together with
+// its compiled schemas and type-erased handler. It is immutable once
+// defined and safe for concurrent use.
+type Definition struct {
+	name        string
+	description string
+	approval    Approval
+	required    []string
+	risk        Risk
+	scope       string
+	tags        []string
+	location    string
+	visible     func(context.Context, any) bool
+	timeout     time.Duration
+
+	inputSchema  json.RawMessage
+	outputSchema json.RawMessage
+	inputProps   []string
+	inValidator  *schema.Validator
+	outValidator *schema.Validator
+	keys         *schema.KeyChecker
+
+	appType reflect.Type
+	inType  reflect.Type
+	outType reflect.Type
+
+	// Type-erased operations, bound to In and Out at definition time.
+	decode    func(data []byte) (any, error)
+	encodeIn  func(in any) ([]byte, error)
+	encodeOut func(out any) ([]byte, error)
+	call      func(ctx context.Context, app, in any) (any, error)
+
+	tel telemetryAttrs
+}
+
+// Capability is a typed definition. It is what Define returns; it can be
+// registered like any Definer and called in process with [Execute].
+type Capability[C, In, Out any] struct {
+	def *Definition
+}
+
+// Definition returns the untyped definition.
+func (c *Capability[C, In, Out]) Definition() *Definition { return c.def }
+
+// Definition returns d itself, so that a *Definition is a Definer.
+func (d *Definition) Definition() *Definition { return d }
+
+// Name returns the capability name.
+func (d *Definition) Name() string { return d.name }
+
+// Description returns the human-readable description.
+func (d *Definition) Description() string { return d.description }
+
+// Approval returns the approval strength; ApprovalNone when unset.
+func (d *Definition) Approval() Approval { return d.approval }
+
+// RequiredConstraints returns the top-level input fields that a grant must
+// constrain before the capability may run. The slice must not be modified.
+func (d *Definition) RequiredConstraints() []string { return d.required }
+
+// Risk returns the risk level; RiskLow when unset.
+func (d *Definition) Risk() Risk { return d.risk }
+
+// Scope returns the free-form scope label, if any.
+func (d *Definition) Scope() string { return d.scope }
+
+// Tags returns the tags. The slice must not be modified.
+func (d *Definition) Tags() []string { return d.tags }
+
+// Location returns the absolute URL where the capability executes, or "".
+func (d *Definition) Location() string { return d.location }
+
+// Timeout returns the per-capability timeout, or 0 to use the executor's
+// default.
+func (d *Definition) Timeout() time.Duration { return d.timeout }
+
+// InputSchema returns the JSON Schema of the input. It must not be modified.
+func (d *Definition) InputSchema() json.RawMessage { return d.inputSchema }
+
+// OutputSchema returns the JSON Schema of the output. It must not be
+// modified.
+func (d *Definition) OutputSchema() json.RawMessage { return d.outputSchema }
+
+// InputFields returns the top-level input property names, in schema order.
+func (d *Definition) InputFields() []string { return d.inputProps }
+
+// Visible reports whether principal may see the capability in a listing.
+// Capabilities without a visibility predicate are visible to everyone.
+func (d *Definition) Visible(ctx context.Context, principal any) bool {
+	return d.visible == nil || d.visible(ctx, principal)
+}
+
+// AppContextType returns the application context type the handler expects.
+func (d *Definition) AppContextType() reflect.Type { return d.appType }
+
+// Option configures a capability at definition time.
+type Option func(*options)
+
+type options struct {
+	approval     Approval
+	required     []string
+	risk         Risk
+	scope        string
+	tags         []string
+	location     string
+	visible      func(context.Context, any) bool
+	timeout      time.Duration
+	inputSchema  json.RawMessage
+	outputSchema json.RawMessage
+}
+
+// WithApproval sets the approval strength.
+func WithApproval(a Approval) Option { return func(o *options) { o.approval = a } }
+
+// WithRequiredConstraints names top-level input fields that every grant for
+// the capability must constrain. Each must exist in the input schema.
+func WithRequiredConstraints(fields ...string) Option {
+	return func(o *options) { o.required = append(o.required, fields...) }
+}
+
+// WithRisk sets the risk level.
+func WithRisk(r Risk) Option { return func(o *options) { o.risk = r } }
+
+// WithScope sets a free-form scope label, such as "accounts:write".
+func WithScope(scope string) Option { return func(o *options) { o.scope = scope } }
+
+// WithTags adds tags.
+func WithTags(tags ...string) Option { return func(o *options) { o.tags = append(o.tags, tags...) } }
+
+// WithLocation sets the absolute http(s) URL where the capability executes,
+// when that is not the server's default location.
+func WithLocation(u string) Option { return func(o *options) { o.location = u } }
+
+// WithVisibility sets the predicate that decides which principals see the
+// capability in list and describe. The principal is the executor's P value
+// (its zero value for unauthenticated callers). See also [VisibleTo].
+func WithVisibility(visible func(ctx context.Context, principal any) bool) Option {
+	return func(o *options) { o.visible = visible }
+}
+
+// VisibleTo is WithVisibility for a typed principal. Principals of another
+// type never see the capability.
+func VisibleTo[P any](visible func(ctx context.Context, principal P) bool) Option {
+	return WithVisibility(func(ctx context.Context, principal any) bool {
+		p, ok := principal.(P)
+		return ok && visible(ctx, p)
+	})
+}
+
+// WithTimeout sets a per-capability timeout that replaces the executor's
+// default.
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithInputSchema replaces the derived input schema with an explicit JSON
+// Schema (draft 2020-12). It must describe an object. Input is still
+// decoded strictly into the Go type.
+func WithInputSchema(schemaJSON []byte) Option {
+	return func(o *options) { o.inputSchema = slices.Clone(schemaJSON) }
+}
+
+// WithOutputSchema replaces the derived output schema.
+func WithOutputSchema(schemaJSON []byte) Option {
+	return func(o *options) { o.outputSchema = slices.Clone(schemaJSON) }
+}
+
+// namePattern is the protocol's naming convention: lower-case letters,
+// digits and underscores, optionally in dotted segments.
+var namePattern = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
+
+// maxNameLength bounds names so that they stay usable as metric attributes
+// and tool names.
+const maxNameLength = 128
+
+// DefinitionError reports a capability that cannot be defined or
+// registered. It names the capability and, where it applies, the field.
+type DefinitionError struct {
+	Capability string
+	Field      string
+	Reason     string
+}
+
+// Error implements error.
+func (e *DefinitionError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("agentcap: capability %q: field %s: %s", e.Capability, e.Field, e.Reason)
+	}
+	return fmt.Sprintf("agentcap: capability %q: %s", e.Capability, e.Reason)
+}
+
+// Define builds a capability from its name, description and typed handler.
+// The input and output schemas are derived from In and Out once, here; a
+// type that cannot be described, a bad name, an empty description or
+// metadata that does not fit the schema fails with a *DefinitionError.
+func Define[C, In, Out any](name, description string, handler Handler[C, In, Out], opts ...Option) (*Capability[C, In, Out], error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	fail := func(field, format string, args ...any) (*Capability[C, In, Out], error) {
+		return nil, &DefinitionError{Capability: name, Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case len(name) == 0 || len(name) > maxNameLength || !namePattern.MatchString(name):
+		return fail("", "invalid name: use lower-case letters, digits and underscores, optionally in dotted segments, at most %d characters", maxNameLength)
+	case description == "":
+		return fail("", "empty description")
+	case handler == nil:
+		return fail("", "nil handler")
+	}
+
+	d := &Definition{
+		name:        name,
+		description: description,
+		approval:    o.approval,
+		risk:        o.risk,
+		scope:       o.scope,
+		tags:        slices.Clone(o.tags),
+		location:    o.location,
+		visible:     o.visible,
+		timeout:     o.timeout,
+		appType:     reflect.TypeFor[C](),
+		inType:      reflect.TypeFor[In](),
+		outType:     reflect.TypeFor[Out](),
+	}
+	if d.approval == "" {
+		d.approval = ApprovalNone
+	}
+	if d.risk == "" {
+		d.risk = RiskLow
+	}
+	switch d.approval {
+	case ApprovalNone, ApprovalSession, ApprovalWebAuthn:
+	default:
+		return fail("", "unknown approval strength %q (want none, session or webauthn)", d.approval)
+	}
+	switch d.risk {
+	case RiskLow, RiskMedium, RiskHigh, RiskCritical:
+	default:
+		return fail("", "unknown risk %q (want low, medium, high or critical)", d.risk)
+	}
+	if d.timeout < 0 {
+		return fail("", "negative timeout")
+	}
+	if d.location != "" {
+		u, err := url.Parse(d.location)
+		if err != nil || !u.IsAbs() || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fail("", "location %q is not an absolute http(s) URL", d.location)
+		}
+	}
+	for _, t := range d.tags {
+		if t == "" {
+			return fail("", "empty tag")
+		}
+	}
+
+	var err error
+	if d.inputSchema, d.inValidator, err = buildSchema(d.inType, o.inputSchema); err != nil {
+		return fail("", "input: %v", err)
+	}
+	if d.outputSchema, d.outValidator, err = buildSchema(d.outType, o.outputSchema); err != nil {
+		return fail("", "output: %v", err)
+	}
+	if d.inputProps, err = schema.Properties(d.inputSchema); err != nil {
+		return fail("", "input schema: %v", err)
+	}
+	if _, err := schema.Properties(d.outputSchema); err != nil {
+		return fail("", "output schema: %v", err)
+	}
+	d.keys = schema.NewKeyChecker(d.inType)
+
+	seen := make(map[string]bool, len(o.required))
+	for _, f := range o.required {
+		if seen[f] {
+			return fail(f, "listed twice in required constraints")
+		}
+		seen[f] = true
+		if !slices.Contains(d.inputProps, f) {
+			return fail(f, "required constraint names a field that is not a top-level input property")
+		}
+	}
+	d.required = slices.Clone(o.required)
+	slices.Sort(d.required)
+
+	d.decode = func(data []byte) (any, error) {
+		var in In
+		if err := json.Unmarshal(data, &in); err != nil {
+			return nil, err
+		}
+		return in, nil
+	}
+	d.encodeIn = func(in any) ([]byte, error) { return json.Marshal(in.(In)) }
+	d.encodeOut = func(out any) ([]byte, error) { return json.Marshal(out.(Out)) }
+	d.call = func(ctx context.Context, app, in any) (any, error) {
+		var c C
+		if app != nil {
+			c = app.(C)
+		}
+		return handler(ctx, c, in.(In))
+	}
+	d.tel = newTelemetryAttrs(name)
+	return &Capability[C, In, Out]{def: d}, nil
+}
+
+// MustDefine is Define for package-level variables: it panics on error.
+func MustDefine[C, In, Out any](name, description string, handler Handler[C, In, Out], opts ...Option) *Capability[C, In, Out] {
+	c, err := Define(name, description, handler, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// buildSchema derives the schema of t, or uses the explicit one, and
+// compiles it.
+func buildSchema(t reflect.Type, explicit json.RawMessage) (json.RawMessage, *schema.Validator, error) {
+	doc := explicit
+	if doc == nil {
+		var err error
+		if doc, err = schema.For(t); err != nil {
+			return nil, nil, err
+		}
+	} else if !json.Valid(doc) {
+		return nil, nil, errors.New("explicit schema is not valid JSON")
+	}
+	v, err := schema.Compile(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return doc, v, nil
+}

@@ -1,0 +1,31 @@
+// Package core defines capabilities, the narrow application actions a Go
+// service exposes to authenticated AI agents, and runs them.
+//
+// A capability is another entry point into an ordinary use case. It is
+// defined once with [Define] from a typed handler; the JSON Schemas of its
+// input and output are derived from the Go types at that moment. A
+// [Registry] holds definitions. An [Executor] runs them through a fixed
+// pipeline whose stages are named in every error, hook event and span:
+//
+//	lookup -> input -> authorize -> context -> handler -> output
+//
+// Input is decoded strictly and once: unknown keys, duplicate keys and
+// keys that differ from a field name only by letter case are rejected, and
+// every schema violation is reported with a JSON Pointer. The value that an
+// authorize callback approved is the value the context resolver and the
+// handler receive. The context resolver (ExecutorConfig.CreateContext) is
+// the security boundary: it turns a verified principal into the
+// application's own authorization state and never trusts roles or tenants
+// the caller sent. Output is validated before it reaches any transport.
+//
+// Errors are safe by default. Every failure is an [*Error] with a stable
+// [Code], its [Stage], a public message and a hidden cause. Only an
+// [*AppError] carries an application's own words to a caller; plain errors
+// and panics are redacted. The one table from code to HTTP status and to
+// the Agent Auth wire code lives here ([HTTPStatus], [WireCode]) so every
+// transport agrees.
+//
+// Package core imports no web framework and no authentication library.
+// Transports live in httpx (and the ginx, echox, fiberx mounts); Agent Auth
+// lives in agentauth.
+package core

@@ -1,0 +1,436 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentcap/agentcap/internal/jsonvalue"
+)
+
+// DefaultTimeout is the executor's per-capability timeout when the
+// configuration leaves it at zero.
+const DefaultTimeout = 30 * time.Second
+
+// Batch defaults.
+const (
+	DefaultMaxBatch         = 50
+	DefaultBatchConcurrency = 20
+)
+
+// ExecutorConfig configures an executor. C is the application context type
+// and P the verified principal type. Only CreateContext is required.
+type ExecutorConfig[C, P any] struct {
+	// CreateContext is the security boundary between a verified transport
+	// identity and the application's own authorization state. It receives
+	// the validated input (the same value the handler will get) and must
+	// re-read roles, tenants and memberships from the application, never
+	// trust what the caller sent. Return an *AppError (or wrap ErrForbidden)
+	// to refuse the call; any other error is redacted.
+	CreateContext func(ctx context.Context, principal P, def *Definition, input any) (C, error)
+
+	// Timeout bounds each execution unless the capability sets its own.
+	// Zero means DefaultTimeout; a negative value disables the default.
+	Timeout time.Duration
+
+	// Hooks observe every execution. See Hook.
+	Hooks []Hook
+
+	// Logger receives hook failures. Nil discards them.
+	Logger *slog.Logger
+
+	// TracerProvider and MeterProvider default to the global providers.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+
+	// MaxBatch is the largest batch ExecuteBatch accepts (default 50).
+	MaxBatch int
+	// BatchConcurrency bounds how many items of one batch run at once
+	// (default 20).
+	BatchConcurrency int
+}
+
+// Executor runs capabilities from a registry through the pipeline lookup,
+// input, authorize, context, handler, output. It is safe for concurrent use.
+type Executor[C, P any] struct {
+	reg         *Registry
+	create      func(ctx context.Context, principal P, def *Definition, input any) (C, error)
+	timeout     time.Duration
+	hooks       []Hook
+	logger      *slog.Logger
+	tel         *telemetry
+	maxBatch    int
+	concurrency int
+}
+
+// NewExecutor builds an executor. It fails when the configuration is
+// incomplete or when a registered capability expects another application
+// context type than C.
+func NewExecutor[C, P any](reg *Registry, cfg ExecutorConfig[C, P]) (*Executor[C, P], error) {
+	if reg == nil {
+		return nil, errors.New("agentcap: executor: nil registry")
+	}
+	if cfg.CreateContext == nil {
+		return nil, errors.New("agentcap: executor: CreateContext is required")
+	}
+	appType := reflect.TypeFor[C]()
+	for _, d := range reg.defs {
+		if d.appType != appType {
+			return nil, &DefinitionError{Capability: d.name,
+				Reason: fmt.Sprintf("handler expects application context %v, the executor provides %v", d.appType, appType)}
+		}
+	}
+	if cfg.MaxBatch < 0 || cfg.BatchConcurrency < 0 {
+		return nil, errors.New("agentcap: executor: negative batch limits")
+	}
+	e := &Executor[C, P]{
+		reg:         reg,
+		create:      cfg.CreateContext,
+		timeout:     cfg.Timeout,
+		hooks:       slices.Clone(cfg.Hooks),
+		logger:      cfg.Logger,
+		maxBatch:    cfg.MaxBatch,
+		concurrency: cfg.BatchConcurrency,
+	}
+	if e.timeout == 0 {
+		e.timeout = DefaultTimeout
+	}
+	if e.maxBatch == 0 {
+		e.maxBatch = DefaultMaxBatch
+	}
+	if e.concurrency == 0 {
+		e.concurrency = DefaultBatchConcurrency
+	}
+	tel, err := newTelemetry(cfg.TracerProvider, cfg.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("agentcap: executor: telemetry: %w", err)
+	}
+	e.tel = tel
+	return e, nil
+}
+
+// MustExecutor is NewExecutor for package-level variables: it panics on
+// error.
+func MustExecutor[C, P any](reg *Registry, cfg ExecutorConfig[C, P]) *Executor[C, P] {
+	e, err := NewExecutor(reg, cfg)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// Registry returns the executor's registry.
+func (e *Executor[C, P]) Registry() *Registry { return e.reg }
+
+// MaxBatch returns the largest batch the executor accepts.
+func (e *Executor[C, P]) MaxBatch() int { return e.maxBatch }
+
+// Visible returns the definitions principal may see, in name order.
+func (e *Executor[C, P]) Visible(ctx context.Context, principal P) []*Definition {
+	out := make([]*Definition, 0, len(e.reg.defs))
+	for _, d := range e.reg.defs {
+		if d.Visible(ctx, principal) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Describe returns the named definition if principal may see it.
+func (e *Executor[C, P]) Describe(ctx context.Context, principal P, name string) (*Definition, bool) {
+	d, ok := e.reg.Lookup(name)
+	if !ok || !d.Visible(ctx, principal) {
+		return nil, false
+	}
+	return d, true
+}
+
+// AuthorizeFunc decides, before any application context is built, whether
+// an invocation may run. It sees the exact parsed input that will then go
+// to the context resolver and the handler. Returning an *AppError refuses
+// with that error; any other error refuses with CodeForbidden.
+type AuthorizeFunc func(ctx context.Context, inv *Invocation) error
+
+// Invocation is one call as the authorize step sees it.
+type Invocation struct {
+	Definition *Definition
+	Principal  any
+	// Arguments holds the raw top-level argument values exactly as the
+	// caller sent them, before decoding. It is nil for typed calls.
+	Arguments map[string]json.RawMessage
+	// Input is the decoded, validated input value (the handler's In).
+	Input any
+
+	normOnce sync.Once
+	norm     map[string]json.RawMessage
+}
+
+// Normalized returns the JSON encoding of a top-level field of the decoded
+// input. Comparing it with Arguments shows whether decoding changed a value
+// (for example a type whose UnmarshalJSON normalises case).
+func (inv *Invocation) Normalized(field string) (json.RawMessage, bool) {
+	inv.normOnce.Do(func() {
+		data, err := inv.Definition.encodeIn(inv.Input)
+		if err != nil {
+			return
+		}
+		if _, members, err := jsonvalue.ParseObject(data); err == nil {
+			inv.norm = members
+		}
+	})
+	v, ok := inv.norm[field]
+	return v, ok
+}
+
+// ExecuteDynamic runs the named capability for principal with raw JSON
+// arguments, as a transport does. Absent or null arguments mean {}. The
+// optional authorize callback runs after input validation and before the
+// context is built. The result is the validated output JSON; every error is
+// an *Error.
+func (e *Executor[C, P]) ExecuteDynamic(ctx context.Context, name string, principal P, args []byte, authorize AuthorizeFunc) (json.RawMessage, error) {
+	_, data, err := e.run(ctx, name, principal, args, nil, authorize)
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// Execute runs a typed capability in process, through the same stages as
+// ExecuteDynamic minus decoding: the input value is validated against the
+// input schema (via its JSON encoding) and used as is. The capability must
+// be registered with e.
+func Execute[C, P, In, Out any](ctx context.Context, e *Executor[C, P], c *Capability[C, In, Out], principal P, in In) (Out, error) {
+	var zero Out
+	if c == nil {
+		return zero, &Error{Code: CodeUnknownCapability, Stage: StageLookup, Message: "unknown capability"}
+	}
+	if d, ok := e.reg.Lookup(c.def.name); !ok || d != c.def {
+		return zero, &Error{Code: CodeUnknownCapability, Stage: StageLookup, Message: "unknown capability"}
+	}
+	out, _, err := e.run(ctx, c.def.name, principal, nil, &typedInput{in}, nil)
+	if err != nil {
+		return zero, err
+	}
+	return out.(Out), nil
+}
+
+// typedInput marks an in-process call and carries its input value.
+type typedInput struct{ v any }
+
+// run is the pipeline. Exactly one of args and typed is used.
+func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args []byte, typed *typedInput, authorize AuthorizeFunc) (any, []byte, *Error) {
+	start := time.Now()
+	def, ok := e.reg.byName[name]
+	if !ok {
+		err := &Error{Code: CodeUnknownCapability, Stage: StageLookup, Message: "unknown capability"}
+		ctx, span := e.tel.start(ctx, nil)
+		took := time.Since(start)
+		e.tel.finish(ctx, span, nil, took, err)
+		if len(e.hooks) > 0 {
+			emit(ctx, e.hooks, e.logger, Event{Phase: PhaseError, Stage: StageLookup, Capability: name,
+				Principal: principal, Duration: took, Err: err})
+		}
+		return nil, nil, err
+	}
+
+	ctx, span := e.tel.start(ctx, def)
+	if len(e.hooks) > 0 {
+		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseStart, Stage: StageLookup, Capability: name,
+			Definition: def, Principal: principal})
+	}
+	timeout := def.timeout
+	if timeout == 0 {
+		timeout = e.timeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+
+	var (
+		in, app, out any
+		data         []byte
+		err          *Error
+		inputDone    bool
+		appDone      bool
+	)
+	fail := func(e2 *Error) (any, []byte, *Error) {
+		took := time.Since(start)
+		e.tel.finish(ctx, span, def, took, e2)
+		if len(e.hooks) > 0 {
+			ev := Event{Phase: PhaseError, Stage: e2.Stage, Capability: name, Definition: def,
+				Principal: principal, Duration: took, Err: e2}
+			if inputDone {
+				ev.Input = in
+			}
+			if appDone {
+				ev.App = app
+			}
+			emit(ctx, e.hooks, e.logger, ev)
+		}
+		return nil, nil, e2
+	}
+
+	// input
+	var members map[string]json.RawMessage
+	if typed != nil {
+		in = typed.v
+		err = def.checkTyped(in)
+	} else {
+		in, members, err = def.decodeDynamic(args)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	inputDone = true
+
+	// authorize
+	if authorize != nil {
+		inv := &Invocation{Definition: def, Principal: principal, Arguments: members, Input: in}
+		if err = classify(protect(func() error { return authorize(ctx, inv) }), StageAuthorize, CodeForbidden); err != nil {
+			return fail(err)
+		}
+	}
+
+	// context
+	if cerr := ctx.Err(); cerr != nil {
+		return fail(classify(cerr, StageContext, CodeExecutionFailed))
+	}
+	var c C
+	perr := protect(func() error {
+		var cerr error
+		c, cerr = e.create(ctx, principal, def, in)
+		return cerr
+	})
+	if err = classify(perr, StageContext, CodeExecutionFailed); err != nil {
+		return fail(err)
+	}
+	app = c
+	appDone = true
+
+	// handler
+	perr = protect(func() error {
+		var herr error
+		out, herr = def.call(ctx, app, in)
+		return herr
+	})
+	if err = classify(perr, StageHandler, CodeExecutionFailed); err != nil {
+		return fail(err)
+	}
+
+	// output
+	if data, err = def.checkOutput(out); err != nil {
+		return fail(err)
+	}
+
+	took := time.Since(start)
+	e.tel.finish(ctx, span, def, took, nil)
+	if len(e.hooks) > 0 {
+		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseEnd, Stage: StageOutput, Capability: name, Definition: def,
+			Principal: principal, Duration: took, App: app, Input: in, Output: out, OutputJSON: data})
+	}
+	return out, data, nil
+}
+
+// decodeDynamic parses, validates and decodes raw arguments, once. It
+// returns the decoded input and the raw top-level members.
+func (d *Definition) decodeDynamic(args []byte) (any, map[string]json.RawMessage, *Error) {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		trimmed = []byte("{}")
+	}
+	tree, members, err := jsonvalue.ParseObject(trimmed)
+	if err != nil {
+		return nil, nil, invalidInput(err, parseViolation(err))
+	}
+	if violations := mergeViolations(d.inValidator.Validate(tree), d.keys.Check(tree)); len(violations) > 0 {
+		return nil, nil, invalidInput(nil, violations)
+	}
+	in, err := d.decode(trimmed)
+	if err != nil {
+		return nil, nil, invalidInput(err, decodeViolation(err))
+	}
+	return in, members, nil
+}
+
+// checkTyped validates a typed input through its JSON encoding.
+func (d *Definition) checkTyped(in any) *Error {
+	data, err := d.encodeIn(in)
+	if err != nil {
+		return invalidInput(err, []Violation{{Message: "the input cannot be encoded as JSON"}})
+	}
+	tree, err := jsonvalue.Parse(data)
+	if err != nil {
+		return invalidInput(err, parseViolation(err))
+	}
+	if violations := d.inValidator.Validate(tree); len(violations) > 0 {
+		return invalidInput(nil, convertViolations(violations))
+	}
+	return nil
+}
+
+// checkOutput encodes and validates the handler's result. Violations are
+// kept in the hidden cause only.
+func (d *Definition) checkOutput(out any) ([]byte, *Error) {
+	data, err := d.encodeOut(out)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidOutput, Stage: StageOutput, Message: msgInternal,
+			cause: fmt.Errorf("encoding the result: %w", err)}
+	}
+	tree, err := jsonvalue.Parse(data)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidOutput, Stage: StageOutput, Message: msgInternal,
+			cause: fmt.Errorf("re-reading the encoded result: %w", err)}
+	}
+	if violations := d.outValidator.Validate(tree); len(violations) > 0 {
+		parts := make([]string, len(violations))
+		for i, v := range violations {
+			parts[i] = fmt.Sprintf("%s: %s", pathOrRoot(v.Path), v.Message)
+		}
+		return nil, &Error{Code: CodeInvalidOutput, Stage: StageOutput, Message: msgInternal,
+			cause: fmt.Errorf("result does not fit the output schema: %s", strings.Join(parts, "; "))}
+	}
+	return data, nil
+}
+
+func pathOrRoot(p string) string {
+	if p == "" {
+		return "(root)"
+	}
+	return p
+}
+
+func invalidInput(cause error, details []Violation) *Error {
+	return &Error{Code: CodeInvalidInput, Stage: StageInput, Message: "the arguments are invalid", Details: details, cause: cause}
+}
+
+// protect runs f, turning a panic into an error that classify redacts.
+func protect(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{value: r, stack: debug.Stack()}
+		}
+	}()
+	return f()
+}
+
+// panicError is the hidden cause of a recovered panic.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v\n%s", p.value, p.stack) }

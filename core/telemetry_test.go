@@ -1,0 +1,94 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentcap/agentcap/core"
+)
+
+func TestTelemetryIsBoundedAndCarriesNoData(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+
+	e := mustExec(t, core.ExecutorConfig[app, user]{TracerProvider: tp, MeterProvider: mp}, transferCap)
+	const secretArg, secretUser = "acct-SECRET-777", "user-SECRET-888"
+	ok := []byte(`{"source_account":"` + secretArg + `","destination_account":"b","amount":99.5,"currency":"USD"}`)
+	bad := []byte(`{"source_account":"` + secretArg + `","destination_account":"b","amount":-1,"currency":"USD"}`)
+	if _, err := e.ExecuteDynamic(context.Background(), "transfer_money", user{ID: secretUser}, ok, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ExecuteDynamic(context.Background(), "transfer_money", user{ID: secretUser}, bad, nil); err == nil {
+		t.Fatal("bad input accepted")
+	}
+	if _, err := e.ExecuteDynamic(context.Background(), "caller-chosen-"+secretArg, user{ID: secretUser}, ok, nil); err == nil {
+		t.Fatal("unknown capability accepted")
+	}
+
+	ended := spans.Ended()
+	if len(ended) != 3 {
+		t.Fatalf("spans = %d, want 3", len(ended))
+	}
+	wantNames := []string{"transfer_money", "transfer_money", "agentcap.unknown_capability"}
+	wantAttrs := []map[attribute.Key]string{
+		{core.AttrCapability: "transfer_money", core.AttrStage: "output", core.AttrOutcome: "ok"},
+		{core.AttrCapability: "transfer_money", core.AttrStage: "input", core.AttrOutcome: "error", core.AttrErrorCode: "invalid_input"},
+		{core.AttrStage: "lookup", core.AttrOutcome: "error", core.AttrErrorCode: "unknown_capability"},
+	}
+	for i, s := range ended {
+		if s.Name() != wantNames[i] {
+			t.Errorf("span %d name = %q", i, s.Name())
+		}
+		got := map[attribute.Key]string{}
+		for _, kv := range s.Attributes() {
+			got[kv.Key] = kv.Value.String()
+		}
+		if fmt.Sprint(got) != fmt.Sprint(wantAttrs[i]) {
+			t.Errorf("span %d attributes = %v, want %v", i, got, wantAttrs[i])
+		}
+		dump := fmt.Sprintf("%v %v %v %v", s.Name(), s.Attributes(), s.Events(), s.Status())
+		if strings.Contains(dump, "SECRET") || strings.Contains(dump, "99.5") {
+			t.Errorf("span %d records data: %s", i, dump)
+		}
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			seen[m.Name] = true
+			dump := fmt.Sprintf("%+v", m.Data)
+			if strings.Contains(dump, "SECRET") {
+				t.Errorf("metric %s records data: %s", m.Name, dump)
+			}
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+				var total int64
+				for _, dp := range sum.DataPoints {
+					total += dp.Value
+					if dp.Attributes.Len() > 4 {
+						t.Errorf("too many attributes: %v", dp.Attributes)
+					}
+				}
+				if total != 3 {
+					t.Errorf("executions = %d, want 3", total)
+				}
+			}
+		}
+	}
+	if !seen[core.MetricExecutions] || !seen[core.MetricDuration] {
+		t.Errorf("metrics = %v", seen)
+	}
+}
