@@ -1,0 +1,38 @@
+// Package agentauth makes a Go application a location where Agent Auth
+// agents execute capabilities: it verifies agent JWTs, resolves the agent,
+// its host and its grants, and maps every failure to the protocol's error
+// codes as a *core.AppError.
+//
+// # Sessions
+//
+// A SessionSource turns the bearer token of a request into a Session. Two
+// are provided:
+//
+//   - Verifier checks the token locally against a Directory: the JWS
+//     syntax and header (typ agent+jwt, alg EdDSA, nothing else trusted
+//     from the token), the signature with the agent's inline Ed25519 key
+//     or its JWKS key, the agent's and host's states, iss, aud, iat, exp
+//     and jti, in the order documented on Verifier.Session. Token ids are
+//     recorded in a ReplayCache: MemoryReplayCache for one process,
+//     package redisreplay for several.
+//   - IntrospectionSource asks the provider's introspection endpoint. Its
+//     sessions are usually Compact: the provider's answer carries no
+//     grant constraints, so capabilities that need them must be refused.
+//
+// Whether a session may run a given capability (the token's capabilities
+// claim, active grants, constraints) is decided by AuthorizeCall.
+//
+// # Directories
+//
+// MemoryDirectory holds hosts and agents in memory, validated on the way
+// in; ParseDirectory and LoadDirectoryFile fill one from a JSON fixture
+// with the protocol's field names. Any other store implements Directory.
+//
+// # Fetching keys
+//
+// Agents keyed by a JWKS URL are verified through go-oidc remote key sets
+// (cached per URL), fetched with NewSafeHTTPClient under a FetchPolicy:
+// https only, every resolved address vetted against private, loopback,
+// link-local and other internal ranges before the connection is made to
+// that same address, bounded redirects, sizes, key counts and time.
+package agentauth
