@@ -3,6 +3,7 @@ package agentauth
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -172,7 +173,9 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 //     duplicate members whose registered claims have their JSON types; the
 //     unverified "sub" names the agent, and the agent names its host.
 //     An unknown agent or host fails exactly like a bad signature (401
-//     invalid_jwt); a directory failure is 500 internal_error.
+//     invalid_jwt), after a signature check against a key no token uses so
+//     that timing agrees as well; a directory failure is 500
+//     internal_error.
 //  4. Signature, with the agent's key: the inline Ed25519 JWK (the token's
 //     kid selects nothing and is not checked), or the key of the agent's
 //     JWKS URL whose kid is the token's kid, which must equal the agent's
@@ -216,6 +219,7 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 	agent, err := v.dir.Agent(ctx, tok.claims.Subject)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
+			equalizeTiming(jws)
 			return nil, invalidToken(fmt.Errorf("agentauth: agent %q: %w", tok.claims.Subject, err))
 		}
 		return nil, internal(fmt.Errorf("agentauth: directory: agent %q: %w", tok.claims.Subject, err))
@@ -223,6 +227,7 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 	host, err := v.dir.Host(ctx, agent.HostID)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
+			equalizeTiming(jws)
 			return nil, invalidToken(fmt.Errorf("agentauth: host %q of agent %q: %w", agent.HostID, agent.ID, err))
 		}
 		return nil, internal(fmt.Errorf("agentauth: directory: host %q: %w", agent.HostID, err))
@@ -296,6 +301,16 @@ func (v *Verifier) verifySignature(ctx context.Context, token string, jws *jose.
 	default:
 		return nil, internal(fmt.Errorf("agentauth: agent %q has no key", agent.ID))
 	}
+}
+
+// timingKey is a fixed Ed25519 public key no token is signed with.
+var timingKey = ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public()
+
+// equalizeTiming spends on a token naming an unknown agent the time a
+// signature check would take, so that response times do not tell which
+// agent ids exist.
+func equalizeTiming(jws *jose.JSONWebSignature) {
+	_, _ = jws.Verify(timingKey)
 }
 
 func agentStatusError(a *Agent) error {
