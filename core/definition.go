@@ -81,7 +81,10 @@ type Definition struct {
 	decode    func(data []byte) (any, error)
 	encodeIn  func(in any) ([]byte, error)
 	encodeOut func(out any) ([]byte, error)
-	call      func(ctx context.Context, app, in any) (any, error)
+	// call is a func(context.Context, C, any) (any, error): typed in the
+	// application context so the executor need not box it, erased in In
+	// and Out.
+	call any
 
 	tel telemetryAttrs
 }
@@ -341,14 +344,12 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 		}
 		return in, nil
 	}
-	d.encodeIn = func(in any) ([]byte, error) { return json.Marshal(in.(In)) }
-	d.encodeOut = func(out any) ([]byte, error) { return json.Marshal(out.(Out)) }
-	d.call = func(ctx context.Context, app, in any) (any, error) {
-		var c C
-		if app != nil {
-			c = app.(C)
-		}
-		return handler(ctx, c, in.(In))
+	// in and out already hold In and Out; encoding them as they are avoids
+	// boxing the values a second time.
+	d.encodeIn = func(in any) ([]byte, error) { return json.Marshal(in) }
+	d.encodeOut = func(out any) ([]byte, error) { return json.Marshal(out) }
+	d.call = func(ctx context.Context, app C, in any) (any, error) {
+		return handler(ctx, app, in.(In))
 	}
 	d.tel = newTelemetryAttrs(name)
 	return &Capability[C, In, Out]{def: d}, nil

@@ -261,11 +261,12 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 	}
 
 	var (
-		in, app, out any
-		data         []byte
-		err          *Error
-		inputDone    bool
-		appDone      bool
+		in, out   any
+		c         C
+		data      []byte
+		err       *Error
+		inputDone bool
+		appDone   bool
 	)
 	fail := func(e2 *Error) (any, []byte, *Error) {
 		took := time.Since(start)
@@ -277,7 +278,7 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 				ev.Input = in
 			}
 			if appDone {
-				ev.App = app
+				ev.App = c
 			}
 			emit(ctx, e.hooks, e.logger, ev)
 		}
@@ -309,7 +310,6 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 	if cerr := ctx.Err(); cerr != nil {
 		return fail(classify(cerr, StageContext, CodeExecutionFailed))
 	}
-	var c C
 	perr := protect(func() error {
 		var cerr error
 		c, cerr = e.create(ctx, principal, def, in)
@@ -318,13 +318,13 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 	if err = classify(perr, StageContext, CodeExecutionFailed); err != nil {
 		return fail(err)
 	}
-	app = c
 	appDone = true
 
 	// handler
+	call := def.call.(func(context.Context, C, any) (any, error))
 	perr = protect(func() error {
 		var herr error
-		out, herr = def.call(ctx, app, in)
+		out, herr = call(ctx, c, in)
 		return herr
 	})
 	if err = classify(perr, StageHandler, CodeExecutionFailed); err != nil {
@@ -340,7 +340,7 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 	e.tel.finish(ctx, span, def, took, nil)
 	if len(e.hooks) > 0 {
 		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseEnd, Stage: StageOutput, Capability: name, Definition: def,
-			Principal: principal, Duration: took, App: app, Input: in, Output: out, OutputJSON: data})
+			Principal: principal, Duration: took, App: c, Input: in, Output: out, OutputJSON: data})
 	}
 	return out, data, nil
 }

@@ -46,8 +46,10 @@ const spanNameUnknown = "agentcap.unknown_capability"
 type telemetryAttrs struct {
 	capability attribute.KeyValue
 	spanStart  []trace.SpanStartOption
-	okAdd      metric.AddOption
-	okRecord   metric.RecordOption
+	// Option slices, so that passing them as variadic arguments does not
+	// allocate on every call.
+	okAdd    []metric.AddOption
+	okRecord []metric.RecordOption
 }
 
 func newTelemetryAttrs(name string) telemetryAttrs {
@@ -56,8 +58,8 @@ func newTelemetryAttrs(name string) telemetryAttrs {
 	return telemetryAttrs{
 		capability: c,
 		spanStart:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(c)},
-		okAdd:      metric.WithAttributeSet(set),
-		okRecord:   metric.WithAttributeSet(set),
+		okAdd:      []metric.AddOption{metric.WithAttributeSet(set)},
+		okRecord:   []metric.RecordOption{metric.WithAttributeSet(set)},
 	}
 }
 
@@ -108,8 +110,8 @@ func (t *telemetry) finish(ctx context.Context, span trace.Span, def *Definition
 			span.SetAttributes(AttrStage.String(string(StageOutput)), AttrOutcome.String(OutcomeOK))
 		}
 		span.End()
-		t.count.Add(ctx, 1, def.tel.okAdd)
-		t.duration.Record(ctx, secs, def.tel.okRecord)
+		t.count.Add(ctx, 1, def.tel.okAdd...)
+		t.duration.Record(ctx, secs, def.tel.okRecord...)
 		return
 	}
 	attrs := make([]attribute.KeyValue, 0, 4)
