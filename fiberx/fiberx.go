@@ -10,7 +10,10 @@
 // returns, so the mount copies what the capability may read: the body
 // (decoded from gzip, deflate or br Content-Encoding, within the handler's
 // body limit), the headers and the values middleware stored with
-// c.Locals. It never hands *fiber.Ctx or *fasthttp.RequestCtx out as a
+// c.Locals. The snapshot copies the Locals map, not the values: a string
+// taken from the request (c.Get, c.Params) aliases a buffer Fiber reuses,
+// so middleware must copy it (strings.Clone) before storing it, or the app
+// must run with fiber.Config.Immutable. It never hands *fiber.Ctx or *fasthttp.RequestCtx out as a
 // context.Context.
 //
 // Fiber (fasthttp) does not report a client that goes away mid-request,

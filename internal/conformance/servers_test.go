@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,7 +88,9 @@ func startFiber(t *testing.T, h *httpx.Handler[app, principal]) string {
 	f := fiber.New(fiber.Config{DisableStartupMessage: true})
 	f.Get("/healthz", func(c *fiber.Ctx) error { return c.SendStatus(http.StatusNoContent) })
 	g := f.Group(prefix, func(c *fiber.Ctx) error {
-		c.Locals("tenant", c.Get("X-Tenant"))
+		// Fiber's strings alias buffers it reuses after the request; a value
+		// that outlives the handler must be copied.
+		c.Locals("tenant", strings.Clone(c.Get("X-Tenant")))
 		return c.Next()
 	})
 	fiberx.Mount(g, h)
