@@ -61,6 +61,7 @@ type SyntaxError struct {
 	Msg string
 }
 
+// Error describes the problem and its byte offset.
 func (e *SyntaxError) Error() string {
 	return "jsonvalue: " + e.Msg + " at offset " + strconv.FormatInt(e.Offset, 10)
 }
@@ -74,6 +75,7 @@ type DuplicateKeyError struct {
 	Key string
 }
 
+// Error names the key and the object, each truncated to a few bytes.
 func (e *DuplicateKeyError) Error() string {
 	where := "the top-level object"
 	if e.Path != "" {
@@ -90,6 +92,7 @@ type NotObjectError struct {
 	Got string
 }
 
+// Error names the JSON type that was found.
 func (e *NotObjectError) Error() string {
 	return "jsonvalue: value must be an object, got " + e.Got
 }

@@ -28,6 +28,7 @@ type DeriveError struct {
 	Reason string
 }
 
+// Error names the type, the field path and the reason.
 func (e *DeriveError) Error() string {
 	name := "<nil>"
 	if e.Type != nil {

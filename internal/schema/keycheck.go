@@ -107,8 +107,11 @@ func (n *keyNode) check(value any) []Violation {
 				out = append(out, Violation{Path: jsonvalue.Pointer("", key), Message: n.unknown(key)})
 				continue
 			}
-			if child != nil {
-				out = prefixed(out, jsonvalue.Pointer("", key), child.check(v))
+			if child == nil {
+				continue
+			}
+			if vs := child.check(v); len(vs) > 0 {
+				out = prefixed(out, jsonvalue.Pointer("", key), vs)
 			}
 		}
 		return out

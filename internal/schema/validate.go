@@ -30,9 +30,11 @@ type Validator struct {
 	schema *jsonschema.Schema
 }
 
-// schemaURL names the one document a compiler holds. The scheme is served
-// by no loader, so it can never be fetched.
-const schemaURL = "urn:agentcap:schema"
+// schemaURL names the one document a compiler holds. Its scheme is served
+// by no loader, and it is hierarchical so that relative references resolve
+// to other (refused) documents rather than back to this one, as they would
+// against an opaque URN.
+const schemaURL = "agentcap:///schema.json"
 
 // refuseLoader fails every load: references may point only inside the
 // document or at the draft meta-schemas the library embeds, so compiling a

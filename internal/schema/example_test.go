@@ -1,0 +1,62 @@
+package schema_test
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/agentcap/agentcap/internal/jsonvalue"
+	"github.com/agentcap/agentcap/internal/schema"
+)
+
+func ExampleFor() {
+	type Payment struct {
+		Amount   float64 `json:"amount" exclusiveMinimum:"0" description:"in euros"`
+		Currency string  `json:"currency" enum:"EUR,USD"`
+		Memo     *string `json:"memo,omitempty" maxLength:"140"`
+	}
+	doc, err := schema.For(reflect.TypeFor[Payment]())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(doc))
+	// Output:
+	// {"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"amount":{"type":"number","description":"in euros","exclusiveMinimum":0},"currency":{"type":"string","enum":["EUR","USD"]},"memo":{"type":["string","null"],"maxLength":140}},"required":["amount","currency"],"additionalProperties":false}
+}
+
+func ExampleValidator_Validate() {
+	type Payment struct {
+		Amount   float64 `json:"amount" exclusiveMinimum:"0"`
+		Currency string  `json:"currency" enum:"EUR,USD"`
+	}
+	doc, _ := schema.For(reflect.TypeFor[Payment]())
+	v, err := schema.Compile(doc)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	value, _ := jsonvalue.Parse([]byte(`{"Amount": 5, "currency": "GBP"}`))
+	for _, violation := range v.Validate(value) {
+		fmt.Printf("%s: %s\n", violation.Path, violation.Message)
+	}
+	// Output:
+	// /Amount: unknown field
+	// /amount: missing required field
+	// /currency: value must be one of 'EUR', 'USD'
+}
+
+func ExampleKeyChecker() {
+	type Payment struct {
+		Amount float64 `json:"amount"`
+	}
+	k := schema.NewKeyChecker(reflect.TypeFor[Payment]())
+	value, _ := jsonvalue.Parse([]byte(`{"AMOUNT": 5}`))
+	fmt.Println(k.Check(value))
+	// Output: [{/AMOUNT unknown field; field names are case-sensitive, did you mean "amount"?}]
+}
+
+func ExampleProperties() {
+	names, err := schema.Properties([]byte(`{"type":"object","properties":{"to":{},"amount":{}}}`))
+	fmt.Println(names, err)
+	// Output: [to amount] <nil>
+}
