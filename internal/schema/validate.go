@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -100,7 +101,9 @@ func (v *Validator) Validate(value any) []Violation {
 }
 
 // flatten collects the leaves of the library's error tree. Inner nodes
-// only say that some subschema failed; the leaves say why.
+// only say that some subschema failed; the leaves say why. Messages are the
+// library's English ones, except that required and additionalProperties
+// failures are split per property, and quoted input is clipped.
 func flatten(e *jsonschema.ValidationError, out []Violation) []Violation {
 	if len(e.Causes) > 0 {
 		for _, c := range e.Causes {
@@ -118,10 +121,38 @@ func flatten(e *jsonschema.ValidationError, out []Violation) []Violation {
 		for _, name := range k.Properties {
 			out = append(out, Violation{Path: jsonvalue.Pointer(path, name), Message: "unknown field"})
 		}
+	case *kind.FalseSchema:
+		// The library's "false schema" means nothing to a caller; it comes
+		// from "false" subschemas such as unevaluatedProperties: false.
+		out = append(out, Violation{Path: path, Message: "value not allowed"})
+	case *kind.Pattern:
+		short := *k
+		short.Got = clip(k.Got)
+		out = append(out, Violation{Path: path, Message: short.LocalizedString(english)})
+	case *kind.Format:
+		short := *k
+		if s, ok := k.Got.(string); ok {
+			short.Got = clip(s)
+		}
+		out = append(out, Violation{Path: path, Message: short.LocalizedString(english)})
 	default:
 		out = append(out, Violation{Path: path, Message: e.ErrorKind.LocalizedString(english)})
 	}
 	return out
+}
+
+// clip shortens a value the library quotes in a message, so that a huge
+// string in a request is not copied into every report of it.
+func clip(s string) string {
+	const limit = 40
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 func pointer(tokens []string) string {

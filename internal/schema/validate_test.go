@@ -135,7 +135,7 @@ func TestValidate(t *testing.T) {
 				{Path: "/meta/a~1b", Message: "got string, want integer"},
 				{Path: "/meta/c~0", Message: "got number, want integer"},
 				{Path: "/notify/at", Message: "'yesterday' is not valid date-time: less than 20 characters long"},
-				{Path: "/notify/email", Message: "'nope' is not valid email: missing @"},
+				{Path: "/notify/email", Message: "'nope' is not valid email: more than 255 characters long"},
 				{Path: "/tags", Message: "items at 0 and 1 are equal"},
 				{Path: "/tags", Message: "maxItems: got 3, want 2"},
 				{Path: "/to/extra", Message: "unknown field"},
@@ -309,6 +309,38 @@ func TestCompileAccepts(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("violations mismatch (-want +got):\n%s", diff)
 	}
+	if _, err := schema.Compile([]byte(`true`)); err != nil {
+		t.Errorf("Compile(true): %v", err)
+	}
+}
+
+func TestValidateMessages(t *testing.T) {
+	long := strings.Repeat("x", 5000) + "é"
+	v, err := schema.Compile([]byte(`{
+		"type": "object",
+		"properties": {
+			"p": {"type": "string", "pattern": "^[a-z]{1,8}$"},
+			"f": {"type": "string", "format": "email"},
+			"never": false
+		},
+		"unevaluatedProperties": false
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := v.Validate(mustParse(t, `{"p":"`+long+`","f":"`+long+`","never":1,"other":2}`))
+	want := []schema.Violation{
+		{Path: "/f", Message: "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' is not valid email: more than 255 characters long"},
+		{Path: "/never", Message: "value not allowed"},
+		{Path: "/other", Message: "value not allowed"},
+		{Path: "/p", Message: "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' does not match pattern '^[a-z]{1,8}$'"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("violations mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestCompileBooleanSchema(t *testing.T) {
 	if _, err := schema.Compile([]byte(`true`)); err != nil {
 		t.Errorf("Compile(true): %v", err)
 	}
