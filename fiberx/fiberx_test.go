@@ -1,0 +1,144 @@
+package fiberx_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/andybalholm/brotli"
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/fiberx"
+	"github.com/agentcap/agentcap/httpx"
+)
+
+type echoIn struct {
+	Text string `json:"text"`
+}
+
+type echoOut struct {
+	Text  string `json:"text"`
+	Local string `json:"local"`
+	User  string `json:"user"`
+}
+
+type userKey struct{}
+
+type app struct{ Local, User string }
+
+func newApp(t testing.TB, limit int64) *fiber.App {
+	t.Helper()
+	echo := core.MustDefine("echo", "Echo",
+		func(_ context.Context, a app, in echoIn) (echoOut, error) {
+			return echoOut{Text: in.Text, Local: a.Local, User: a.User}, nil
+		})
+	exec := core.MustExecutor(core.MustRegistry(echo), core.ExecutorConfig[app, string]{
+		CreateContext: func(ctx context.Context, p string, _ *core.Definition, _ any) (app, error) {
+			local, _ := ctx.Value("local").(string)
+			user, _ := ctx.Value(userKey{}).(string)
+			return app{Local: local, User: user}, nil
+		},
+	})
+	h, err := httpx.New(exec, httpx.Config[string]{
+		Authenticate: func(context.Context, *httpx.Request) (string, error) { return "p", nil },
+		MaxBodyBytes: limit,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fiber.New(fiber.Config{DisableStartupMessage: true})
+	g := f.Group("/agent", func(c *fiber.Ctx) error {
+		c.Locals("local", "from-locals")
+		c.SetUserContext(context.WithValue(c.UserContext(), userKey{}, "from-user-context"))
+		return c.Next()
+	})
+	fiberx.Mount(g, h)
+	return f
+}
+
+func compress(t testing.TB, enc string, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	var w io.WriteCloser
+	switch enc {
+	case "gzip":
+		w = gzip.NewWriter(&b)
+	case "deflate":
+		w = zlib.NewWriter(&b)
+	case "br":
+		w = brotli.NewWriter(&b)
+	default:
+		return data
+	}
+	w.Write(data)
+	w.Close()
+	return b.Bytes()
+}
+
+func TestFiberBodies(t *testing.T) {
+	f := newApp(t, 256)
+	small := []byte(`{"capability":"echo","arguments":{"text":"hi"}}`)
+	big := []byte(`{"capability":"echo","arguments":{"text":"` + strings.Repeat("a", 400) + `"}}`)
+	ok := `{"data":{"text":"hi","local":"from-locals","user":"from-user-context"}}` + "\n"
+	tooLarge := `{"error":"request_too_large","message":"the body exceeds 256 bytes"}` + "\n"
+	unreadable := `{"error":"invalid_request","message":"the request body cannot be read or decoded"}` + "\n"
+	tests := []struct {
+		name, encoding string
+		body           []byte
+		status         int
+		want           string
+	}{
+		{"identity", "", small, 200, ok},
+		{"gzip", "gzip", compress(t, "gzip", small), 200, ok},
+		{"deflate", "deflate", compress(t, "deflate", small), 200, ok},
+		{"brotli", "br", compress(t, "br", small), 200, ok},
+		{"too large on the wire", "", big, 413, tooLarge},
+		{"gzip expands past the limit", "gzip", compress(t, "gzip", big), 413, tooLarge},
+		{"brotli expands past the limit", "br", compress(t, "br", big), 413, tooLarge},
+		{"broken gzip", "gzip", []byte("not gzip at all"), 400, unreadable},
+		{"unsupported encoding", "zstd", small, 400, unreadable},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "/agent/capability/execute", bytes.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			if tc.encoding != "" {
+				req.Header.Set("Content-Encoding", tc.encoding)
+			}
+			resp, err := f.Test(req, 5000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			if diff := cmp.Diff(tc.want, string(body)); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func BenchmarkFiberExecute(b *testing.B) {
+	f := newApp(b, 1<<20)
+	h := f.Handler()
+	body := []byte(`{"capability":"echo","arguments":{"text":"hi"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		var ctx fasthttpCtx
+		ctx.init(body)
+		h(ctx.RequestCtx)
+		if ctx.Response.StatusCode() != 200 {
+			b.Fatal(ctx.Response.StatusCode())
+		}
+	}
+}

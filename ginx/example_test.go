@@ -1,0 +1,50 @@
+package ginx_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/ginx"
+	"github.com/agentcap/agentcap/httpx"
+)
+
+// ExampleMount serves capabilities under /agent on an existing Gin engine.
+// The group's middleware sets a value with c.Set; the context resolver
+// reads it from the context it is given.
+func ExampleMount() {
+	type tenant struct{ Name string }
+	type out struct {
+		Tenant string `json:"tenant"`
+	}
+	whoami := core.MustDefine("tenant.current", "Name the current tenant",
+		func(_ context.Context, t tenant, _ core.NoInput) (out, error) { return out{Tenant: t.Name}, nil })
+	exec := core.MustExecutor(core.MustRegistry(whoami), core.ExecutorConfig[tenant, string]{
+		CreateContext: func(ctx context.Context, _ string, _ *core.Definition, _ any) (tenant, error) {
+			name, _ := ctx.Value("tenant").(string)
+			return tenant{Name: name}, nil
+		},
+	})
+	h, err := httpx.New(exec, httpx.Config[string]{
+		Authenticate: func(context.Context, *httpx.Request) (string, error) { return "agent", nil },
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	agent := r.Group("/agent", func(c *gin.Context) { c.Set("tenant", "acme") })
+	ginx.Mount(agent, h)
+
+	req := httptest.NewRequest("POST", "/agent/capability/execute", strings.NewReader(`{"capability":"tenant.current"}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, req)
+	fmt.Print(rec.Code, " ", rec.Body.String())
+	// Output: 200 {"data":{"tenant":"acme"}}
+}
