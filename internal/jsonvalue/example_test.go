@@ -29,3 +29,19 @@ func ExamplePointer() {
 	fmt.Println(jsonvalue.Pointer(jsonvalue.Pointer("", "a/b"), "m~n"))
 	// Output: /a~1b/m~0n
 }
+
+func ExampleParse() {
+	v, err := jsonvalue.Parse([]byte(`{"items": [{"sku": "A-1", "qty": 2}], "note": null}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	item := v.(map[string]any)["items"].([]any)[0].(map[string]any)
+	fmt.Println(item["sku"], item["qty"])
+
+	_, err = jsonvalue.Parse([]byte(`{"qty": 02}`))
+	fmt.Println(err)
+	// Output:
+	// A-1 2
+	// jsonvalue: leading zero in number at offset 9
+}
