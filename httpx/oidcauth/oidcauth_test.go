@@ -91,7 +91,7 @@ func newServer(t *testing.T, iss *issuer) *httptest.Server {
 	verifier := provider.Verifier(&oidc.Config{ClientID: audience, SupportedSigningAlgs: []string{oidc.ES256}})
 	who := core.MustDefine("whoami", "Tells the caller who it is",
 		func(_ context.Context, p principal, _ core.NoInput) (whoami, error) {
-			return whoami{Subject: p.Subject}, nil
+			return whoami(p), nil
 		})
 	exec := core.MustExecutor(core.MustRegistry(who), core.ExecutorConfig[principal, principal]{
 		CreateContext: func(_ context.Context, p principal, _ *core.Definition, _ any) (principal, error) { return p, nil },
