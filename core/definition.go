@@ -247,6 +247,20 @@ func (e *DefinitionError) Error() string {
 // The input and output schemas are derived from In and Out once, here; a
 // type that cannot be described, a bad name, an empty description or
 // metadata that does not fit the schema fails with a *DefinitionError.
+//
+// Derivation follows encoding/json field names. Struct tags refine a
+// field: description, enum (comma-separated), minimum, maximum,
+// exclusiveMinimum, exclusiveMaximum, multipleOf, minLength, maxLength,
+// pattern, format, minItems, maxItems, uniqueItems, minProperties,
+// maxProperties, default and example. A field is required unless its json
+// tag says omitempty or omitzero; pointers, slices and maps also accept
+// null. A type with its own UnmarshalJSON (for example one that normalises
+// its value) describes itself with a method
+//
+//	JSONSchema() json.RawMessage
+//
+// returning a schema object for its values. Interfaces, channels, funcs,
+// maps with non-string keys and recursive types cannot be described.
 func Define[C, In, Out any](name, description string, handler Handler[C, In, Out], opts ...Option) (*Capability[C, In, Out], error) {
 	var o options
 	for _, opt := range opts {

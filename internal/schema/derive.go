@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/base64"
 	"encoding/json"
@@ -48,6 +49,7 @@ var (
 	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 	textMarshalerType   = reflect.TypeFor[encoding.TextMarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	schemerType         = reflect.TypeFor[Schemer]()
 )
 
 // implements reports whether t or *t implements iface: encoding/json uses
@@ -69,10 +71,11 @@ func implements(t, iface reflect.Type) bool {
 // through an embedded pointer. Pointers, slices and maps also accept null,
 // the encoding of nil. time.Time is a date-time string, other
 // encoding.TextMarshaler types are strings, json.Number is a number, and
-// []byte is a base64 string. Interfaces, channels, functions, complex
-// numbers, unsafe pointers, maps without string keys, json.RawMessage,
-// other types with their own MarshalJSON or UnmarshalJSON, and recursive
-// types cannot be described.
+// []byte is a base64 string. A type implementing Schemer supplies its own
+// schema. Interfaces, channels, functions, complex numbers, unsafe
+// pointers, maps without string keys, json.RawMessage, other types with
+// their own MarshalJSON or UnmarshalJSON, and recursive types cannot be
+// described.
 //
 // Field tags refine a property: description, enum (comma-separated),
 // minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf,
@@ -142,6 +145,8 @@ func (d *deriver) schemaOf(t reflect.Type, path string) (*node, error) {
 		return nil, d.fail(path, "json.RawMessage cannot be described: its content is arbitrary JSON")
 	case t == numberType:
 		return &node{types: []string{"number"}}, nil
+	case implements(t, schemerType):
+		return d.ownSchema(t, path)
 	case implements(t, jsonMarshalerType) || implements(t, jsonUnmarshalerType):
 		return nil, d.fail(path, "type "+t.String()+" has its own MarshalJSON or UnmarshalJSON, so its JSON form cannot be derived")
 	case implements(t, textMarshalerType):
@@ -205,6 +210,34 @@ func (d *deriver) schemaOf(t reflect.Type, path string) (*node, error) {
 	default:
 		return nil, d.fail(path, t.Kind().String()+" type "+t.String()+" has no JSON form")
 	}
+}
+
+// Schemer is implemented by types that describe their own JSON form,
+// typically because they have their own UnmarshalJSON (for example to
+// normalise a value) and so cannot be derived. JSONSchema returns a
+// draft 2020-12 schema object for a value of the type; it must compile on
+// its own (no references) and is checked when the capability is defined.
+type Schemer interface {
+	JSONSchema() json.RawMessage
+}
+
+// ownSchema takes the schema a Schemer type supplies.
+func (d *deriver) ownSchema(t reflect.Type, path string) (*node, error) {
+	var v reflect.Value
+	if t.Implements(schemerType) {
+		v = reflect.New(t).Elem()
+	} else {
+		v = reflect.New(t)
+	}
+	raw := v.Interface().(Schemer).JSONSchema()
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil || len(buf.Bytes()) == 0 || buf.Bytes()[0] != '{' {
+		return nil, d.fail(path, "type "+t.String()+": JSONSchema does not return a JSON object")
+	}
+	if _, err := Compile(buf.Bytes()); err != nil {
+		return nil, d.fail(path, "type "+t.String()+": JSONSchema does not compile: "+err.Error())
+	}
+	return &node{raw: buf.Bytes()}, nil
 }
 
 // guard detects recursive types: a type met again while it is still being
@@ -315,6 +348,14 @@ var formats = map[string]bool{
 }
 
 func (d *deriver) applyTags(n *node, sf reflect.StructField, path string) error {
+	if n.raw != nil {
+		for _, tag := range tagNames {
+			if _, ok := sf.Tag.Lookup(tag); ok {
+				return d.fail(path, "tag "+tag+": the field's type supplies its own schema (JSONSchema method); put the keyword there")
+			}
+		}
+		return nil
+	}
 	k := kindOf(n, sf.Type)
 	for _, tag := range tagNames {
 		v, ok := sf.Tag.Lookup(tag)

@@ -12,6 +12,11 @@ import (
 type node struct {
 	types []string
 
+	// raw is a schema a type supplied itself (see Schemer); when set, the
+	// keyword fields are unused. rawNull admits null as well.
+	raw     []byte
+	rawNull bool
+
 	description     string
 	format          string
 	contentEncoding string
@@ -55,6 +60,10 @@ func count(n int) optCount { return optCount{n: n, set: true} }
 
 // nullable lets the node accept null as well, the encoding of a nil pointer.
 func (n *node) nullable() {
+	if n.raw != nil {
+		n.rawNull = true
+		return
+	}
 	if slices.Contains(n.types, "null") {
 		return
 	}
@@ -135,6 +144,16 @@ func (w *writer) rawList(k string, vs []string) {
 }
 
 func (w *writer) node(n *node, top bool) {
+	if n.raw != nil && !top {
+		if n.rawNull {
+			w.buf = append(w.buf, `{"anyOf":[`...)
+			w.buf = append(w.buf, n.raw...)
+			w.buf = append(w.buf, `,{"type":"null"}]}`...)
+		} else {
+			w.buf = append(w.buf, n.raw...)
+		}
+		return
+	}
 	w.buf = append(w.buf, '{')
 	w.first = true
 	if top {
