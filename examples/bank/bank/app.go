@@ -1,0 +1,153 @@
+package bank
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/core"
+)
+
+// User is the bank's principal: the user an agent acts for. ID is empty
+// for an agent without a user.
+type User struct {
+	ID string
+}
+
+// Caller is the principal of the bank's executor.
+type Caller = agentauth.Caller[User]
+
+// Executor runs the bank's capabilities.
+type Executor = core.Executor[*App, Caller]
+
+// App is the application context of one call: the user and their
+// accounts, as the bank's own store says, never as the caller says.
+type App struct {
+	// User is the id of the user the call acts for; empty for capabilities
+	// that act for no one (exchange_rate called by an autonomous agent).
+	User string
+	// Accounts are the user's accounts, read when the call began.
+	Accounts []Account
+
+	store *Store
+}
+
+// Owns reports whether the user owns account id.
+func (a *App) Owns(id string) bool {
+	return slices.ContainsFunc(a.Accounts, func(acc Account) bool { return acc.ID == id })
+}
+
+// UserOf returns the user a session acts for: the agent's user, else its
+// host's. An autonomous agent acts for no user, whatever its host is
+// linked to.
+func UserOf(s *agentauth.Session) string {
+	if s == nil || s.Agent == nil || s.Agent.Mode == agentauth.ModeAutonomous {
+		return ""
+	}
+	if s.Agent.UserID != "" {
+		return s.Agent.UserID
+	}
+	if s.Host != nil {
+		return s.Host.UserID
+	}
+	return ""
+}
+
+// Principal maps a verified session to the bank's principal.
+func Principal(_ context.Context, s *agentauth.Session) (User, error) {
+	return User{ID: UserOf(s)}, nil
+}
+
+func actsForUserDef(def *core.Definition) bool {
+	return slices.Contains(def.Tags(), TagActsForUser)
+}
+
+func noUser() *core.AppError {
+	return core.NewAppError(http.StatusForbidden, agentauth.CodeUnauthorized,
+		"this capability acts for a user, and the agent acts for none")
+}
+
+// Authorize refuses a capability that acts for a user to an agent that
+// has none. It runs before the agent's grants are checked: no grant can
+// give an autonomous agent a user's accounts.
+func Authorize(_ context.Context, c Caller, inv *core.Invocation) error {
+	if actsForUserDef(inv.Definition) && UserOf(c.Session) == "" {
+		return noUser()
+	}
+	return nil
+}
+
+// HTTPOptions returns the bank's Agent Auth wiring: its principal, its
+// authorizer, and anonymous discovery of public capabilities. The caller
+// adds the session source, the issuer and a logger.
+func HTTPOptions() agentauth.HTTPOptions[User] {
+	return agentauth.HTTPOptions[User]{
+		Principal:               Principal,
+		Authorize:               Authorize,
+		AllowAnonymousDiscovery: true,
+	}
+}
+
+// Resolver builds the application context of a call. It works from the
+// verified session only: the user is the session's user, and that user's
+// accounts are read again from the store.
+func Resolver(store *Store) func(ctx context.Context, c Caller, def *core.Definition, _ any) (*App, error) {
+	return func(ctx context.Context, c Caller, def *core.Definition, _ any) (*App, error) {
+		app := &App{store: store}
+		if !actsForUserDef(def) {
+			return app, nil
+		}
+		app.User = UserOf(c.Session)
+		if app.User == "" {
+			return nil, noUser()
+		}
+		accounts, err := store.AccountsOf(ctx, app.User)
+		if err != nil {
+			return nil, fmt.Errorf("bank: loading the accounts of %s: %w", app.User, err)
+		}
+		app.Accounts = accounts
+		return app, nil
+	}
+}
+
+// NewExecutor returns an executor of the bank's capabilities over store.
+func NewExecutor(store *Store, hooks ...core.Hook) (*Executor, error) {
+	reg, err := core.NewRegistry(Capabilities()...)
+	if err != nil {
+		return nil, err
+	}
+	return core.NewExecutor(reg, core.ExecutorConfig[*App, Caller]{
+		CreateContext: Resolver(store),
+		Hooks:         hooks,
+	})
+}
+
+// ExecutionLog returns a hook that logs one line per execution: the
+// agent, the capability, the outcome ("completed" or the error code) and
+// the duration. Arguments and results are never logged.
+func ExecutionLog(logger *slog.Logger) core.Hook {
+	return func(ctx context.Context, ev core.Event) error {
+		var outcome string
+		switch ev.Phase {
+		case core.PhaseEnd:
+			outcome = "completed"
+		case core.PhaseError:
+			outcome = ev.Err.WireCode()
+		default:
+			return nil
+		}
+		agent := ""
+		if c, ok := ev.Principal.(Caller); ok && c.Session != nil && c.Session.Agent != nil {
+			agent = c.Session.Agent.ID
+		}
+		logger.LogAttrs(ctx, slog.LevelInfo, "execution",
+			slog.String("agent", agent),
+			slog.String("capability", ev.Capability),
+			slog.String("outcome", outcome),
+			slog.Duration("duration", ev.Duration))
+		return nil
+	}
+}

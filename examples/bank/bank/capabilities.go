@@ -1,0 +1,217 @@
+package bank
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/core"
+)
+
+// TagActsForUser marks the capabilities that act for a user. The context
+// resolver loads that user's accounts for them; agents without a user
+// (autonomous ones) may not call them and do not see them listed.
+const TagActsForUser = "acts_for_user"
+
+// Codes of the bank's own errors.
+const (
+	CodeAccountNotFound   = "account_not_found"
+	CodeInsufficientFunds = "insufficient_funds"
+)
+
+// Currency is a currency code. It accepts any letter case when decoded
+// and holds the upper-case code, so "usd" and "USD" are the same currency
+// to the handler. A grant that constrains a currency is checked against
+// the raw value, so a call whose currency decoding changed is refused
+// (agentauth reports it in transformed_fields).
+type Currency string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *Currency) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("bank: currency must be a string: %w", err)
+	}
+	up := strings.ToUpper(s)
+	if !supported(up) {
+		return fmt.Errorf("%w: %q", ErrUnsupported, s)
+	}
+	*c = Currency(up)
+	return nil
+}
+
+// NoInput is the input of capabilities without arguments.
+type NoInput = core.NoInput
+
+// AccountSummary is one account in a listing.
+type AccountSummary struct {
+	AccountID string `json:"account_id"`
+	Name      string `json:"name"`
+	Type      string `json:"type" enum:"checking,savings"`
+	Currency  string `json:"currency" enum:"USD,EUR,GBP"`
+}
+
+// AccountList is the output of list_accounts.
+type AccountList struct {
+	Accounts []AccountSummary `json:"accounts"`
+}
+
+// BalanceQuery is the input of check_balance.
+type BalanceQuery struct {
+	AccountID string `json:"account_id" minLength:"1" maxLength:"64" description:"The account to read; it must belong to the user."`
+}
+
+// Balance is the output of check_balance.
+type Balance struct {
+	AccountID string      `json:"account_id"`
+	Balance   json.Number `json:"balance"`
+	Currency  string      `json:"currency" enum:"USD,EUR,GBP"`
+}
+
+// TransferRequest is the input of transfer_money.
+type TransferRequest struct {
+	SourceAccount      string      `json:"source_account"`
+	DestinationAccount string      `json:"destination_account"`
+	Amount             json.Number `json:"amount"`
+	Currency           Currency    `json:"currency"`
+}
+
+// TransferResult is the output of transfer_money.
+type TransferResult struct {
+	TransferID string      `json:"transfer_id"`
+	Status     string      `json:"status" enum:"completed"`
+	Amount     json.Number `json:"amount"`
+	Currency   string      `json:"currency" enum:"USD,EUR,GBP"`
+}
+
+// RateQuery is the input of exchange_rate.
+type RateQuery struct {
+	From string `json:"from" enum:"USD,EUR,GBP" description:"Currency to convert from."`
+	To   string `json:"to" enum:"USD,EUR,GBP" description:"Currency to convert to."`
+}
+
+// RateQuote is the output of exchange_rate.
+type RateQuote struct {
+	From string      `json:"from"`
+	To   string      `json:"to"`
+	Rate json.Number `json:"rate"`
+}
+
+// transferSchema is written by hand: Currency decodes itself, so its
+// JSON form cannot be derived, and amounts need exact cents.
+const transferSchema = `{
+  "type": "object",
+  "properties": {
+    "source_account": {"type": "string", "minLength": 1, "maxLength": 64, "description": "The account to debit; it must belong to the user."},
+    "destination_account": {"type": "string", "minLength": 1, "maxLength": 64, "description": "The account to credit."},
+    "amount": {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.01, "description": "The amount to send, in currency, with at most two decimals."},
+    "currency": {"type": "string", "pattern": "^(?i:usd|eur|gbp)$", "description": "The currency of amount: USD, EUR or GBP, in any letter case."}
+  },
+  "required": ["source_account", "destination_account", "amount", "currency"],
+  "additionalProperties": false
+}`
+
+// actsForUser is the visibility of capabilities that act for a user:
+// agents with a user see them. Other agents are admitted while they
+// execute, so that they get 403 unauthorized rather than a 404 that
+// would suggest a typo.
+var actsForUser = core.VisibleTo(func(_ context.Context, c agentauth.Caller[User]) bool {
+	return c.Session != nil && (UserOf(c.Session) != "" || c.Executing())
+})
+
+// The bank's capabilities.
+var (
+	ListAccounts = core.MustDefine("list_accounts",
+		"List the user's bank accounts with their type and currency.",
+		listAccounts,
+		core.WithApproval(core.ApprovalSession), core.WithRisk(core.RiskLow),
+		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser)
+
+	CheckBalance = core.MustDefine("check_balance",
+		"Read the current balance of one of the user's accounts.",
+		checkBalance,
+		core.WithApproval(core.ApprovalSession), core.WithRisk(core.RiskLow),
+		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser)
+
+	TransferMoney = core.MustDefine("transfer_money",
+		"Send money from one of the user's accounts to another account. The amount is converted at the bank's fixed rates when the accounts hold another currency.",
+		transferMoney,
+		core.WithInputSchema([]byte(transferSchema)),
+		core.WithApproval(core.ApprovalWebAuthn), core.WithRisk(core.RiskHigh),
+		core.WithRequiredConstraints("destination_account"),
+		core.WithScope("payments:write"), core.WithTags(TagActsForUser), actsForUser)
+
+	ExchangeRate = core.MustDefine("exchange_rate",
+		"Quote the bank's fixed exchange rate between two currencies (USD, EUR, GBP).",
+		exchangeRate,
+		core.WithApproval(core.ApprovalNone), core.WithRisk(core.RiskLow),
+		core.WithScope("rates:read"))
+)
+
+// Capabilities lists every capability of the bank.
+func Capabilities() []core.Definer {
+	return []core.Definer{ListAccounts, CheckBalance, TransferMoney, ExchangeRate}
+}
+
+func accountNotFound() *core.AppError {
+	return core.NotFound(CodeAccountNotFound, "no such account among the user's accounts")
+}
+
+func listAccounts(_ context.Context, app *App, _ NoInput) (AccountList, error) {
+	out := AccountList{Accounts: make([]AccountSummary, 0, len(app.Accounts))}
+	for _, a := range app.Accounts {
+		out.Accounts = append(out.Accounts, AccountSummary{AccountID: a.ID, Name: a.Name, Type: a.Type, Currency: a.Currency})
+	}
+	return out, nil
+}
+
+func checkBalance(ctx context.Context, app *App, in BalanceQuery) (Balance, error) {
+	cents, currency, err := app.store.Balance(ctx, app.User, in.AccountID)
+	switch {
+	case errors.Is(err, ErrAccountNotFound):
+		return Balance{}, accountNotFound()
+	case err != nil:
+		return Balance{}, err
+	}
+	return Balance{AccountID: in.AccountID, Balance: json.Number(cents.String()), Currency: currency}, nil
+}
+
+func transferMoney(ctx context.Context, app *App, in TransferRequest) (TransferResult, error) {
+	amount, ok := new(big.Rat).SetString(in.Amount.String())
+	if !ok || amount.Sign() <= 0 {
+		return TransferResult{}, core.BadRequest(core.WireInvalidRequest, "amount must be a positive number")
+	}
+	if !new(big.Rat).Mul(amount, big.NewRat(100, 1)).IsInt() {
+		return TransferResult{}, core.BadRequest(core.WireInvalidRequest, "amount has more than two decimals")
+	}
+	// The source is checked against the accounts the resolver loaded for
+	// the user, then again by the ledger under its lock.
+	if !app.Owns(in.SourceAccount) {
+		return TransferResult{}, accountNotFound()
+	}
+	t, err := app.store.TransferMoney(ctx, app.User, in.SourceAccount, in.DestinationAccount, amount, string(in.Currency))
+	switch {
+	case errors.Is(err, ErrAccountNotFound):
+		return TransferResult{}, core.NotFound(CodeAccountNotFound, "no such account")
+	case errors.Is(err, ErrInsufficientFunds):
+		return TransferResult{}, core.Conflict(CodeInsufficientFunds, "the source account does not hold enough money for this transfer")
+	case errors.Is(err, ErrSameAccount):
+		return TransferResult{}, core.BadRequest(core.WireInvalidRequest, "the source and destination accounts must differ")
+	case err != nil:
+		return TransferResult{}, err
+	}
+	return TransferResult{TransferID: t.ID, Status: "completed", Amount: json.Number(t.Amount.String()), Currency: t.Currency}, nil
+}
+
+func exchangeRate(_ context.Context, _ *App, in RateQuery) (RateQuote, error) {
+	rate, err := Rate(in.From, in.To)
+	if err != nil {
+		// The schema's enum admits only supported currencies.
+		return RateQuote{}, err
+	}
+	return RateQuote{From: in.From, To: in.To, Rate: json.Number(rate)}, nil
+}

@@ -1,0 +1,23 @@
+// Package bank is the example bank behind examples/bank: an in-memory
+// store of accounts and a ledger, four capabilities over it, and the
+// Agent Auth wiring that maps a verified agent session to the user it
+// acts for.
+//
+// Capabilities:
+//
+//	list_accounts    the user's accounts                         (acts for a user)
+//	check_balance    the balance of one of them                  (acts for a user)
+//	transfer_money   send money, converted at fixed rates        (acts for a user; webauthn, high risk,
+//	                                                              grants must constrain destination_account)
+//	exchange_rate    the fixed rate between USD, EUR and GBP     (public)
+//
+// Capabilities that act for a user refuse agents without one (autonomous
+// agents) with 403 unauthorized, and are listed only to agents with a
+// user. exchange_rate is listed and described to anyone, even without a
+// token, and runs for any agent holding a grant for it.
+//
+// The context resolver never trusts the caller: the user comes from the
+// verified session (the agent's user, else its host's) and the user's
+// accounts are read from the store on every call. Money is kept in
+// integer cents; amounts travel as JSON numbers.
+package bank
