@@ -29,7 +29,7 @@ func (upper) JSONSchema() json.RawMessage {
 
 type badSchemer struct{ X int }
 
-func (*badSchemer) UnmarshalJSON([]byte) error  { return nil }
+func (*badSchemer) UnmarshalJSON([]byte) error { return nil }
 func (badSchemer) JSONSchema() json.RawMessage { return json.RawMessage(`{"type":"strange"}`) }
 
 func TestSchemerTypes(t *testing.T) {
