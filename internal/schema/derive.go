@@ -148,7 +148,7 @@ func (d *deriver) schemaOf(t reflect.Type, path string) (*node, error) {
 	case implements(t, schemerType):
 		return d.ownSchema(t, path)
 	case implements(t, jsonMarshalerType) || implements(t, jsonUnmarshalerType):
-		return nil, d.fail(path, "type "+t.String()+" has its own MarshalJSON or UnmarshalJSON, so its JSON form cannot be derived")
+		return nil, d.fail(path, "type "+t.String()+" has its own MarshalJSON or UnmarshalJSON, so its JSON form cannot be derived: give it a method JSONSchema() json.RawMessage that describes it")
 	case implements(t, textMarshalerType):
 		return &node{types: []string{"string"}}, nil
 	}
