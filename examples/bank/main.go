@@ -1,0 +1,228 @@
+// Command bank is an Agent Auth resource server: a small bank whose
+// capabilities agents list, describe and execute with agent JWTs.
+//
+// Usage:
+//
+//	go run ./examples/bank -addr 127.0.0.1:8080 -issuer http://127.0.0.1:8080 -directory agents.json
+//
+// It serves, relative to the issuer,
+//
+//	GET  /capability/list
+//	GET  /capability/describe?name=
+//	POST /capability/execute
+//	POST /capability/batch-execute
+//
+// and GET /.well-known/agent-configuration at the issuer's origin. Agent
+// JWTs must have an aud of {issuer}/capability/execute or {issuer}.
+//
+// The directory file lists the hosts and agents the bank trusts, with
+// their keys (inline JWKs or JWKS URLs) and grants, in the format of
+// agentauth.LoadDirectoryFile. JWKS URLs on loopback addresses are
+// fetched only with -dev-allow-loopback-jwks.
+//
+// Each execution is logged on one line (agent, capability, outcome,
+// duration); arguments and results never are.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/examples/bank/bank"
+	"github.com/agentcap/agentcap/httpx"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// config is the command line.
+type config struct {
+	addr              string
+	issuer            string
+	directory         string
+	allowLoopbackJWKS bool
+}
+
+const usageText = `usage: bank -directory FILE [-addr HOST:PORT] [-issuer URL] [-dev-allow-loopback-jwks]
+
+bank serves the example bank's capabilities to Agent Auth agents.
+
+`
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("bank", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&c.issuer, "issuer", "", "issuer URL; capabilities are served at its path (default http:// + addr)")
+	fs.StringVar(&c.directory, "directory", "", "JSON file of the hosts and agents the bank trusts (required)")
+	fs.BoolVar(&c.allowLoopbackJWKS, "dev-allow-loopback-jwks", false, "fetch agent JWKS URLs on loopback addresses, over plain http too (development only)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+	}
+	// The flag package reports its own parse errors, with the usage.
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	bad := func(format string, args ...any) (config, error) {
+		fmt.Fprintf(stderr, "bank: "+format+"\n\n", args...)
+		fs.Usage()
+		return c, errUsage
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	if c.directory == "" {
+		return bad(`-directory is required: a JSON file of the hosts and agents to trust, {"hosts": [...], "agents": [...]}`)
+	}
+	if c.issuer == "" {
+		c.issuer = "http://" + c.addr
+	}
+	c.issuer = strings.TrimRight(c.issuer, "/")
+	u, err := url.Parse(c.issuer)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return bad("-issuer %q must be an absolute http(s) URL without credentials, query or fragment", c.issuer)
+	}
+	return c, nil
+}
+
+// errUsage reports a command line that was refused after the usage was
+// printed.
+var errUsage = errors.New("bank: bad command line")
+
+// run is main without the exit, so that its failures are plain returns.
+func run(args []string, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: redactAttr}))
+
+	srv, err := newServer(cfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "bank: %v\n", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "bank: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.issuer))
+
+	select {
+	case err := <-served:
+		fmt.Fprintf(stderr, "bank: %v\n", err)
+		return 1
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		fmt.Fprintf(stderr, "bank: shutdown: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// newServer wires the bank: directory, verifier, executor, handler and
+// discovery document.
+func newServer(cfg config, logger *slog.Logger) (*http.Server, error) {
+	dir, err := agentauth.LoadDirectoryFile(cfg.directory)
+	if err != nil {
+		return nil, err
+	}
+	location := cfg.issuer + "/" + httpx.RouteExecute
+	verifier, err := agentauth.NewVerifier(agentauth.VerifierConfig{
+		Directory: dir,
+		Audiences: []string{location, cfg.issuer},
+		KeyFetch:  agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
+	})
+	if err != nil {
+		return nil, err
+	}
+	exec, err := bank.NewExecutor(bank.NewStore(), bank.ExecutionLog(logger))
+	if err != nil {
+		return nil, err
+	}
+	opts := bank.HTTPOptions()
+	opts.Sessions = verifier
+	opts.Issuer = cfg.issuer
+	opts.Logger = logger
+	hc, err := agentauth.HTTPConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	handler, err := httpx.New(exec, hc)
+	if err != nil {
+		return nil, err
+	}
+	discovery, err := agentauth.NewDiscoveryEndpoint(agentauth.Discovery{
+		ProviderName:    "bank",
+		Description:     "Example bank: accounts, balances, transfers and exchange rates",
+		Issuer:          cfg.issuer,
+		DefaultLocation: location,
+		Endpoints:       agentauth.LocationEndpoints(""),
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle(agentauth.DiscoveryPath, discovery)
+	u, _ := url.Parse(cfg.issuer) // checked by parseFlags
+	if prefix := strings.TrimRight(u.Path, "/"); prefix != "" {
+		mux.Handle(prefix+"/", http.StripPrefix(prefix, handler))
+	} else {
+		mux.Handle("/", handler)
+	}
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}, nil
+}
+
+// credentialsInURL finds the password of a URL's user information, as
+// database drivers print it in their errors.
+var credentialsInURL = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)[^\s@/]*@`)
+
+// redactAttr keeps passwords that appear in URLs inside error messages
+// out of the log.
+func redactAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindString {
+		if s := a.Value.String(); strings.Contains(s, "://") {
+			a.Value = slog.StringValue(credentialsInURL.ReplaceAllString(s, "${1}REDACTED@"))
+		}
+	}
+	return a
+}
