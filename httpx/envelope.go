@@ -5,20 +5,22 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentcap/agentcap/core"
 )
 
 // The envelope parsers below read only the top level of a request body.
 // The arguments stay raw: the executor parses them, once, strictly. A
-// body is first checked with json.Valid, so the scanner can trust the
+// body is first checked to be valid JSON in UTF-8, so the scanner can trust the
 // grammar and only has to find where each member starts and ends.
 
 // objectScanner walks the members of one JSON object in valid JSON text.
 type objectScanner struct {
-	data []byte
-	i    int
-	seen []string
+	data    []byte
+	i       int
+	seen    [][]byte
+	seenBuf [4][]byte // keeps the usual two or three keys off the heap
 }
 
 // newObjectScanner positions a scanner inside the object data holds. It
@@ -31,26 +33,30 @@ func newObjectScanner(data []byte) (objectScanner, bool) {
 	return objectScanner{data: data, i: i + 1}, true
 }
 
-// next returns the next member's unescaped key and raw value. dup reports a
-// key that appeared before in this object.
-func (s *objectScanner) next() (key string, val []byte, dup, ok bool) {
+// next returns the next member's unescaped key and raw value. The key
+// aliases data unless it holds escapes, so comparing it allocates
+// nothing. dup reports a key that appeared before in this object.
+func (s *objectScanner) next() (key, val []byte, dup, ok bool) {
+	if s.seen == nil {
+		s.seen = s.seenBuf[:0]
+	}
 	i := skipSpace(s.data, s.i)
 	if s.data[i] == ',' {
 		i = skipSpace(s.data, i+1)
 	}
 	if s.data[i] == '}' {
 		s.i = i + 1
-		return "", nil, false, false
+		return nil, nil, false, false
 	}
 	end := stringEnd(s.data, i)
-	key = unquote(s.data[i:end])
+	key = unquoteBytes(s.data[i:end])
 	i = skipSpace(s.data, end)
 	i = skipSpace(s.data, i+1) // the colon
 	vend := valueEnd(s.data, i)
 	val = s.data[i:vend]
 	s.i = vend
 	for _, k := range s.seen {
-		if k == key {
+		if bytes.Equal(k, key) {
 			dup = true
 		}
 	}
@@ -115,6 +121,15 @@ func valueEnd(data []byte, i int) int {
 	}
 }
 
+// unquoteBytes decodes a JSON string token, without copying when it holds
+// no escapes.
+func unquoteBytes(tok []byte) []byte {
+	if bytes.IndexByte(tok, '\\') < 0 {
+		return tok[1 : len(tok)-1]
+	}
+	return []byte(unquote(tok))
+}
+
 // unquote decodes a JSON string token. Only tokens with escapes go through
 // encoding/json.
 func unquote(tok []byte) string {
@@ -155,6 +170,11 @@ func badRequest(v ...core.Violation) *core.Error {
 	return core.NewError(core.CodeInvalidInput, core.StageInput, msgBadRequest, v)
 }
 
+// validJSON accepts one JSON text in UTF-8. encoding/json lets invalid
+// UTF-8 through inside strings and replaces it when decoding; refusing it
+// here means every reader of the body sees the same names.
+func validJSON(body []byte) bool { return utf8.Valid(body) && json.Valid(body) }
+
 // isNull reports whether a raw value is the JSON null literal.
 func isNull(val []byte) bool { return string(val) == "null" }
 
@@ -185,7 +205,7 @@ func checkArguments(val []byte, path string, vs []core.Violation) ([]byte, []cor
 // parseExecute reads {"capability": name, "arguments": {...}}. The
 // returned arguments alias body.
 func parseExecute(body []byte) (name string, args []byte, err *core.Error) {
-	if !json.Valid(body) {
+	if !validJSON(body) {
 		return "", nil, badRequest(core.Violation{Message: msgNotJSON})
 	}
 	sc, ok := newObjectScanner(body)
@@ -203,14 +223,14 @@ func parseExecute(body []byte) (name string, args []byte, err *core.Error) {
 		}
 		switch {
 		case dup:
-			vs = append(vs, core.Violation{Path: pointer("", key), Message: msgDuplicateKey})
-		case key == "capability":
+			vs = append(vs, core.Violation{Path: pointer("", string(key)), Message: msgDuplicateKey})
+		case string(key) == "capability":
 			hasName = true
 			name, vs = checkName(val, "/capability", vs)
-		case key == "arguments":
+		case string(key) == "arguments":
 			args, vs = checkArguments(val, "/arguments", vs)
 		default:
-			vs = append(vs, core.Violation{Path: pointer("", key), Message: msgUnknownMember})
+			vs = append(vs, core.Violation{Path: pointer("", string(key)), Message: msgUnknownMember})
 		}
 	}
 	if !hasName {
@@ -226,7 +246,7 @@ func parseExecute(body []byte) (name string, args []byte, err *core.Error) {
 // A missing id becomes the item's index. The item count is checked before
 // the items are, so an oversized batch costs one scan and a short answer.
 func parseBatch(body []byte, maxBatch int) ([]core.BatchCall, *core.Error) {
-	if !json.Valid(body) {
+	if !validJSON(body) {
 		return nil, badRequest(core.Violation{Message: msgNotJSON})
 	}
 	sc, ok := newObjectScanner(body)
@@ -245,8 +265,8 @@ func parseBatch(body []byte, maxBatch int) ([]core.BatchCall, *core.Error) {
 		}
 		switch {
 		case dup:
-			vs = append(vs, core.Violation{Path: pointer("", key), Message: msgDuplicateKey})
-		case key == "requests":
+			vs = append(vs, core.Violation{Path: pointer("", string(key)), Message: msgDuplicateKey})
+		case string(key) == "requests":
 			hasRequests = true
 			if val[0] != '[' {
 				vs = append(vs, core.Violation{Path: "/requests", Message: msgRequestsNotArr})
@@ -254,7 +274,7 @@ func parseBatch(body []byte, maxBatch int) ([]core.BatchCall, *core.Error) {
 				items = val
 			}
 		default:
-			vs = append(vs, core.Violation{Path: pointer("", key), Message: msgUnknownMember})
+			vs = append(vs, core.Violation{Path: pointer("", string(key)), Message: msgUnknownMember})
 		}
 	}
 	if !hasRequests {
@@ -306,20 +326,20 @@ func parseBatchItems(arr []byte, vs []core.Violation) ([]core.BatchCall, []core.
 				}
 				switch {
 				case dup:
-					vs = append(vs, core.Violation{Path: pointer(base, key), Message: msgDuplicateKey})
-				case key == "id":
+					vs = append(vs, core.Violation{Path: pointer(base, string(key)), Message: msgDuplicateKey})
+				case string(key) == "id":
 					if val[0] != '"' {
 						vs = append(vs, core.Violation{Path: base + "/id", Message: msgIDNotString})
 					} else {
 						call.ID = unquote(val)
 					}
-				case key == "capability":
+				case string(key) == "capability":
 					hasName = true
 					call.Capability, vs = checkName(val, base+"/capability", vs)
-				case key == "arguments":
+				case string(key) == "arguments":
 					call.Arguments, vs = checkArguments(val, base+"/arguments", vs)
 				default:
-					vs = append(vs, core.Violation{Path: pointer(base, key), Message: msgUnknownMember})
+					vs = append(vs, core.Violation{Path: pointer(base, string(key)), Message: msgUnknownMember})
 				}
 			}
 			if !hasName {
