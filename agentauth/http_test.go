@@ -388,7 +388,7 @@ func TestHTTPExecuteErrorCodes(t *testing.T) {
 				"errors": []any{"/Amount", "/amount"}}}},
 		{name: "constrained field changed by decoding", agent: "agt_currency", body: execBody("pay", `{"to":"bob","amount":5,"currency":"usd"}`),
 			members: []string{"transformed_fields"},
-			want: htAnswer{Status: 400, Code: "invalid_request", Members: map[string]any{"transformed_fields": []any{"currency"}}}},
+			want:    htAnswer{Status: 400, Code: "invalid_request", Members: map[string]any{"transformed_fields": []any{"currency"}}}},
 		{name: "constrained field already normalised", agent: "agt_currency", body: execBody("pay", `{"to":"bob","amount":5,"currency":"USD"}`),
 			want: htAnswer{Status: 200}},
 
