@@ -49,15 +49,15 @@ type driver interface {
 
 func contenders() []contender {
 	return []contender{
-		{"net_http", "mount", newHTTPDriverFunc(netHTTPMount)},
 		{"net_http", "by_hand", newHTTPDriverFunc(netHTTPByHand)},
+		{"net_http", "mount", newHTTPDriverFunc(netHTTPMount)},
 		{"net_http", "huma", newHTTPDriverFunc(netHTTPHuma)},
-		{"gin", "mount", newHTTPDriverFunc(ginMount)},
 		{"gin", "by_hand", newHTTPDriverFunc(ginByHand)},
-		{"echo", "mount", newHTTPDriverFunc(echoMount)},
+		{"gin", "mount", newHTTPDriverFunc(ginMount)},
 		{"echo", "by_hand", newHTTPDriverFunc(echoByHand)},
-		{"fiber", "mount", newFiberDriverFunc(fiberMount)},
+		{"echo", "mount", newHTTPDriverFunc(echoMount)},
 		{"fiber", "by_hand", newFiberDriverFunc(fiberByHand)},
+		{"fiber", "mount", newFiberDriverFunc(fiberMount)},
 	}
 }
 
