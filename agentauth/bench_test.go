@@ -1,0 +1,246 @@
+package agentauth_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/testing/agentauthtest"
+)
+
+// The benchmarked call: a transfer under one grant that constrains the
+// destination (the capability's required constraint) and the amount.
+const benchBody = `{"capability":"transfer","arguments":{"source_account":"acc_123","destination_account":"acc_456","amount":250.75,"currency":"EUR"}}`
+
+type benchTransferIn struct {
+	SourceAccount      string  `json:"source_account"`
+	DestinationAccount string  `json:"destination_account"`
+	Amount             float64 `json:"amount" exclusiveMinimum:"0"`
+	Currency           string  `json:"currency" enum:"USD,EUR,GBP"`
+}
+
+type benchTransferOut struct {
+	TransferID string  `json:"transfer_id"`
+	Status     string  `json:"status"`
+	Amount     float64 `json:"amount"`
+	Currency   string  `json:"currency"`
+}
+
+// benchRequest is the envelope the floor decodes by hand.
+type benchRequest struct {
+	Capability string          `json:"capability"`
+	Arguments  benchTransferIn `json:"arguments"`
+}
+
+type benchResponse struct {
+	Data benchTransferOut `json:"data"`
+}
+
+func benchTransfer(_ context.Context, user string, in benchTransferIn) (benchTransferOut, error) {
+	return benchTransferOut{TransferID: "tr_" + user, Status: "completed", Amount: in.Amount, Currency: in.Currency}, nil
+}
+
+type benchWorld struct {
+	agent   *agentauthtest.Agent
+	handler *httpx.Handler[string, agentauth.Caller[string]]
+	exec    *core.Executor[string, agentauth.Caller[string]]
+	v       *agentauth.Verifier
+}
+
+func newBenchWorld(b *testing.B) *benchWorld {
+	b.Helper()
+	host := agentauthtest.NewHost("hst_bench", agentauthtest.WithUser("user_alice"),
+		agentauthtest.WithRandom(rand.NewChaCha8([32]byte{42})), agentauthtest.WithClock(htClock))
+	agent := host.NewAgent("agt_bench").Grant("transfer", map[string]any{
+		"destination_account": "acc_456",
+		"amount":              map[string]any{"max": 1000},
+	})
+	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{host}, []*agentauthtest.Agent{agent})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: dir, Audiences: []string{htAudience}, Now: htClock})
+	if err != nil {
+		b.Fatal(err)
+	}
+	transfer := core.MustDefine("transfer", "Transfer money.", benchTransfer,
+		core.WithRequiredConstraints("destination_account"))
+	exec := core.MustExecutor(core.MustRegistry(transfer), core.ExecutorConfig[string, agentauth.Caller[string]]{
+		CreateContext: func(_ context.Context, c agentauth.Caller[string], _ *core.Definition, _ any) (string, error) {
+			return c.Principal, nil
+		},
+	})
+	cfg, err := agentauth.HTTPConfig(agentauth.HTTPOptions[string]{
+		Sessions:  v,
+		Principal: func(_ context.Context, s *agentauth.Session) (string, error) { return s.Host.UserID, nil },
+		Issuer:    htIssuer,
+		Now:       htClock,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := httpx.New(exec, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &benchWorld{agent: agent, handler: h, exec: exec, v: v}
+}
+
+// tokens mints n tokens with distinct ids before the timer starts: a
+// token is good for one request.
+func (w *benchWorld) tokens(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = w.agent.Token(htAudience, agentauthtest.WithJTI(fmt.Sprintf("jti-%d", i)))
+	}
+	return out
+}
+
+// BenchmarkVerifiedExecute is the whole location: bearer parsing, agent
+// JWT verification with replay check, the grant and its constraints, the
+// executor (strict decoding, schema validation, handler, output
+// validation) and httpx's envelope, through ServeHTTP.
+func BenchmarkVerifiedExecute(b *testing.B) {
+	w := newBenchWorld(b)
+	tokens := w.tokens(b.N)
+	body := []byte(benchBody)
+	rd := bytes.NewReader(body)
+	req := httptest.NewRequest(http.MethodPost, "/capability/execute", nil)
+	req.Header.Set("Content-Type", "application/json")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		rd.Reset(body)
+		req.Body = io.NopCloser(rd)
+		req.Header.Set("Authorization", "Bearer "+tokens[i])
+		rec := httptest.NewRecorder()
+		w.handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	}
+}
+
+// BenchmarkVerifiedExecuteFloor is the least any verified execute must
+// do: one Ed25519 verification of the token's signature, and decoding the
+// request and encoding the response with encoding/json.
+func BenchmarkVerifiedExecuteFloor(b *testing.B) {
+	w := newBenchWorld(b)
+	tokens := w.tokens(b.N)
+	pub := w.agent.Key.Public().(ed25519.PublicKey)
+	body := []byte(benchBody)
+	var out bytes.Buffer
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		tok := tokens[i]
+		dot := strings.LastIndexByte(tok, '.')
+		var sig [ed25519.SignatureSize]byte
+		if n, err := base64.RawURLEncoding.Decode(sig[:], []byte(tok[dot+1:])); err != nil || n != len(sig) {
+			b.Fatal("signature", err)
+		}
+		if !ed25519.Verify(pub, []byte(tok[:dot]), sig[:]) {
+			b.Fatal("bad signature")
+		}
+		var req benchRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			b.Fatal(err)
+		}
+		in := req.Arguments
+		resp := benchResponse{Data: benchTransferOut{TransferID: "tr_user_alice", Status: "completed", Amount: in.Amount, Currency: in.Currency}}
+		out.Reset()
+		if err := json.NewEncoder(&out).Encode(resp); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerifiedExecuteStages splits the verified execute, to show
+// where the time goes.
+func BenchmarkVerifiedExecuteStages(b *testing.B) {
+	b.Run("ed25519", func(b *testing.B) {
+		w := newBenchWorld(b)
+		tok := w.tokens(1)[0]
+		dot := strings.LastIndexByte(tok, '.')
+		sig, _ := base64.RawURLEncoding.DecodeString(tok[dot+1:])
+		pub := w.agent.Key.Public().(ed25519.PublicKey)
+		msg := []byte(tok[:dot])
+		b.ReportAllocs()
+		for b.Loop() {
+			if !ed25519.Verify(pub, msg, sig) {
+				b.Fatal("bad signature")
+			}
+		}
+	})
+	b.Run("session", func(b *testing.B) {
+		w := newBenchWorld(b)
+		tokens := w.tokens(b.N)
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if _, err := w.v.Session(ctx, tokens[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("execute_authorized", func(b *testing.B) {
+		w := newBenchWorld(b)
+		s, err := w.v.Session(context.Background(), w.tokens(1)[0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		caller := agentauth.Caller[string]{Session: s, Principal: "user_alice"}
+		args := []byte(`{"source_account":"acc_123","destination_account":"acc_456","amount":250.75,"currency":"EUR"}`)
+		authorize := func(_ context.Context, inv *core.Invocation) error {
+			return agentauth.AuthorizeCall(s, agentauth.Call{
+				Capability:          inv.Definition.Name(),
+				RequiredConstraints: inv.Definition.RequiredConstraints(),
+				Arguments:           inv.Arguments,
+				Normalized:          inv.Normalized,
+			}, htNow)
+		}
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := w.exec.ExecuteDynamic(ctx, "transfer", caller, args, authorize); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("authorize_call", func(b *testing.B) {
+		w := newBenchWorld(b)
+		s, err := w.v.Session(context.Background(), w.tokens(1)[0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		call := agentauth.Call{
+			Capability:          "transfer",
+			RequiredConstraints: []string{"destination_account"},
+			Arguments: map[string]json.RawMessage{
+				"source_account":      json.RawMessage(`"acc_123"`),
+				"destination_account": json.RawMessage(`"acc_456"`),
+				"amount":              json.RawMessage(`250.75`),
+				"currency":            json.RawMessage(`"EUR"`),
+			},
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := agentauth.AuthorizeCall(s, call, htNow); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
