@@ -1,0 +1,46 @@
+// Package client is an Agent Auth client: it discovers providers, keeps a
+// host identity, connects agents (delegated or autonomous, waiting for
+// approval when the provider asks for it), lists, describes, requests and
+// executes capabilities, and revokes agents.
+//
+// # Providers and identities
+//
+// Client.Discover fetches a provider's discovery document and caches it as
+// its Cache-Control allows, for at most MaxDiscoveryAge. Every URL the
+// client talks to must use https; plain http is allowed only to loopback
+// hosts, and only with Config.AllowInsecureLoopback.
+//
+// The host is the client's persistent identity towards one provider: an
+// Ed25519 key kept in a KeyStore (FileKeyStore by default, files with mode
+// 0600) and named by its RFC 7638 thumbprint. Every connection gets a fresh
+// agent key, kept in the same store under its own thumbprint.
+//
+// # Agents
+//
+// Client.Connect registers an agent and, while the provider's answer is
+// pending, hands the approval details (verification URI, user code) to
+// ConnectOptions.OnApproval and polls the agent's status with backoff,
+// honouring the provider's interval and slow_down. The resulting Agent
+// signs a fresh agent JWT for every request: for execution its aud is the
+// capability's location (or the provider's default location) and its
+// capabilities claim names exactly the capabilities of that request.
+// Connection holds what must be saved to act as the agent later, without
+// any private key; Client.Resume turns it back into an Agent.
+//
+// Agent.Execute runs one capability: synchronous answers return their
+// data, 202 answers are polled at their status_url, and event streams
+// arrive as an iterator of Events. Agent.BatchExecute groups calls by
+// location and falls back to single calls where a location has no batch
+// endpoint. Failures are *Error values carrying the protocol's error code,
+// the HTTP status, the message, constraint violations and Retry-After;
+// 429 answers are retried a bounded number of times.
+//
+// # Capability sets and tools
+//
+// A Set gathers the capabilities of several connected agents under
+// namespaced names (provider__name by default), with include and exclude
+// filters and collision reports. It converts them into tool definitions
+// for model APIs (OpenAI-style functions, Anthropic-style tools, MCP
+// tools); Set.Call dispatches a tool call back to the agent and the
+// capability it came from.
+package client

@@ -1,0 +1,95 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// emptyObjectSchema stands in for a capability without an input schema:
+// the protocol reads a missing input as an empty schema, and tool APIs
+// want an object schema.
+var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// OpenAITool is a tool definition in the OpenAI function-calling shape.
+type OpenAITool struct {
+	Type     string         `json:"type"`
+	Function OpenAIFunction `json:"function"`
+}
+
+// OpenAIFunction is the function of an OpenAITool.
+type OpenAIFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// AnthropicTool is a tool definition in the Anthropic Messages API shape.
+type AnthropicTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// MCPTool is a tool definition in the Model Context Protocol's tools/list
+// shape.
+type MCPTool struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+}
+
+func inputSchema(c Capability) json.RawMessage {
+	if len(bytes.TrimSpace(c.Input)) == 0 || bytes.Equal(bytes.TrimSpace(c.Input), []byte("null")) {
+		return emptyObjectSchema
+	}
+	return c.Input
+}
+
+// objectSchema reports whether a schema declares "type": "object", which
+// MCP requires of an output schema.
+func objectSchema(s json.RawMessage) bool {
+	var v struct {
+		Type any `json:"type"`
+	}
+	return json.Unmarshal(s, &v) == nil && v.Type == "object"
+}
+
+// OpenAITools returns the set as OpenAI function tools, named by display
+// name. Tool calls go back through Set.Call.
+func (s *Set) OpenAITools() []OpenAITool {
+	tools := make([]OpenAITool, len(s.entries))
+	for i, e := range s.entries {
+		tools[i] = OpenAITool{Type: "function", Function: OpenAIFunction{
+			Name:        e.Name,
+			Description: e.Capability.Description,
+			Parameters:  inputSchema(e.Capability),
+		}}
+	}
+	return tools
+}
+
+// AnthropicTools returns the set as Anthropic tools, named by display
+// name. Tool calls go back through Set.Call.
+func (s *Set) AnthropicTools() []AnthropicTool {
+	tools := make([]AnthropicTool, len(s.entries))
+	for i, e := range s.entries {
+		tools[i] = AnthropicTool{Name: e.Name, Description: e.Capability.Description, InputSchema: inputSchema(e.Capability)}
+	}
+	return tools
+}
+
+// MCPTools returns the set as MCP tools, named by display name, with the
+// capability's output schema when it describes an object. Tool calls go
+// back through Set.Call.
+func (s *Set) MCPTools() []MCPTool {
+	tools := make([]MCPTool, len(s.entries))
+	for i, e := range s.entries {
+		t := MCPTool{Name: e.Name, Description: e.Capability.Description, InputSchema: inputSchema(e.Capability)}
+		if objectSchema(e.Capability.Output) {
+			t.OutputSchema = e.Capability.Output
+		}
+		tools[i] = t
+	}
+	return tools
+}

@@ -1,0 +1,113 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Capability is a capability as a provider lists or describes it. Input
+// and Output are JSON Schemas, absent from list entries.
+type Capability struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Location is the absolute URL where the capability executes; empty
+	// means the provider's default location.
+	Location         string          `json:"location,omitempty"`
+	Input            json.RawMessage `json:"input,omitempty"`
+	Output           json.RawMessage `json:"output,omitempty"`
+	GrantStatus      string          `json:"grant_status,omitempty"`
+	ApprovalStrength string          `json:"approval_strength,omitempty"`
+}
+
+// CapabilityPage is one page of a capability listing.
+type CapabilityPage struct {
+	Capabilities []Capability `json:"capabilities"`
+	HasMore      bool         `json:"has_more"`
+	NextCursor   string       `json:"next_cursor,omitempty"`
+}
+
+// Grant is a capability grant as registration, status and capability
+// requests report it. Active grants also carry the capability's details.
+type Grant struct {
+	Capability  string                     `json:"capability"`
+	Status      string                     `json:"status"`
+	Constraints map[string]json.RawMessage `json:"constraints,omitempty"`
+	GrantedBy   string                     `json:"granted_by,omitempty"`
+	Reason      string                     `json:"reason,omitempty"`
+	ExpiresAt   *time.Time                 `json:"expires_at,omitempty"`
+	Description string                     `json:"description,omitempty"`
+	Location    string                     `json:"location,omitempty"`
+	Input       json.RawMessage            `json:"input,omitempty"`
+	Output      json.RawMessage            `json:"output,omitempty"`
+}
+
+// Approval tells how the user approves a pending registration or
+// capability request (protocol §7).
+type Approval struct {
+	// Method is "device_authorization", "ciba" or a provider's own.
+	Method                  string `json:"method"`
+	VerificationURI         string `json:"verification_uri,omitempty"`
+	VerificationURIComplete string `json:"verification_uri_complete,omitempty"`
+	UserCode                string `json:"user_code,omitempty"`
+	BindingMessage          string `json:"binding_message,omitempty"`
+	// ExpiresIn is the lifetime of the approval in seconds.
+	ExpiresIn int `json:"expires_in,omitempty"`
+	// Interval is the minimum polling interval in seconds.
+	Interval int `json:"interval,omitempty"`
+}
+
+// AgentStatus is an agent's state and grants, as the status endpoint,
+// registration and capability requests report them.
+type AgentStatus struct {
+	AgentID     string     `json:"agent_id"`
+	HostID      string     `json:"host_id,omitempty"`
+	Name        string     `json:"name,omitempty"`
+	Status      string     `json:"status"`
+	Mode        string     `json:"mode,omitempty"`
+	UserID      string     `json:"user_id,omitempty"`
+	Grants      []Grant    `json:"agent_capability_grants"`
+	Approval    *Approval  `json:"approval,omitempty"`
+	CreatedAt   *time.Time `json:"created_at,omitempty"`
+	ActivatedAt *time.Time `json:"activated_at,omitempty"`
+	LastUsedAt  *time.Time `json:"last_used_at,omitempty"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+}
+
+// Grant returns the grant for capability, and false when there is none.
+func (s *AgentStatus) Grant(capability string) (Grant, bool) {
+	for _, g := range s.Grants {
+		if g.Capability == capability {
+			return g, true
+		}
+	}
+	return Grant{}, false
+}
+
+// CapabilityRequest asks for one capability, optionally with proposed
+// constraints (top-level input fields mapped to an exact value or an
+// operator object, protocol §2.13).
+type CapabilityRequest struct {
+	Name        string
+	Constraints map[string]json.RawMessage
+}
+
+// MarshalJSON encodes an unconstrained request as its bare name and a
+// constrained one as {name, constraints}, as the protocol allows both.
+func (r CapabilityRequest) MarshalJSON() ([]byte, error) {
+	if len(r.Constraints) == 0 {
+		return json.Marshal(r.Name)
+	}
+	return json.Marshal(struct {
+		Name        string                     `json:"name"`
+		Constraints map[string]json.RawMessage `json:"constraints"`
+	}{r.Name, r.Constraints})
+}
+
+// Capabilities returns unconstrained requests for names.
+func Capabilities(names ...string) []CapabilityRequest {
+	reqs := make([]CapabilityRequest, len(names))
+	for i, n := range names {
+		reqs[i] = CapabilityRequest{Name: n}
+	}
+	return reqs
+}
