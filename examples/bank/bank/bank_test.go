@@ -1,0 +1,384 @@
+package bank_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/examples/bank/bank"
+	"github.com/agentcap/agentcap/testing/agentauthtest"
+	"github.com/agentcap/agentcap/testing/captest"
+)
+
+// callerFor is the principal of an agent acting for user ("" for an
+// autonomous agent), as the Agent Auth wiring builds it.
+func callerFor(user string) bank.Caller {
+	mode := agentauth.ModeDelegated
+	if user == "" {
+		mode = agentauth.ModeAutonomous
+	}
+	s := &agentauth.Session{
+		Agent: &agentauth.Agent{ID: "agt_test", HostID: "hst_test", UserID: user, Mode: mode, Status: agentauth.StatusActive},
+		Host:  &agentauth.Host{ID: "hst_test", Status: agentauth.StatusActive},
+	}
+	return bank.Caller{Session: s, Principal: bank.User{ID: user}}
+}
+
+func newExec(t *testing.T) (*bank.Store, *core.Executor[*bank.App, bank.Caller]) {
+	t.Helper()
+	store := bank.NewStore()
+	return store, captest.NewExecutor(t, bank.Resolver(store), bank.Capabilities())
+}
+
+type result struct {
+	Status int
+	Code   string
+	Output string
+}
+
+func run(t *testing.T, exec *core.Executor[*bank.App, bank.Caller], user, name string, args any) result {
+	t.Helper()
+	r := captest.RunAuthorized(t, exec, name, callerFor(user), args, func(ctx context.Context, inv *core.Invocation) error {
+		return bank.Authorize(ctx, callerFor(user), inv)
+	})
+	return result{r.Status, r.Code, string(r.Output)}
+}
+
+func TestCapabilities(t *testing.T) {
+	cases := []struct {
+		name       string
+		user       string
+		capability string
+		args       any
+		want       result
+	}{
+		{"alice's accounts", "user_alice", "list_accounts", nil, result{200, "", `{"accounts":[` +
+			`{"account_id":"acc_123","name":"Everyday checking","type":"checking","currency":"USD"},` +
+			`{"account_id":"acc_124","name":"Rainy day savings","type":"savings","currency":"EUR"}]}`}},
+		{"bob's accounts", "user_bob", "list_accounts", nil, result{200, "", `{"accounts":[` +
+			`{"account_id":"acc_456","name":"Main checking","type":"checking","currency":"USD"}]}`}},
+		{"a user without accounts", "user_nobody", "list_accounts", nil, result{200, "", `{"accounts":[]}`}},
+		{"list refuses arguments", "user_alice", "list_accounts", `{"user":"user_bob"}`, result{400, "invalid_request", ""}},
+
+		{"balance", "user_alice", "check_balance", `{"account_id":"acc_123"}`, result{200, "", `{"account_id":"acc_123","balance":5000,"currency":"USD"}`}},
+		{"balance in euros", "user_alice", "check_balance", `{"account_id":"acc_124"}`, result{200, "", `{"account_id":"acc_124","balance":1200,"currency":"EUR"}`}},
+		{"someone else's account", "user_alice", "check_balance", `{"account_id":"acc_456"}`, result{404, "account_not_found", ""}},
+		{"unknown account", "user_alice", "check_balance", `{"account_id":"acc_000"}`, result{404, "account_not_found", ""}},
+		{"ledger outage", "user_alice", "check_balance", `{"account_id":"acc_999"}`, result{500, "internal_error", ""}},
+		{"empty account id", "user_alice", "check_balance", `{"account_id":""}`, result{400, "invalid_request", ""}},
+
+		{"transfer", "user_alice", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_456","amount":100,"currency":"USD"}`,
+			result{200, "", `{"transfer_id":"tr_000001","status":"completed","amount":100,"currency":"USD"}`}},
+		{"lower-case currency", "user_alice", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_456","amount":0.5,"currency":"usd"}`,
+			result{200, "", `{"transfer_id":"tr_000001","status":"completed","amount":0.5,"currency":"USD"}`}},
+		{"insufficient funds", "user_bob", "transfer_money", `{"source_account":"acc_456","destination_account":"acc_123","amount":300.01,"currency":"USD"}`,
+			result{409, "insufficient_funds", ""}},
+		{"exactly the balance", "user_bob", "transfer_money", `{"source_account":"acc_456","destination_account":"acc_123","amount":300,"currency":"USD"}`,
+			result{200, "", `{"transfer_id":"tr_000001","status":"completed","amount":300,"currency":"USD"}`}},
+		{"huge amount", "user_bob", "transfer_money", `{"source_account":"acc_456","destination_account":"acc_123","amount":1e300,"currency":"USD"}`,
+			result{409, "insufficient_funds", ""}},
+		{"source not owned", "user_bob", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_456","amount":1,"currency":"USD"}`,
+			result{404, "account_not_found", ""}},
+		{"unknown destination", "user_alice", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_000","amount":1,"currency":"USD"}`,
+			result{404, "account_not_found", ""}},
+		{"destination on the broken shard", "user_alice", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_999","amount":1,"currency":"USD"}`,
+			result{500, "internal_error", ""}},
+		{"same account", "user_alice", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_123","amount":1,"currency":"USD"}`,
+			result{400, "invalid_request", ""}},
+		{"zero amount", "user_alice", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_456","amount":0,"currency":"USD"}`,
+			result{400, "invalid_request", ""}},
+		{"negative amount", "user_alice", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_456","amount":-5,"currency":"USD"}`,
+			result{400, "invalid_request", ""}},
+		{"fractions of a cent", "user_alice", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_456","amount":1.005,"currency":"USD"}`,
+			result{400, "invalid_request", ""}},
+		{"amount as a string", "user_alice", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_456","amount":"1","currency":"USD"}`,
+			result{400, "invalid_request", ""}},
+		{"unsupported currency", "user_alice", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_456","amount":1,"currency":"JPY"}`,
+			result{400, "invalid_request", ""}},
+		{"case-variant key", "user_alice", "transfer_money", `{"source_account":"acc_123","Destination_Account":"acc_456","destination_account":"acc_124","amount":1,"currency":"USD"}`,
+			result{400, "invalid_request", ""}},
+
+		{"rate", "", "exchange_rate", `{"from":"USD","to":"EUR"}`, result{200, "", `{"from":"USD","to":"EUR","rate":0.92}`}},
+		{"rate back", "user_alice", "exchange_rate", `{"from":"EUR","to":"USD"}`, result{200, "", `{"from":"EUR","to":"USD","rate":1.09}`}},
+		{"same currency", "", "exchange_rate", `{"from":"GBP","to":"GBP"}`, result{200, "", `{"from":"GBP","to":"GBP","rate":1}`}},
+		{"unsupported rate", "", "exchange_rate", `{"from":"USD","to":"JPY"}`, result{400, "invalid_request", ""}},
+		{"rates are upper case", "", "exchange_rate", `{"from":"usd","to":"EUR"}`, result{400, "invalid_request", ""}},
+
+		{"autonomous list", "", "list_accounts", nil, result{403, "unauthorized", ""}},
+		{"autonomous balance", "", "check_balance", `{"account_id":"acc_123"}`, result{403, "unauthorized", ""}},
+		{"autonomous transfer", "", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_456","amount":1,"currency":"USD"}`,
+			result{403, "unauthorized", ""}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, exec := newExec(t)
+			if diff := cmp.Diff(c.want, run(t, exec, c.user, c.capability, c.args)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLedgerOutageIsRedacted(t *testing.T) {
+	_, exec := newExec(t)
+	r := captest.Run(t, exec, "check_balance", callerFor("user_alice"), `{"account_id":"acc_999"}`)
+	if r.Code != "internal_error" || strings.Contains(r.Err.Message, "s3cret") {
+		t.Fatalf("code %q, message %q", r.Code, r.Err.Message)
+	}
+	// The cause is kept for the server's logs.
+	if !strings.Contains(r.Err.Error(), "postgres://ledger:s3cret@ledger-db.internal:5432/bank") {
+		t.Errorf("the hidden cause lost the driver's error: %v", r.Err)
+	}
+}
+
+func balance(t *testing.T, store *bank.Store, user, id string) string {
+	t.Helper()
+	c, cur, err := store.Balance(context.Background(), user, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.String() + " " + cur
+}
+
+func TestTransfersMoveMoney(t *testing.T) {
+	store, exec := newExec(t)
+	steps := []struct {
+		user, args string
+	}{
+		{"user_alice", `{"source_account":"acc_123","destination_account":"acc_456","amount":100.25,"currency":"USD"}`},
+		// Euros from a euro account to a dollar account: 100 EUR buys 109 USD.
+		{"user_alice", `{"source_account":"acc_124","destination_account":"acc_456","amount":100,"currency":"EUR"}`},
+		// Dollars from a euro account: 10 USD cost 9.20 EUR.
+		{"user_alice", `{"source_account":"acc_124","destination_account":"acc_456","amount":10,"currency":"usd"}`},
+		// Pounds between dollar accounts: 1 GBP is 1.27 USD on both sides.
+		{"user_bob", `{"source_account":"acc_456","destination_account":"acc_123","amount":1,"currency":"GBP"}`},
+		// Rounding: 0.05 USD in euros is 0.046, rounded to 0.05.
+		{"user_alice", `{"source_account":"acc_124","destination_account":"acc_123","amount":0.05,"currency":"USD"}`},
+	}
+	for i, s := range steps {
+		if r := run(t, exec, s.user, "transfer_money", s.args); r.Status != 200 {
+			t.Fatalf("step %d: %+v", i, r)
+		}
+	}
+	got := []string{
+		balance(t, store, "user_alice", "acc_123"),
+		balance(t, store, "user_alice", "acc_124"),
+		balance(t, store, "user_bob", "acc_456"),
+	}
+	want := []string{
+		"4901.07 USD", // 5000 - 100.25 + 1.27 + 0.05
+		"1090.75 EUR", // 1200 - 100 - 9.20 - 0.05
+		"517.98 USD",  // 300 + 100.25 + 109 + 10 - 1.27
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("balances (-want +got):\n%s", diff)
+	}
+}
+
+func TestConcurrentTransfersKeepTheBooks(t *testing.T) {
+	store, exec := newExec(t)
+	const n = 50
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			user, src, dst := "user_alice", "acc_123", "acc_456"
+			if i%2 == 1 {
+				user, src, dst = "user_bob", "acc_456", "acc_123"
+			}
+			args := fmt.Sprintf(`{"source_account":%q,"destination_account":%q,"amount":1.5,"currency":"USD"}`, src, dst)
+			r := captest.RunAuthorized(t, exec, "transfer_money", callerFor(user), args, nil)
+			if r.Code != "" {
+				t.Errorf("transfer %d: %s", i, r.Code)
+			}
+		})
+	}
+	wg.Wait()
+	got := balance(t, store, "user_alice", "acc_123") + ", " + balance(t, store, "user_bob", "acc_456")
+	if want := "5000 USD, 300 USD"; got != want {
+		t.Errorf("balances %s, want %s", got, want)
+	}
+}
+
+func TestStoreTransferChecks(t *testing.T) {
+	store := bank.NewStore()
+	ctx := context.Background()
+	if _, err := store.TransferMoney(ctx, "user_alice", "acc_123", "acc_456", big.NewRat(-1, 1), bank.USD); err == nil {
+		t.Error("a negative amount was accepted")
+	}
+	if _, err := store.TransferMoney(ctx, "user_alice", "acc_123", "acc_456", big.NewRat(1, 1000), bank.USD); err == nil {
+		t.Error("a fraction of a cent was accepted")
+	}
+	if _, err := store.TransferMoney(ctx, "user_alice", "acc_123", "acc_456", big.NewRat(1, 1), "JPY"); !errors.Is(err, bank.ErrUnsupported) {
+		t.Errorf("unsupported currency: %v", err)
+	}
+}
+
+func TestCentsString(t *testing.T) {
+	for c, want := range map[bank.Cents]string{0: "0", 5: "0.05", 50: "0.5", 100: "1", 120050: "1200.5", 500000: "5000", 123456: "1234.56", -250: "-2.5"} {
+		if got := c.String(); got != want {
+			t.Errorf("Cents(%d) = %q, want %q", int64(c), got, want)
+		}
+	}
+}
+
+func TestCurrencyDecoding(t *testing.T) {
+	cases := []struct {
+		in, want string
+		ok       bool
+	}{
+		{`"usd"`, "USD", true}, {`"Eur"`, "EUR", true}, {`"GBP"`, "GBP", true},
+		{`"jpy"`, "", false}, {`1`, "", false}, {`null`, "", false}, {`"US D"`, "", false},
+	}
+	for _, c := range cases {
+		var cur bank.Currency
+		err := json.Unmarshal([]byte(c.in), &cur)
+		if (err == nil) != c.ok || string(cur) != c.want {
+			t.Errorf("%s: %q, %v", c.in, cur, err)
+		}
+	}
+}
+
+func TestUserOf(t *testing.T) {
+	cases := []struct {
+		name string
+		s    *agentauth.Session
+		want string
+	}{
+		{"no session", nil, ""},
+		{"agent's user", &agentauth.Session{Agent: &agentauth.Agent{Mode: agentauth.ModeDelegated, UserID: "a"}, Host: &agentauth.Host{UserID: "h"}}, "a"},
+		{"host's user", &agentauth.Session{Agent: &agentauth.Agent{Mode: agentauth.ModeDelegated}, Host: &agentauth.Host{UserID: "h"}}, "h"},
+		{"autonomous under a user's host", &agentauth.Session{Agent: &agentauth.Agent{Mode: agentauth.ModeAutonomous, UserID: "a"}, Host: &agentauth.Host{UserID: "h"}}, ""},
+	}
+	for _, c := range cases {
+		if got := bank.UserOf(c.s); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestExecutionLog(t *testing.T) {
+	var logs bytes.Buffer
+	store := bank.NewStore()
+	exec, err := bank.NewExecutor(store, bank.ExecutionLog(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	captest.Run(t, exec, "check_balance", callerFor("user_alice"), `{"account_id":"acc_123"}`)
+	captest.Run(t, exec, "check_balance", callerFor("user_alice"), `{"account_id":"acc_999"}`)
+	captest.Run(t, exec, "transfer_money", callerFor("user_bob"), `{"source_account":"acc_456","destination_account":"acc_123","amount":9999,"currency":"USD"}`)
+
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	want := []string{
+		"agent=agt_test capability=check_balance outcome=completed duration=",
+		"agent=agt_test capability=check_balance outcome=internal_error duration=",
+		"agent=agt_test capability=transfer_money outcome=insufficient_funds duration=",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), logs.String())
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d: %q does not contain %q", i, lines[i], w)
+		}
+	}
+	for _, secret := range []string{"acc_", "9999", "s3cret"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the log holds %q:\n%s", secret, logs.String())
+		}
+	}
+}
+
+// TestAgentAuthPath runs the bank behind the Agent Auth wiring.
+func TestAgentAuthPath(t *testing.T) {
+	_, exec := newExec(t)
+	alice := agentauthtest.WithHostOptions(agentauthtest.WithUser("user_alice"))
+	payBob := map[string]any{"destination_account": "acc_456"}
+
+	r := agentauthtest.Execute(t, exec, bank.HTTPOptions(), "transfer_money",
+		map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25, "currency": "USD"}, payBob, alice)
+	if r.Status != 200 || string(r.Data) != `{"transfer_id":"tr_000001","status":"completed","amount":25,"currency":"USD"}` {
+		t.Errorf("transfer: %d %s", r.Status, r.Body)
+	}
+
+	// A grant constraining the currency, and a raw value that decoding
+	// changes: the checked value would not be the value that runs.
+	r = agentauthtest.Execute(t, exec, bank.HTTPOptions(), "transfer_money",
+		map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25, "currency": "usd"},
+		map[string]any{"destination_account": "acc_456", "currency": map[string]any{"in": []string{"usd", "USD"}}}, alice)
+	if r.Status != 400 || r.Code != "invalid_request" || string(r.Member("transformed_fields")) != `["currency"]` {
+		t.Errorf("transformed: %d %s", r.Status, r.Body)
+	}
+
+	// The grant must constrain the destination.
+	r = agentauthtest.Execute(t, exec, bank.HTTPOptions(), "transfer_money",
+		map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25, "currency": "USD"},
+		map[string]any{"amount": map[string]any{"max": 100}}, alice)
+	if r.Status != 403 || r.Code != "capability_not_granted" || string(r.Member("missing_constraints")) != `["destination_account"]` {
+		t.Errorf("missing constraint: %d %s", r.Status, r.Body)
+	}
+
+	// An autonomous agent is refused before its grants are looked at.
+	s := agentauthtest.NewServer(t, exec, bank.HTTPOptions())
+	robot := agentauthtest.NewHost("hst_robot").NewAgent("agt_robot", agentauthtest.WithMode(agentauth.ModeAutonomous)).
+		Grant("exchange_rate", nil)
+	s.Add(t, robot)
+	if r := s.Execute(t, robot, "check_balance", map[string]any{"account_id": "acc_123"}); r.Status != 403 || r.Code != "unauthorized" {
+		t.Errorf("autonomous check_balance: %d %s", r.Status, r.Body)
+	}
+	if r := s.Execute(t, robot, "exchange_rate", map[string]any{"from": "GBP", "to": "EUR"}); string(r.Data) != `{"from":"GBP","to":"EUR","rate":1.16}` {
+		t.Errorf("autonomous exchange_rate: %d %s", r.Status, r.Body)
+	}
+	list := func(token string) []string {
+		var body struct {
+			Capabilities []struct{ Name string } `json:"capabilities"`
+		}
+		r := s.Do(t, "GET", "capability/list", token, nil)
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, c := range body.Capabilities {
+			names = append(names, c.Name)
+		}
+		return names
+	}
+	if diff := cmp.Diff([]string{"exchange_rate"}, list(s.Token(robot))); diff != "" {
+		t.Errorf("autonomous listing (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"exchange_rate"}, list("")); diff != "" {
+		t.Errorf("anonymous listing (-want +got):\n%s", diff)
+	}
+	person := agentauthtest.NewHost("hst_alice", agentauthtest.WithUser("user_alice")).NewAgent("agt_alice")
+	s.Add(t, person)
+	if diff := cmp.Diff([]string{"check_balance", "exchange_rate", "list_accounts", "transfer_money"}, list(s.Token(person))); diff != "" {
+		t.Errorf("delegated listing (-want +got):\n%s", diff)
+	}
+}
+
+func ExampleNewExecutor() {
+	exec, err := bank.NewExecutor(bank.NewStore())
+	if err != nil {
+		panic(err)
+	}
+	alice := bank.Caller{
+		Session: &agentauth.Session{
+			Agent: &agentauth.Agent{ID: "agt_1", HostID: "hst_1", Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive},
+			Host:  &agentauth.Host{ID: "hst_1", UserID: "user_alice", Status: agentauth.StatusActive},
+		},
+		Principal: bank.User{ID: "user_alice"},
+	}
+	out, err := exec.ExecuteDynamic(context.Background(), "check_balance", alice, []byte(`{"account_id":"acc_124"}`), nil)
+	fmt.Println(string(out), err)
+	// Output: {"account_id":"acc_124","balance":1200,"currency":"EUR"} <nil>
+}
