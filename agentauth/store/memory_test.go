@@ -1,0 +1,16 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/agentauth/store/storetest"
+)
+
+func TestMemoryConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s := store.NewMemory()
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
