@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -277,4 +276,3 @@ func (a *Agent) checkStatusURL(loc, raw string) (string, error) {
 	}
 	return raw, nil
 }
-

@@ -53,6 +53,17 @@ type Stream struct {
 	used bool
 }
 
+// NewStream reads an execution stream from r, for callers that sent the
+// request themselves (with a token from Agent.SignJWT, say). Close closes
+// r when it is an io.Closer.
+func NewStream(r io.Reader) *Stream {
+	rc, ok := r.(io.ReadCloser)
+	if !ok {
+		rc = io.NopCloser(r)
+	}
+	return newStream(rc, nil)
+}
+
 func newStream(body io.ReadCloser, cancel func()) *Stream {
 	return &Stream{body: body, cancel: cancel, r: newEventReader(body)}
 }
@@ -121,42 +132,55 @@ type eventReader struct {
 	// pendingCR is set after a line ended in CR, so that a following LF
 	// is not read as an empty line.
 	pendingCR bool
+	// maxLine and maxData are MaxEventLine and MaxEventData, lowered by
+	// tests.
+	maxLine, maxData int
 }
 
 func newEventReader(r io.Reader) *eventReader {
-	return &eventReader{r: bufio.NewReaderSize(r, 4096)}
+	return &eventReader{r: bufio.NewReaderSize(r, 4096), maxLine: MaxEventLine, maxData: MaxEventData}
 }
 
 // line reads one line without its terminator.
 func (er *eventReader) line() ([]byte, error) {
+	if er.pendingCR {
+		er.pendingCR = false
+		if b, err := er.r.Peek(1); err == nil && b[0] == '\n' {
+			_, _ = er.r.Discard(1)
+		}
+	}
 	var buf []byte
 	for {
-		b, err := er.r.ReadByte()
-		if err != nil {
-			if errors.Is(err, io.EOF) && len(buf) > 0 {
-				// A last line without a terminator is incomplete; the
-				// stream ended mid-event.
-				return nil, io.EOF
-			}
-			return nil, err
-		}
-		if er.pendingCR {
-			er.pendingCR = false
-			if b == '\n' {
-				continue
+		if er.r.Buffered() == 0 {
+			if _, err := er.r.Peek(1); err != nil {
+				if errors.Is(err, io.EOF) && len(buf) > 0 {
+					// A last line without a terminator is incomplete:
+					// the stream ended mid-event.
+					return nil, io.EOF
+				}
+				return nil, err
 			}
 		}
-		switch b {
-		case '\n':
-			return buf, nil
-		case '\r':
-			er.pendingCR = true
-			return buf, nil
+		chunk, _ := er.r.Peek(er.r.Buffered())
+		i := bytes.IndexAny(chunk, "\r\n")
+		n := i
+		if i < 0 {
+			n = len(chunk)
 		}
-		if len(buf) >= MaxEventLine {
-			return nil, fmt.Errorf("client: event stream line longer than %d bytes", MaxEventLine)
+		if len(buf)+n > er.maxLine {
+			return nil, fmt.Errorf("client: event stream line longer than %d bytes", er.maxLine)
 		}
-		buf = append(buf, b)
+		buf = append(buf, chunk[:n]...)
+		if i < 0 {
+			_, _ = er.r.Discard(n)
+			continue
+		}
+		er.pendingCR = chunk[i] == '\r'
+		_, _ = er.r.Discard(i + 1)
+		if buf == nil {
+			buf = []byte{}
+		}
+		return buf, nil
 	}
 }
 
@@ -195,8 +219,8 @@ func (er *eventReader) next() (Event, error) {
 			if hasData {
 				data.WriteByte('\n')
 			}
-			if data.Len()+len(value) > MaxEventData {
-				return Event{}, fmt.Errorf("client: event data longer than %d bytes", MaxEventData)
+			if data.Len()+len(value) > er.maxData {
+				return Event{}, fmt.Errorf("client: event data longer than %d bytes", er.maxData)
 			}
 			data.Write(value)
 			hasData = true
