@@ -1,0 +1,700 @@
+// Command agentcap is an Agent Auth client for the command line: it
+// discovers providers, connects agents (waiting for the user's approval),
+// lists, describes and executes capabilities, prints agent JWTs for
+// debugging and revokes agents.
+//
+// State (host and agent keys, connections) lives under the user's
+// configuration directory, in agentcap/, or in the directory named by
+// --state or AGENTCAP_STATE. Run "agentcap --help" for the commands.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/client"
+)
+
+const usage = `agentcap is an Agent Auth client.
+
+Usage:
+  agentcap <command> [arguments] [flags]
+
+Commands:
+  discover URL
+        Fetch and check the discovery document of the provider at URL
+        (a site, a base URL, or the document's own URL).
+  connect URL --capability NAME[:CONSTRAINTS]... [--mode delegated|autonomous]
+        Register a new agent with a fresh key at the provider at URL,
+        requesting the named capabilities. CONSTRAINTS is a JSON object of
+        proposed constraints, e.g. transfer:'{"amount":{"max":100}}'.
+        When the provider asks for approval, the verification URL and user
+        code are printed and the command waits until the user decides.
+        The new connection becomes the current one.
+        Flags: --name NAME, --reason TEXT, --preferred-method METHOD,
+        --login-hint HINT, --binding-message TEXT.
+  status
+        Show the current agent's status and grants.
+  capabilities [--query TEXT]
+        List the provider's capabilities with their grant status.
+  describe NAME
+        Show one capability with its input and output schemas.
+  execute NAME [--args JSON] [--idempotency-key KEY]
+        Execute a capability with JSON object arguments. Event streams are
+        printed event by event.
+  sign [--aud URL] [--capability NAME]...
+        Print an agent JWT (60 s, one use) for debugging. aud defaults to
+        the issuer; --capability limits the token to those capabilities.
+  revoke
+        Revoke the current agent at the provider and forget it.
+  help
+        Show this text.
+
+Flags accepted by every command:
+  --json               print JSON instead of text, for scripts
+  --agent ID           act as this connected agent instead of the current one
+  --state DIR          state directory (default: $AGENTCAP_STATE, else
+                       agentcap/ under the user's configuration directory)
+  --insecure-loopback  allow plain http:// to loopback providers (development)
+  --timeout DURATION   bound the whole command (default 10m for connect,
+                       1m otherwise)
+
+State: keys/ holds the host and agent keys (files of mode 0600),
+connections/ one JSON file per agent, "current" the current agent's id.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// cli is one invocation: its flags, output streams and state.
+type cli struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+
+	json             bool
+	agentID          string
+	stateDir         string
+	insecureLoopback bool
+	timeout          time.Duration
+
+	// clientConfig lets tests adjust the client (polling waits).
+	clientConfig func(*client.Config)
+}
+
+// run executes one command line and returns the exit status: 0 on
+// success, 1 on failure, 2 on a usage error.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	return (&cli{stdout: stdout, stderr: stderr, getenv: getenv}).run(ctx, args)
+}
+
+func (c *cli) run(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(c.stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(c.stdout, usage)
+		return 0
+	}
+	commands := map[string]func(context.Context, *flag.FlagSet, []string) error{
+		"discover":     c.discover,
+		"connect":      c.connect,
+		"status":       c.status,
+		"capabilities": c.capabilities,
+		"describe":     c.describe,
+		"execute":      c.execute,
+		"sign":         c.sign,
+		"revoke":       c.revoke,
+	}
+	f, ok := commands[cmd]
+	if !ok {
+		fmt.Fprintf(c.stderr, "agentcap: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&c.json, "json", false, "")
+	fs.StringVar(&c.agentID, "agent", "", "")
+	fs.StringVar(&c.stateDir, "state", "", "")
+	fs.BoolVar(&c.insecureLoopback, "insecure-loopback", false, "")
+	defTimeout := time.Minute
+	if cmd == "connect" {
+		defTimeout = 10 * time.Minute
+	}
+	fs.DurationVar(&c.timeout, "timeout", defTimeout, "")
+	err := f(ctx, fs, rest)
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(c.stdout, usage)
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(c.stderr, "agentcap %s: %v\nRun 'agentcap help' for usage.\n", cmd, err)
+		return 2
+	default:
+		c.printError(err)
+		return 1
+	}
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ error }
+
+// parse parses flags interspersed with positional arguments and checks
+// the number of positional arguments.
+func parse(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if len(pos) != positional {
+		return nil, usageError{fmt.Errorf("want %d argument(s), got %d", positional, len(pos))}
+	}
+	return pos, nil
+}
+
+func (c *cli) printError(err error) {
+	var e *client.Error
+	if c.json {
+		out := map[string]any{"error": err.Error()}
+		if errors.As(err, &e) {
+			out = map[string]any{"error": e.Code, "status": e.Status, "message": e.Message}
+			if len(e.Violations) > 0 {
+				out["violations"] = e.Violations
+			}
+		}
+		_ = json.NewEncoder(c.stderr).Encode(out)
+		return
+	}
+	fmt.Fprintf(c.stderr, "agentcap: %v\n", err)
+	if errors.As(err, &e) {
+		for _, v := range e.Violations {
+			fmt.Fprintf(c.stderr, "  violation: %s must satisfy %s, got %s\n", v.Field, v.Constraint, v.Actual)
+		}
+	}
+}
+
+// state returns the state directory.
+func (c *cli) state() (string, error) {
+	if c.stateDir != "" {
+		return c.stateDir, nil
+	}
+	if d := c.getenv("AGENTCAP_STATE"); d != "" {
+		return d, nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no configuration directory (set --state or AGENTCAP_STATE): %w", err)
+	}
+	return filepath.Join(dir, "agentcap"), nil
+}
+
+func (c *cli) newClient() (*client.Client, string, error) {
+	dir, err := c.state()
+	if err != nil {
+		return nil, "", err
+	}
+	cfg := client.Config{
+		AllowInsecureLoopback: c.insecureLoopback,
+		Keys:                  client.FileKeyStore{Dir: filepath.Join(dir, "keys")},
+		UserAgent:             "agentcap-cli",
+	}
+	if c.clientConfig != nil {
+		c.clientConfig(&cfg)
+	}
+	cl, err := client.New(cfg)
+	return cl, dir, err
+}
+
+func (c *cli) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// saveConnection stores a connection and makes it the current one.
+func saveConnection(dir string, conn client.Connection) error {
+	cdir := filepath.Join(dir, "connections")
+	if err := os.MkdirAll(cdir, 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(conn, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(cdir, connectionFile(conn.AgentID)), append(b, '\n')); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, "current"), []byte(conn.AgentID+"\n"))
+}
+
+// connectionFile names the file of an agent's connection. Agent ids come
+// from providers, so they are encoded before becoming file names.
+func connectionFile(agentID string) string {
+	var b strings.Builder
+	for _, r := range agentID {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "%%%02x", r)
+		}
+	}
+	return b.String() + ".json"
+}
+
+func writeFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// agent resumes the selected connection: --agent, else the current one.
+func (c *cli) agent(ctx context.Context) (*client.Agent, string, error) {
+	cl, dir, err := c.newClient()
+	if err != nil {
+		return nil, "", err
+	}
+	id := c.agentID
+	if id == "" {
+		b, err := os.ReadFile(filepath.Join(dir, "current"))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, "", errors.New("no agent connected yet: run 'agentcap connect URL' first")
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		id = strings.TrimSpace(string(b))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "connections", connectionFile(id)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, "", fmt.Errorf("no connection for agent %q", id)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var conn client.Connection
+	if err := json.Unmarshal(b, &conn); err != nil {
+		return nil, "", fmt.Errorf("connection of agent %q: %w", id, err)
+	}
+	a, err := cl.Resume(ctx, conn)
+	return a, dir, err
+}
+
+func (c *cli) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (c *cli) discover(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	pos, err := parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	cl, _, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	d, err := cl.Discover(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	endpoints := map[string]string{}
+	for _, name := range []string{client.EndpointRegister, client.EndpointCapabilities, client.EndpointDescribeCapability,
+		client.EndpointExecute, client.EndpointRequestCapability, client.EndpointStatus, client.EndpointRevoke, client.EndpointIntrospect} {
+		endpoints[name], _ = d.EndpointURL(name)
+	}
+	if c.json {
+		return c.printJSON(map[string]any{
+			"url": d.URL, "version": d.Version, "provider_name": d.ProviderName, "description": d.Description,
+			"issuer": d.Issuer, "default_location": d.DefaultLocationURL(), "algorithms": d.Algorithms,
+			"modes": d.Modes, "approval_methods": d.ApprovalMethods, "endpoints": endpoints,
+		})
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "provider\t%s\n", d.ProviderName)
+	if d.Description != "" {
+		fmt.Fprintf(w, "description\t%s\n", d.Description)
+	}
+	fmt.Fprintf(w, "version\t%s\n", d.Version)
+	fmt.Fprintf(w, "issuer\t%s\n", d.Issuer)
+	fmt.Fprintf(w, "document\t%s\n", d.URL)
+	fmt.Fprintf(w, "default location\t%s\n", d.DefaultLocationURL())
+	fmt.Fprintf(w, "modes\t%s\n", strings.Join(d.Modes, ", "))
+	fmt.Fprintf(w, "approval methods\t%s\n", strings.Join(d.ApprovalMethods, ", "))
+	names := make([]string, 0, len(endpoints))
+	for n := range endpoints {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "endpoint %s\t%s\n", n, endpoints[n])
+	}
+	return w.Flush()
+}
+
+// capabilityFlags collects repeated --capability NAME[:JSON] values.
+type capabilityFlags []client.CapabilityRequest
+
+func (f *capabilityFlags) String() string { return "" }
+
+func (f *capabilityFlags) Set(v string) error {
+	r, err := parseCapability(v)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, r)
+	return nil
+}
+
+// parseCapability reads NAME or NAME:{"field": constraint, ...}.
+func parseCapability(v string) (client.CapabilityRequest, error) {
+	name, constraints, found := strings.Cut(v, ":")
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return client.CapabilityRequest{}, fmt.Errorf("capability %q has no name", v)
+	}
+	r := client.CapabilityRequest{Name: name}
+	if !found {
+		return r, nil
+	}
+	if err := json.Unmarshal([]byte(constraints), &r.Constraints); err != nil || r.Constraints == nil {
+		return client.CapabilityRequest{}, fmt.Errorf("constraints of %s must be a JSON object: %s", name, constraints)
+	}
+	if err := agentauth.ValidateConstraints(r.Constraints); err != nil {
+		return client.CapabilityRequest{}, fmt.Errorf("constraints of %s: %w", name, err)
+	}
+	return r, nil
+}
+
+func (c *cli) connect(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	var caps capabilityFlags
+	var o client.ConnectOptions
+	fs.Var(&caps, "capability", "")
+	fs.StringVar(&o.Mode, "mode", agentauth.ModeDelegated, "")
+	fs.StringVar(&o.Name, "name", "agentcap CLI", "")
+	fs.StringVar(&o.Reason, "reason", "", "")
+	fs.StringVar(&o.PreferredMethod, "preferred-method", "", "")
+	fs.StringVar(&o.LoginHint, "login-hint", "", "")
+	fs.StringVar(&o.BindingMessage, "binding-message", "", "")
+	pos, err := parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	if o.Mode != agentauth.ModeDelegated && o.Mode != agentauth.ModeAutonomous {
+		return usageError{fmt.Errorf("--mode must be delegated or autonomous, not %q", o.Mode)}
+	}
+	o.Capabilities = caps
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	cl, dir, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	o.OnApproval = func(ap client.Approval) {
+		if c.json {
+			_ = json.NewEncoder(c.stderr).Encode(map[string]any{"approval": ap})
+			return
+		}
+		fmt.Fprintf(c.stderr, "Approval needed (%s).\n", ap.Method)
+		if ap.VerificationURIComplete != "" {
+			fmt.Fprintf(c.stderr, "  Open %s\n", ap.VerificationURIComplete)
+		} else if ap.VerificationURI != "" {
+			fmt.Fprintf(c.stderr, "  Open %s\n", ap.VerificationURI)
+		}
+		if ap.UserCode != "" {
+			fmt.Fprintf(c.stderr, "  and enter the code %s\n", ap.UserCode)
+		}
+		if ap.BindingMessage != "" {
+			fmt.Fprintf(c.stderr, "  Message shown to the approver: %s\n", ap.BindingMessage)
+		}
+		if ap.ExpiresIn > 0 {
+			fmt.Fprintf(c.stderr, "  The request expires in %s.\n", time.Duration(ap.ExpiresIn)*time.Second)
+		}
+		fmt.Fprint(c.stderr, "Waiting for approval")
+	}
+	polls := 0
+	o.OnPoll = func(st client.AgentStatus) {
+		polls++
+		if !c.json {
+			fmt.Fprint(c.stderr, ".")
+		}
+	}
+	a, st, err := cl.Connect(ctx, pos[0], o)
+	if polls > 0 && !c.json {
+		fmt.Fprintln(c.stderr)
+	}
+	if a != nil && a.ID() != "" && (err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		// A pending agent is kept, so that 'status' can follow it.
+		if serr := saveConnection(dir, a.Connection()); serr != nil {
+			return serr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(map[string]any{"connection": a.Connection(), "status": st})
+	}
+	fmt.Fprintf(c.stdout, "Connected agent %s (%s) to %s.\n", a.ID(), st.Mode, a.Connection().Issuer)
+	return c.printGrants(st.Grants)
+}
+
+func (c *cli) printGrants(gs []client.Grant) error {
+	if len(gs) == 0 {
+		fmt.Fprintln(c.stdout, "No grants.")
+		return nil
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "CAPABILITY\tGRANT\tCONSTRAINTS")
+	for _, g := range gs {
+		cons := ""
+		if len(g.Constraints) > 0 {
+			b, _ := json.Marshal(g.Constraints)
+			cons = string(b)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", g.Capability, g.Status, cons)
+	}
+	return w.Flush()
+}
+
+func (c *cli) status(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	a, _, err := c.agent(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := a.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(st)
+	}
+	fmt.Fprintf(c.stdout, "agent %s: %s (%s) at %s\n", st.AgentID, st.Status, st.Mode, a.Connection().Issuer)
+	return c.printGrants(st.Grants)
+}
+
+func (c *cli) capabilities(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	query := fs.String("query", "", "")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	a, _, err := c.agent(ctx)
+	if err != nil {
+		return err
+	}
+	caps, err := a.AllCapabilities(ctx, *query)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(caps)
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tGRANT\tDESCRIPTION")
+	for _, cp := range caps {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", cp.Name, cp.GrantStatus, cp.Description)
+	}
+	return w.Flush()
+}
+
+func (c *cli) describe(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	pos, err := parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	a, _, err := c.agent(ctx)
+	if err != nil {
+		return err
+	}
+	cp, err := a.Describe(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(cp)
+	}
+	fmt.Fprintf(c.stdout, "%s: %s\n", cp.Name, cp.Description)
+	if cp.GrantStatus != "" {
+		fmt.Fprintf(c.stdout, "grant: %s\n", cp.GrantStatus)
+	}
+	if cp.Location != "" {
+		fmt.Fprintf(c.stdout, "location: %s\n", cp.Location)
+	}
+	for _, s := range []struct {
+		name string
+		v    json.RawMessage
+	}{{"input", cp.Input}, {"output", cp.Output}} {
+		if len(s.v) == 0 {
+			continue
+		}
+		var pretty any
+		if json.Unmarshal(s.v, &pretty) == nil {
+			b, _ := json.MarshalIndent(pretty, "", "  ")
+			fmt.Fprintf(c.stdout, "%s schema:\n%s\n", s.name, b)
+		}
+	}
+	return nil
+}
+
+func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	argsJSON := fs.String("args", "", "")
+	key := fs.String("idempotency-key", "", "")
+	pos, err := parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	var arguments any
+	if *argsJSON != "" {
+		if !json.Valid([]byte(*argsJSON)) {
+			return usageError{errors.New("--args must be a JSON object")}
+		}
+		arguments = json.RawMessage(*argsJSON)
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	a, _, err := c.agent(ctx)
+	if err != nil {
+		return err
+	}
+	var opts []client.ExecuteOption
+	if *key != "" {
+		opts = append(opts, client.WithIdempotencyKey(*key))
+	}
+	res, err := a.Execute(ctx, pos[0], arguments, opts...)
+	if err != nil {
+		return err
+	}
+	if res.Stream == nil {
+		if c.json {
+			_, err := fmt.Fprintf(c.stdout, "%s\n", res.Data)
+			return err
+		}
+		var pretty any
+		if json.Unmarshal(res.Data, &pretty) == nil {
+			b, _ := json.MarshalIndent(pretty, "", "  ")
+			_, err := fmt.Fprintf(c.stdout, "%s\n", b)
+			return err
+		}
+		_, err := fmt.Fprintf(c.stdout, "%s\n", res.Data)
+		return err
+	}
+	for ev, err := range res.Stream.Events() {
+		if err != nil {
+			return err
+		}
+		if c.json {
+			_ = json.NewEncoder(c.stdout).Encode(map[string]string{"event": ev.Type, "data": ev.Data, "id": ev.ID})
+		} else {
+			fmt.Fprintf(c.stdout, "%s: %s\n", ev.Type, ev.Data)
+		}
+	}
+	return nil
+}
+
+// stringList collects a repeated string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func (c *cli) sign(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	aud := fs.String("aud", "", "")
+	var caps stringList
+	fs.Var(&caps, "capability", "")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	a, _, err := c.agent(ctx)
+	if err != nil {
+		return err
+	}
+	var names []string
+	if len(caps) > 0 {
+		names = caps
+	}
+	tok, err := a.SignJWT(*aud, names)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(map[string]any{"token": tok, "expires_in": int(client.TokenLifetime / time.Second)})
+	}
+	_, err = fmt.Fprintln(c.stdout, tok)
+	return err
+}
+
+func (c *cli) revoke(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	a, dir, err := c.agent(ctx)
+	if err != nil {
+		return err
+	}
+	if err := a.Revoke(ctx); err != nil {
+		return err
+	}
+	id := a.ID()
+	if err := os.Remove(filepath.Join(dir, "connections", connectionFile(id))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "current")); err == nil && strings.TrimSpace(string(b)) == id {
+		_ = os.Remove(filepath.Join(dir, "current"))
+	}
+	if c.json {
+		return c.printJSON(map[string]string{"agent_id": id, "status": agentauth.StatusRevoked})
+	}
+	fmt.Fprintf(c.stdout, "Revoked agent %s.\n", id)
+	return nil
+}
