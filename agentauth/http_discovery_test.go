@@ -96,7 +96,7 @@ func TestDiscoveryServeMatchesServeHTTP(t *testing.T) {
 		if method == http.MethodHead {
 			wantBody = nil
 		}
-		if rec.Code != resp.Status || !cmp.Equal(rec.Header(), resp.Header) || string(rec.Body.Bytes()) != string(wantBody) {
+		if rec.Code != resp.Status || !cmp.Equal(rec.Header(), resp.Header) || rec.Body.String() != string(wantBody) {
 			t.Errorf("%s: ServeHTTP %d %v %q, Serve %d %v %q", method, rec.Code, rec.Header(), rec.Body, resp.Status, resp.Header, resp.Body)
 		}
 	}
