@@ -42,6 +42,46 @@ type invoice struct {
 	Attempts int      `json:"attempts"`
 }
 
+// coreSmallIn and coreNestedIn have the shapes of core's executor
+// benchmarks.
+type coreSmallIn struct {
+	Account  string  `json:"account_id" minLength:"1"`
+	Amount   float64 `json:"amount" exclusiveMinimum:"0"`
+	Currency string  `json:"currency" enum:"USD,EUR,GBP"`
+}
+
+type coreAddress struct {
+	Street  string `json:"street" minLength:"1"`
+	City    string `json:"city" minLength:"1"`
+	Zip     string `json:"zip" pattern:"^[0-9]{5}$"`
+	Country string `json:"country" enum:"US,DE,FR"`
+}
+
+type coreParty struct {
+	Name    string      `json:"name" minLength:"1"`
+	Email   string      `json:"email" maxLength:"200"`
+	Address coreAddress `json:"address"`
+}
+
+type coreNestedIn struct {
+	ID       string    `json:"id" minLength:"1"`
+	Amount   float64   `json:"amount" minimum:"0"`
+	Currency string    `json:"currency" enum:"USD,EUR,GBP"`
+	Priority int       `json:"priority" minimum:"1" maximum:"5"`
+	Tags     []string  `json:"tags" maxItems:"10"`
+	Urgent   bool      `json:"urgent"`
+	Note     string    `json:"note,omitempty" maxLength:"500"`
+	From     coreParty `json:"from"`
+	To       coreParty `json:"to"`
+}
+
+var (
+	coreSmallDoc  = `{"account_id":"acc_123","amount":12.5,"currency":"EUR"}`
+	coreNestedDoc = `{"id":"ord_1","amount":99.95,"currency":"USD","priority":3,"tags":["a","b"],"urgent":true,` +
+		`"from":{"name":"Alice","email":"alice@example.com","address":{"street":"1 Main St","city":"Springfield","zip":"12345","country":"US"}},` +
+		`"to":{"name":"Bob","email":"bob@example.com","address":{"street":"2 Side St","city":"Shelbyville","zip":"54321","country":"DE"}}}`
+)
+
 var (
 	smallDoc  = `{"account":"DE89370400440532013000","amount":125.50,"memo":"rent"}`
 	nestedDoc = `{
@@ -68,34 +108,58 @@ var benchInputs = []struct {
 }{
 	{"small", reflect.TypeFor[smallInput](), smallDoc},
 	{"nested20", reflect.TypeFor[invoice](), nestedDoc},
+	{"coreSmall", reflect.TypeFor[coreSmallIn](), coreSmallDoc},
+	{"coreNested", reflect.TypeFor[coreNestedIn](), coreNestedDoc},
 }
 
+// BenchmarkValidate compares the native validator Compile picks for
+// derived schemas with the validation library on the same schema.
 func BenchmarkValidate(b *testing.B) {
 	for _, in := range benchInputs {
-		v := mustValidator(b, in.typ)
-		value := mustParse(b, in.doc)
-		if vs := v.Validate(value); vs != nil {
-			b.Fatalf("%s: %v", in.name, vs)
+		doc, err := schema.For(in.typ)
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.Run(in.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if v.Validate(value) != nil {
-					b.Fatal("invalid")
-				}
+		native, reference := compileBoth(b, string(doc))
+		value := mustParse(b, in.doc)
+		for _, run := range []struct {
+			name string
+			v    *schema.Validator
+		}{{"native", native}, {"reference", reference}} {
+			if vs := run.v.Validate(value); vs != nil {
+				b.Fatalf("%s: %v", in.name, vs)
 			}
-		})
+			b.Run(run.name+"/"+in.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if run.v.Validate(value) != nil {
+						b.Fatal("invalid")
+					}
+				}
+			})
+		}
 	}
 }
 
 func BenchmarkValidateInvalid(b *testing.B) {
-	v := mustValidator(b, reflect.TypeFor[invoice]())
+	doc, err := schema.For(reflect.TypeFor[invoice]())
+	if err != nil {
+		b.Fatal(err)
+	}
+	native, reference := compileBoth(b, string(doc))
 	value := mustParse(b, `{"id":"x","customer":{"name":1,"Email":"a"},"currency":"JPY","lines":[],"extra":true}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		if v.Validate(value) == nil {
-			b.Fatal("valid")
-		}
+	for _, run := range []struct {
+		name string
+		v    *schema.Validator
+	}{{"native", native}, {"reference", reference}} {
+		b.Run(run.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if run.v.Validate(value) == nil {
+					b.Fatal("valid")
+				}
+			}
+		})
 	}
 }
 

@@ -45,6 +45,32 @@ func ExampleValidator_Validate() {
 	// /currency: value must be one of 'EUR', 'USD'
 }
 
+func ExampleCompile() {
+	// A hand-written schema: the nullable form is the one For gives a
+	// self-described type behind a pointer.
+	v, err := schema.Compile([]byte(`{
+		"type": "object",
+		"properties": {
+			"when": {"type": "string", "format": "date-time"},
+			"code": {"anyOf": [{"type": "string", "pattern": "^[A-Z]{3}$"}, {"type": "null"}]},
+			"sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "uniqueItems": true}
+		},
+		"required": ["when"]
+	}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	value, _ := jsonvalue.Parse([]byte(`{"when": "tomorrow", "code": null, "sizes": [1, 0, 1.0]}`))
+	for _, violation := range v.Validate(value) {
+		fmt.Printf("%s: %s\n", violation.Path, violation.Message)
+	}
+	// Output:
+	// /sizes: items at 0 and 2 are equal
+	// /sizes/1: minimum: got 0, want 1
+	// /when: 'tomorrow' is not valid date-time: less than 20 characters long
+}
+
 func ExampleKeyChecker() {
 	type Payment struct {
 		Amount float64 `json:"amount"`
