@@ -22,6 +22,14 @@
 // Whether a session may run a given capability (the token's capabilities
 // claim, active grants, constraints) is decided by AuthorizeCall.
 //
+// # Serving capabilities
+//
+// HTTPConfig wires a SessionSource into an httpx handler: the bearer
+// token becomes a Caller (the session and the application's principal),
+// every execute and batch item goes through AuthorizeCall with the
+// capability's required constraints, and listings carry grant_status.
+// DiscoveryHandler serves the discovery document at DiscoveryPath.
+//
 // # Directories
 //
 // MemoryDirectory holds hosts and agents in memory, validated on the way

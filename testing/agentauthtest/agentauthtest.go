@@ -7,6 +7,11 @@
 // source (WithRandom) and a clock (WithClock), and its keys, its agents'
 // keys and every token it mints are the same bytes on every run.
 //
+// Server and Execute run the whole Agent Auth execute path of an executor
+// in the manner of net/http/httptest: a loopback server with a verifier
+// over an in-memory directory, fresh test agents holding the grants under
+// test, real tokens and real requests.
+//
 // The functions in this package panic instead of returning errors where a
 // failure can only come from a broken test (an unreadable random source, a
 // claim value that cannot be encoded), in the manner of net/http/httptest.
