@@ -17,8 +17,19 @@
 //
 // The directory file lists the hosts and agents the bank trusts, with
 // their keys (inline JWKs or JWKS URLs) and grants, in the format of
-// agentauth.LoadDirectoryFile. JWKS URLs on loopback addresses are
-// fetched only with -dev-allow-loopback-jwks.
+// agentauth.LoadDirectoryFile:
+//
+//	{"hosts":  [{"id": "hst_1", "public_key": {"kty": "OKP", "crv": "Ed25519", "x": "..."},
+//	             "user_id": "user_alice", "status": "active"}],
+//	 "agents": [{"id": "agt_1", "host_id": "hst_1", "mode": "delegated", "status": "active",
+//	             "public_key": {...},
+//	             "agent_capability_grants": [
+//	               {"capability": "check_balance", "status": "active"},
+//	               {"capability": "transfer_money", "status": "active",
+//	                "constraints": {"destination_account": "acc_456", "amount": {"max": 500}}}]}]}
+//
+// Unknown members and malformed records stop the bank at start. JWKS URLs
+// on loopback addresses are fetched only with -dev-allow-loopback-jwks.
 //
 // Each execution is logged on one line (agent, capability, outcome,
 // duration); arguments and results never are.
