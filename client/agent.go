@@ -504,7 +504,9 @@ func (a *Agent) waitForApproval(ctx context.Context, ap *Approval, onApproval fu
 	var deadline time.Time
 	if ap != nil {
 		if onApproval != nil {
-			onApproval(*ap)
+			shown := *ap
+			shown.AgentID = a.conn.AgentID
+			onApproval(shown)
 		}
 		if ap.Interval > 0 {
 			interval = time.Duration(ap.Interval) * time.Second

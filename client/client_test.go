@@ -196,7 +196,7 @@ func TestConnectDelegatedWaitsForApproval(t *testing.T) {
 	}
 	wantApproval := []client.Approval{{
 		Method: "device_authorization", VerificationURI: p.URL + "/device", VerificationURIComplete: p.URL + "/device?code=ABCD-1234",
-		UserCode: "ABCD-1234", ExpiresIn: 300, Interval: 1,
+		UserCode: "ABCD-1234", ExpiresIn: 300, Interval: 1, AgentID: a.ID(),
 	}}
 	if diff := cmp.Diff(wantApproval, approvals); diff != "" {
 		t.Errorf("approvals (-want +got):\n%s", diff)

@@ -54,6 +54,10 @@ type Approval struct {
 	ExpiresIn int `json:"expires_in,omitempty"`
 	// Interval is the minimum polling interval in seconds.
 	Interval int `json:"interval,omitempty"`
+
+	// AgentID is the agent the approval is for. The client fills it in;
+	// it is not part of the provider's approval object.
+	AgentID string `json:"-"`
 }
 
 // AgentStatus is an agent's state and grants, as the status endpoint,
