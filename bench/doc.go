@@ -11,4 +11,9 @@
 //	go test -run '^$' -bench . -benchmem -count=8
 //
 // and see BENCHMARKS.md at the repository root for figures.
+//
+// The library is required through a replace directive pointing at the
+// parent directory, so its requirements are part of this module's graph:
+// when the library's go.mod changes a version, run go mod tidy here as
+// well, or the go command refuses to build this module.
 package bench
