@@ -24,7 +24,7 @@ type Memory struct {
 	hostByTP   map[string]string // thumbprint -> host id
 	hostByJWKS map[string]string // JWKS URL -> host id
 	agents     map[string]*Agent
-	agentByTP  map[[2]string]string      // host id, thumbprint -> agent id
+	agentByTP  map[[2]string]string       // host id, thumbprint -> agent id
 	hostAgents map[string]map[string]bool // host id -> agent ids
 	approvals  map[string]*memApproval
 	approvalBy map[string]string // "u:"+user code digest or "d:"+device code digest -> approval id

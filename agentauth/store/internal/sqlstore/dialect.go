@@ -1,0 +1,117 @@
+// Package sqlstore is the store.Store shared by the SQL implementations:
+// one set of queries over database/sql, with the few differences between
+// SQLite and PostgreSQL held in a Dialect.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Dialect describes a database.
+type Dialect struct {
+	// Name appears in errors.
+	Name string
+	// Numbered makes placeholders $1, $2, ... instead of ?.
+	Numbered bool
+	// ForUpdate and ForShare are appended to row-locking selects; empty
+	// where a transaction already excludes every other writer.
+	ForUpdate, ForShare string
+	// UnixMicroTimes stores times as integers (microseconds since the
+	// epoch) instead of native timestamps.
+	UnixMicroTimes bool
+	// SerializeWrites runs one write transaction at a time in this
+	// process, for databases with a single writer, so that writers queue
+	// on a mutex instead of failing busy.
+	SerializeWrites bool
+	// IsUnique reports a unique or primary key violation.
+	IsUnique func(error) bool
+	// IsForeignKey reports a foreign key violation.
+	IsForeignKey func(error) bool
+	// LockMigrations serializes concurrent migrations of one database,
+	// inside the migration transaction. Nil when the transaction already
+	// does.
+	LockMigrations func(ctx context.Context, tx *sql.Tx) error
+	// Migrations holds the dialect's numbered SQL files.
+	Migrations fs.FS
+}
+
+// rebind turns ? placeholders into $n where the dialect numbers them. The
+// queries of this package hold no ? anywhere else.
+func (d *Dialect) rebind(q string) string {
+	if !d.Numbered {
+		return q
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	return b.String()
+}
+
+// t converts a time for the database.
+func (d *Dialect) t(t time.Time) any {
+	if d.UnixMicroTimes {
+		return t.UnixMicro()
+	}
+	return t.UTC()
+}
+
+// tp converts an optional time.
+func (d *Dialect) tp(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return d.t(*t)
+}
+
+// dbTime scans a time stored either way.
+type dbTime struct {
+	t     time.Time
+	valid bool
+}
+
+// Scan implements sql.Scanner.
+func (v *dbTime) Scan(src any) error {
+	switch s := src.(type) {
+	case nil:
+		v.valid = false
+	case int64:
+		v.t, v.valid = time.UnixMicro(s).UTC(), true
+	case time.Time:
+		v.t, v.valid = s.UTC().Truncate(time.Microsecond), true
+	default:
+		return fmt.Errorf("sqlstore: cannot read %T as a time", src)
+	}
+	return nil
+}
+
+func (v dbTime) ptr() *time.Time {
+	if !v.valid {
+		return nil
+	}
+	t := v.t
+	return &t
+}
+
+// nullString stores "" as NULL, for unique columns where absence must not
+// collide.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

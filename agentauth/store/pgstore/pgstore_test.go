@@ -1,0 +1,90 @@
+package pgstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/agentauth/store/pgstore"
+	"github.com/agentcap/agentcap/agentauth/store/storetest"
+)
+
+// dsn returns the PostgreSQL server named by AGENTCAP_POSTGRES_DSN. Without
+// it the test is skipped, except under CI, where these tests must run.
+func dsn(t testing.TB) string {
+	t.Helper()
+	d := os.Getenv("AGENTCAP_POSTGRES_DSN")
+	if d == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("AGENTCAP_POSTGRES_DSN is not set; CI must run the PostgreSQL store tests against a loopback server")
+		}
+		t.Skip("AGENTCAP_POSTGRES_DSN is not set; start PostgreSQL on loopback and set it to run these tests")
+	}
+	return d
+}
+
+// schemaPool creates a schema of its own for the test and returns a pool
+// whose connections use it. The schema is dropped when the test ends.
+func schemaPool(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := pgxpool.New(ctx, dsn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	schema := "agentcap_test_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
+		admin.Close()
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.MaxConns = 16
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	return pool, schema
+}
+
+func open(t testing.TB) *pgstore.Store {
+	t.Helper()
+	pool, _ := schemaPool(t)
+	s, err := pgstore.New(context.Background(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
+}
