@@ -194,6 +194,10 @@ func (c *Client) Connect(ctx context.Context, providerURL string, o ConnectOptio
 		return s.Status != agentauth.StatusPending
 	})
 	if err != nil {
+		if errors.Is(err, ErrApprovalDenied) || errors.Is(err, ErrApprovalExpired) {
+			// The agent can never act: its key has no further use.
+			_ = c.cfg.Keys.Delete(context.WithoutCancel(ctx), conn.AgentKey)
+		}
 		return a, &st, err
 	}
 	return a, final, statusError(final)

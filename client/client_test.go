@@ -255,7 +255,7 @@ func TestConnectOutcomes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newFakeProvider(t)
 			tt.setup(p)
-			c, _, _ := newClient(t, func(cfg *client.Config) {
+			c, keys, _ := newClient(t, func(cfg *client.Config) {
 				cfg.Sleep = func(ctx context.Context, d time.Duration) error {
 					select {
 					case <-ctx.Done():
@@ -279,6 +279,10 @@ func TestConnectOutcomes(t *testing.T) {
 			}
 			if st.Status != tt.status {
 				t.Errorf("status %s, want %s", st.Status, tt.status)
+			}
+			_, kerr := keys.Load(context.Background(), a.Connection().AgentKey)
+			if kept := kerr == nil; kept != (tt.wantErr == nil || errors.Is(tt.wantErr, context.DeadlineExceeded)) {
+				t.Errorf("agent key kept: %v (err %v)", kept, kerr)
 			}
 		})
 	}

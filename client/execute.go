@@ -161,7 +161,7 @@ func (a *Agent) Execute(ctx context.Context, capability string, args any, opts .
 		return nil, timeoutCause(rctx, err)
 	}
 	switch {
-	case resp.StatusCode == http.StatusAccepted:
+	case resp.StatusCode == http.StatusAccepted || (ans.Status == "pending" && ans.StatusURL != ""):
 		timer.Stop()
 		return a.pollAsync(ctx, capability, loc, ans)
 	case ans.Status == "completed" || ans.Status == "failed":

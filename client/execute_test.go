@@ -98,6 +98,33 @@ func TestExecuteTokens(t *testing.T) {
 	}
 }
 
+func TestExecuteConcurrently(t *testing.T) {
+	p := newFakeProvider(t)
+	c, _, _ := newClient(t)
+	a := connect(t, c, p, client.Capabilities("echo")...)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msg := fmt.Sprintf("m%d", i)
+			res, err := a.Execute(context.Background(), "echo", map[string]string{"message": msg})
+			if err == nil && string(res.Data) != `{"message":"`+msg+`"}` {
+				err = fmt.Errorf("data %s", res.Data)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 func TestExecuteErrors(t *testing.T) {
 	p := newFakeProvider(t)
 	p.Constraints = map[string]map[string]json.RawMessage{"transfer": {"amount": json.RawMessage(`{"max":100}`)}}
@@ -228,22 +255,26 @@ func TestExecuteCancel(t *testing.T) {
 
 func TestExecuteAsync(t *testing.T) {
 	tests := []struct {
-		name      string
-		statusURL func(loc, provider string) string
-		steps     []any
+		name       string
+		postStatus int
+		statusURL  func(loc, provider string) string
+		steps      []any
 		wantData  string
 		wantErr   string
 		wantWaits []time.Duration
 	}{
-		{"completes", func(loc, _ string) string { return loc + "/jobs/1" },
+		{"completes", http.StatusAccepted, func(loc, _ string) string { return loc + "/jobs/1" },
 			[]any{map[string]any{"status": "pending"}, map[string]any{"status": "pending"}, map[string]any{"status": "completed", "result": map[string]int{"n": 7}}},
 			`{"n":7}`, "", []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second}},
-		{"fails", func(loc, _ string) string { return loc + "/jobs/1" },
+		{"pending with 200", http.StatusOK, func(loc, _ string) string { return loc + "/jobs/1" },
+			[]any{map[string]any{"status": "completed", "result": "done"}},
+			`"done"`, "", []time.Duration{2 * time.Second}},
+		{"fails", http.StatusAccepted, func(loc, _ string) string { return loc + "/jobs/1" },
 			[]any{map[string]any{"status": "failed", "error": map[string]string{"error": "upstream_down", "message": "no"}}},
 			"", "upstream_down", []time.Duration{2 * time.Second}},
-		{"status_url on the issuer", func(_, provider string) string { return provider + "/jobs/1" },
+		{"status_url on the issuer", http.StatusAccepted, func(_, provider string) string { return provider + "/jobs/1" },
 			nil, "", "404", []time.Duration{2 * time.Second}},
-		{"status_url elsewhere", func(string, string) string { return "http://127.0.0.2:1/jobs/1" },
+		{"status_url elsewhere", http.StatusAccepted, func(string, string) string { return "http://127.0.0.2:1/jobs/1" },
 			nil, "", "not on the issuer's origin", nil},
 	}
 	for _, tt := range tests {
@@ -253,7 +284,7 @@ func TestExecuteAsync(t *testing.T) {
 			loc := newCustomLocation(t, p, []string{"slow"}, func(l *customLocation, w http.ResponseWriter, r *http.Request) {
 				if r.Method == http.MethodPost {
 					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(http.StatusAccepted)
+					w.WriteHeader(tt.postStatus)
 					_ = json.NewEncoder(w).Encode(map[string]any{"status": "pending", "status_url": tt.statusURL(l.URL, p.URL), "retry_after": 2})
 					return
 				}
