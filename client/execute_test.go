@@ -259,9 +259,9 @@ func TestExecuteAsync(t *testing.T) {
 		postStatus int
 		statusURL  func(loc, provider string) string
 		steps      []any
-		wantData  string
-		wantErr   string
-		wantWaits []time.Duration
+		wantData   string
+		wantErr    string
+		wantWaits  []time.Duration
 	}{
 		{"completes", http.StatusAccepted, func(loc, _ string) string { return loc + "/jobs/1" },
 			[]any{map[string]any{"status": "pending"}, map[string]any{"status": "pending"}, map[string]any{"status": "completed", "result": map[string]int{"n": 7}}},
