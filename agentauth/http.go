@@ -51,7 +51,8 @@ type HTTPOptions[P any] struct {
 	Principal func(ctx context.Context, s *Session) (P, error)
 
 	// Authorize, when set, runs for every execute and batch item before
-	// the agent's grants are checked. It holds the application's own
+	// the token's capabilities claim and the agent's grants are checked,
+	// with the decoded input. It holds the application's own
 	// refusals that do not depend on grants (a capability that needs a
 	// user refuses an autonomous agent, say), so that they win over
 	// capability_not_granted. A *core.AppError answers in its own words;
