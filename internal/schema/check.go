@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"hash/maphash"
 	"slices"
 	"strconv"
@@ -100,14 +101,19 @@ func (n *nativeNode) check(r *run, v any) {
 		r.add(msgNotAllowed)
 		return
 	}
-	t := typeOfValue(v)
+	var num decimal
+	t := typeInvalid
+	if text, ok := v.(json.Number); ok {
+		// The common case, read once for the type and the keywords.
+		if num, ok = parseDecimal(string(text)); ok {
+			t = typeNumber
+		}
+	} else if t = typeOfValue(v); t == typeNumber {
+		num = decimalOf(v)
+	}
 	if t == typeInvalid {
 		r.report(&kind.InvalidJsonValue{Value: v})
 		return
-	}
-	var num decimal
-	if t == typeNumber {
-		num = decimalOf(v)
 	}
 	if n.types != 0 && n.types&t == 0 && !(t == typeNumber && n.types&typeInteger != 0 && num.isInteger()) {
 		r.report(&kind.Type{Got: t.String(), Want: n.typeNames})

@@ -70,12 +70,11 @@ func (t jsonType) names() []string {
 // nativeNode is one compiled schema of the native vocabulary. Absent count
 // keywords are -1.
 type nativeNode struct {
-	// never is the schema false; a node with nothing set is the schema
-	// true, or one of annotations only.
+	// never is the schema false. open is the schema true, which accepts
+	// even Go values that are not JSON; a node with nothing set, {} or
+	// annotations only, accepts every JSON value.
 	never bool
-	// open is the boolean schema true, which accepts even values that are
-	// not JSON at all.
-	open bool
+	open  bool
 
 	types     jsonType
 	typeNames []string
