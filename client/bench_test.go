@@ -60,5 +60,3 @@ func BenchmarkStream(b *testing.B) {
 		}
 	}
 }
-
-func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }

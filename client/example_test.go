@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 
 	"github.com/agentcap/agentcap/client"
 )
@@ -61,7 +62,7 @@ func ExampleThumbprint() {
 
 func ExampleStream_Events() {
 	body := "event: data\ndata: {\"n\":1}\n\nevent: done\ndata: {\"total\":1}\n\n"
-	for ev, err := range client.NewStream(stringsReader(body)).Events() {
+	for ev, err := range client.NewStream(strings.NewReader(body)).Events() {
 		if err != nil {
 			panic(err)
 		}
