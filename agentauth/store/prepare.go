@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
 	"slices"
 	"time"
@@ -613,8 +612,3 @@ func CloneHost(h *Host) *Host { return cloneHost(h) }
 
 // CloneApproval returns a deep copy of a.
 func CloneApproval(a *Approval) *Approval { return cloneApproval(a) }
-
-// sortedKeys returns the keys of m, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
-}

@@ -1,0 +1,43 @@
+package ratelimit
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentcap/agentcap/core"
+)
+
+// CodeRateLimited is the protocol's error code for a refused request.
+const CodeRateLimited = "rate_limited"
+
+// RetryAfterField is the member of the error envelope that carries the
+// Retry-After seconds, for transports that turn it into the header.
+const RetryAfterField = "retry_after"
+
+// RetryAfterSeconds returns d.RetryAfter in whole seconds, rounded up and
+// at least 1: the value of a Retry-After header, which has no fractions,
+// and which must not invite a retry that would be refused again.
+func RetryAfterSeconds(d Decision) int {
+	s := int((d.RetryAfter + time.Second - 1) / time.Second)
+	return max(s, 1)
+}
+
+// Error returns the protocol's answer to a refused request: 429
+// rate_limited with message (a generic one when empty) and a retry_after
+// envelope member holding RetryAfterSeconds.
+func Error(d Decision, message string) *core.AppError {
+	if message == "" {
+		message = "too many requests; retry later"
+	}
+	return core.NewAppError(http.StatusTooManyRequests, CodeRateLimited, message).
+		With(RetryAfterField, RetryAfterSeconds(d))
+}
+
+// SetRetryAfter sets the Retry-After header for a refused decision, for
+// handlers that write their own answers.
+func SetRetryAfter(h http.Header, d Decision) {
+	if !d.Allowed {
+		h.Set("Retry-After", strconv.Itoa(RetryAfterSeconds(d)))
+	}
+}
