@@ -41,10 +41,10 @@ type Memory struct {
 }
 
 type memShard struct {
-	mu        sync.Mutex
-	tats      map[string]int64 // key -> theoretical arrival time, unix ns
-	sweepAt   int
-	_         [32]byte // keep neighbouring shard locks off one cache line
+	mu      sync.Mutex
+	tats    map[string]int64 // key -> theoretical arrival time, unix ns
+	sweepAt int
+	_       [32]byte // keep neighbouring shard locks off one cache line
 }
 
 var _ Limiter = (*Memory)(nil)
