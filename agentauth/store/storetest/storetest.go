@@ -31,6 +31,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
@@ -66,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentRegistration", testConcurrentRegistration},
 		{"ConcurrentGrants", testConcurrentGrants},
 		{"ConcurrentTransitions", testConcurrentTransitions},
+		{"VerifierReadsTheStore", testVerifier},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1429,4 +1431,51 @@ func testConcurrentTransitions(t *testing.T, s store.Store) {
 		return s.RotateHostKey(ctx, "hst_2", thumb("host:hst_2"), jwk(fmt.Sprintf("rot-%d", i)), "")
 	})
 	oneWinner(t, "host key rotation", errs, store.ErrConflict)
+}
+
+// testVerifier: the agentauth verifier, given the store as its directory,
+// accepts tokens of the agents the store holds and follows the store's
+// changes.
+func testVerifier(t *testing.T, s store.Store) {
+	const aud = "https://api.example.com/capability/execute"
+	th := agentauthtest.NewHost("hst_1", agentauthtest.WithKey(key("verifier-host")))
+	ta := th.NewAgent("agt_1", agentauthtest.WithKey(key("verifier-agent")))
+	mustHost(t, s, &store.Host{ID: th.ID, PublicKey: th.PublicJWK(), Status: agentauth.StatusActive})
+	past := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	mustAgent(t, s, &store.Agent{ID: ta.ID, HostID: th.ID, Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive,
+		AgentKey: store.AgentKey{PublicKey: ta.PublicJWK()}, CreatedAt: past,
+		Grants: []store.Grant{{Capability: "transfer", Status: agentauth.StatusActive,
+			Constraints: map[string]json.RawMessage{"amount": json.RawMessage(`{"max":1000}`)}}}})
+	v, err := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: s, Audiences: []string{aud}})
+	must(t, err)
+
+	sess, err := v.Session(ctx, ta.Token(aud))
+	must(t, err)
+	if sess.Agent.ID != "agt_1" || sess.Host.ID != "hst_1" || len(sess.Agent.Grants) != 1 || string(sess.Agent.Grants[0].Constraints["amount"]) != `{"max":1000}` {
+		t.Errorf("session: %+v", sess.Agent)
+	}
+	call := agentauth.Call{Capability: "transfer", Arguments: map[string]json.RawMessage{"amount": json.RawMessage("5000")}}
+	var ae *core.AppError
+	if err := agentauth.AuthorizeCall(sess, call, time.Now()); !errors.As(err, &ae) || ae.Code != agentauth.CodeConstraintViolated {
+		t.Errorf("a call outside the stored constraints: %v", err)
+	}
+
+	// A session deadline in the past makes the agent expired at once.
+	must(t, s.ActivateAgent(ctx, "agt_1", []string{agentauth.StatusActive}, past, store.Policy{SessionTTL: time.Minute}))
+	_, err = v.Session(ctx, ta.Token(aud))
+	if !errors.As(err, &ae) || ae.Code != agentauth.CodeAgentExpired {
+		t.Errorf("expired agent: %v", err)
+	}
+	must(t, s.ActivateAgent(ctx, "agt_1", []string{agentauth.StatusActive}, time.Now(), store.Policy{}))
+	if _, err := v.Session(ctx, ta.Token(aud)); err != nil {
+		t.Errorf("reactivated agent: %v", err)
+	}
+	// Revoking the host revokes the agent for the verifier too.
+	if _, err := s.UpdateHostStatus(ctx, "hst_1", []string{agentauth.StatusActive}, agentauth.StatusRevoked); err != nil {
+		t.Fatal(err)
+	}
+	_, err = v.Session(ctx, ta.Token(aud))
+	if !errors.As(err, &ae) || (ae.Code != agentauth.CodeAgentRevoked && ae.Code != agentauth.CodeHostRevoked) {
+		t.Errorf("revoked: %v", err)
+	}
 }
