@@ -91,20 +91,27 @@ func conflict(format string, args ...any) error {
 
 // Host implements agentauth.Directory.
 func (m *Memory) Host(ctx context.Context, id string) (*agentauth.Host, error) {
-	h, err := m.GetHost(ctx, id)
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	h, err := m.hostLocked(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	return h.DirectoryHost(), nil
 }
 
-// Agent implements agentauth.Directory.
+// Agent implements agentauth.Directory. It is on the path of every
+// verified request, so it copies the record once, straight into the
+// directory's shape.
 func (m *Memory) Agent(ctx context.Context, id string) (*agentauth.Agent, error) {
-	a, err := m.GetAgent(ctx, id)
+	now := m.now()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	a, err := m.agentLocked(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return a.DirectoryAgent(m.now()), nil
+	return a.DirectoryAgent(now), nil
 }
 
 // CreateHost implements Store.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentcap/agentcap/agentauth"
@@ -474,6 +475,11 @@ func keyThumbprint(publicKey json.RawMessage, jwksURL, given string) (string, er
 	tp, err := ed25519Thumbprint(publicKey)
 	if err != nil {
 		return "", err
+	}
+	// The verifier has the last word on keys (it also refuses low-order
+	// points, for one): a key it would refuse is never stored.
+	if err := agentauth.NewMemoryDirectory().PutHost(&agentauth.Host{ID: "key", Status: agentauth.StatusActive, PublicKey: publicKey}); err != nil {
+		return "", errors.New("public key refused by the verifier: " + strings.TrimPrefix(err.Error(), `agentauth: host "key": `))
 	}
 	if given != "" && given != tp {
 		return "", fmt.Errorf("thumbprint %q does not match the public key (%q)", given, tp)

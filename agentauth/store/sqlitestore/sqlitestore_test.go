@@ -27,3 +27,7 @@ func open(t testing.TB) *sqlitestore.Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
 }
+
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) store.Store { return open(b) })
+}

@@ -1,0 +1,12 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/agentauth/store/storetest"
+)
+
+func BenchmarkMemory(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) store.Store { return store.NewMemory() })
+}
