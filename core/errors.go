@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Code is a stable, snake_case error code. The codes defined in this package
@@ -148,6 +149,15 @@ func (e *Error) WireCode() string {
 	return WireInternalError
 }
 
+// RetryAfter returns how long the caller should wait before trying again,
+// as set by an application error; 0 when unset.
+func (e *Error) RetryAfter() time.Duration {
+	if e.app != nil && e.app.RetryAfter > 0 {
+		return e.app.RetryAfter
+	}
+	return 0
+}
+
 // Fields returns extra members of the error envelope set by an application
 // error (for example "violations"). The map must not be modified.
 func (e *Error) Fields() map[string]any {
@@ -190,6 +200,10 @@ type AppError struct {
 	Fields map[string]any
 	// Cause is an optional hidden cause, kept for logs and errors.Is.
 	Cause error
+	// RetryAfter, when positive, tells the caller how long to wait before
+	// trying again (HTTP transports send it as Retry-After, in whole
+	// seconds rounded up). It suits 429 and 503 answers.
+	RetryAfter time.Duration
 }
 
 // NewAppError returns an application error with the given status, code and
@@ -252,6 +266,14 @@ func (e *AppError) With(key string, value any) *AppError {
 		c.Fields[k] = v
 	}
 	c.Fields[key] = value
+	return &c
+}
+
+// WithRetryAfter returns a copy of e that asks the caller to wait d before
+// trying again.
+func (e *AppError) WithRetryAfter(d time.Duration) *AppError {
+	c := *e
+	c.RetryAfter = d
 	return &c
 }
 

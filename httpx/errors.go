@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/agentcap/agentcap/core"
 )
@@ -44,10 +45,12 @@ type envelope struct {
 	message string
 	details []core.Violation
 	fields  map[string]any
+	// retryAfter, when positive, becomes a Retry-After header.
+	retryAfter time.Duration
 }
 
 func envelopeOf(e *core.Error) envelope {
-	return envelope{status: e.HTTPStatus(), code: e.WireCode(), message: e.Message, details: e.Details, fields: e.Fields()}
+	return envelope{status: e.HTTPStatus(), code: e.WireCode(), message: e.Message, details: e.Details, fields: e.Fields(), retryAfter: e.RetryAfter()}
 }
 
 func appEnvelope(ae *core.AppError) envelope {
@@ -59,7 +62,7 @@ func appEnvelope(ae *core.AppError) envelope {
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	return envelope{status: status, code: ae.Code, message: msg, fields: ae.Fields}
+	return envelope{status: status, code: ae.Code, message: msg, fields: ae.Fields, retryAfter: ae.RetryAfter}
 }
 
 var internalEnvelope = envelope{status: http.StatusInternalServerError, code: core.WireInternalError, message: "internal error"}

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentcap/agentcap/core"
 )
@@ -260,10 +262,11 @@ func (h *Handler[C, P]) Serve(req *Request) *Response {
 
 // replyMeta is everything about an answer except its body.
 type replyMeta struct {
-	status    int
-	allow     string
-	challenge string
-	cache     string
+	status     int
+	allow      string
+	challenge  string
+	cache      string
+	retryAfter string
 }
 
 const cacheNoStore = "no-store"
@@ -278,6 +281,15 @@ func (m replyMeta) setHeaders(hd http.Header) {
 	if m.challenge != "" {
 		hd.Set("WWW-Authenticate", m.challenge)
 	}
+	if m.retryAfter != "" {
+		hd.Set("Retry-After", m.retryAfter)
+	}
+}
+
+// retryAfterSeconds renders a wait as Retry-After delta-seconds, rounded
+// up so that a caller never retries too early.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
 type route uint8
@@ -311,6 +323,9 @@ func (h *handlerBase) fail(ctx context.Context, buf *buffer, env envelope) reply
 	m := replyMeta{status: env.status, cache: cacheNoStore}
 	if env.status == http.StatusUnauthorized {
 		m.challenge = h.challenge
+	}
+	if env.retryAfter > 0 {
+		m.retryAfter = retryAfterSeconds(env.retryAfter)
 	}
 	return m
 }
