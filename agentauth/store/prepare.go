@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentcap/agentcap/agentauth"
 )
@@ -28,6 +29,9 @@ func PrepareHost(h *Host, now time.Time) (*Host, error) {
 	c := cloneHost(h)
 	if c.ID == "" {
 		return nil, invalid("host id is empty")
+	}
+	if err := checkText(append([]string{c.ID, c.Name, c.JWKSURL, c.Thumbprint, c.UserID}, c.DefaultCapabilities...)...); err != nil {
+		return nil, invalid("host %q: %v", c.ID, err)
 	}
 	switch c.Status {
 	case agentauth.StatusActive, agentauth.StatusPending, agentauth.StatusRevoked, agentauth.StatusRejected:
@@ -68,6 +72,9 @@ func PrepareAgent(a *Agent, now time.Time) (*Agent, error) {
 	case c.HostID == "":
 		return nil, invalid("agent %q: host id is empty", c.ID)
 	}
+	if err := checkText(c.ID, c.Name, c.HostID, c.UserID); err != nil {
+		return nil, invalid("agent %q: %v", c.ID, err)
+	}
 	switch c.Mode {
 	case agentauth.ModeDelegated, agentauth.ModeAutonomous:
 	default:
@@ -107,6 +114,9 @@ func PrepareAgentKey(k AgentKey) (AgentKey, error) {
 }
 
 func prepareAgentKey(k AgentKey) (AgentKey, error) {
+	if err := checkText(k.JWKSURL, k.KID, k.Thumbprint); err != nil {
+		return AgentKey{}, err
+	}
 	k.PublicKey = cloneRaw(k.PublicKey)
 	tp, err := keyThumbprint(k.PublicKey, k.JWKSURL, k.Thumbprint)
 	if err != nil {
@@ -134,6 +144,9 @@ func PrepareGrants(grants []Grant, now time.Time) ([]Grant, error) {
 		}
 		if !validGrantStatus(g.Status) {
 			return nil, invalid("grant %q: status %q is not one of active, pending, denied", g.Capability, g.Status)
+		}
+		if err := checkText(g.Capability, g.GrantedBy, g.DeniedBy, g.Reason); err != nil {
+			return nil, invalid("grant %q: %v", g.Capability, err)
 		}
 		cons, err := prepareConstraints(g.Constraints)
 		if err != nil {
@@ -180,12 +193,18 @@ func PrepareApproval(a *Approval, now time.Time) (*Approval, error) {
 	case c.Interval < 0:
 		return nil, invalid("approval %q: interval %v is negative", c.ID, c.Interval)
 	}
+	if err := checkText(c.ID, c.Method, c.AgentID, c.HostID, c.UserID, c.BindingMessage); err != nil {
+		return nil, invalid("approval %q: %v", c.ID, err)
+	}
 	if !validApprovalStatus(c.Status) {
 		return nil, invalid("approval %q: status %q is not one of pending, approved, denied, expired", c.ID, c.Status)
 	}
 	for i, rc := range c.Capabilities {
 		if rc.Name == "" {
 			return nil, invalid("approval %q: capability %d has no name", c.ID, i)
+		}
+		if err := checkText(rc.Name); err != nil {
+			return nil, invalid("approval %q: capability %d: %v", c.ID, i, err)
 		}
 		cons, err := prepareConstraints(rc.Constraints)
 		if err != nil {
@@ -433,6 +452,17 @@ func checkCapabilityNames(names []string) error {
 			return fmt.Errorf("name %d is empty", i)
 		}
 	}
+	return checkText(names...)
+}
+
+// checkText refuses text that no JSON document or SQL text column can
+// carry unchanged: invalid UTF-8 (it would come back as U+FFFD) and NUL.
+func checkText(fields ...string) error {
+	for _, f := range fields {
+		if !utf8.ValidString(f) || strings.IndexByte(f, 0) >= 0 {
+			return fmt.Errorf("text %q is not valid UTF-8 without NUL", f)
+		}
+	}
 	return nil
 }
 
@@ -444,6 +474,9 @@ func prepareConstraints(cons map[string]json.RawMessage) (map[string]json.RawMes
 	}
 	out := make(map[string]json.RawMessage, len(cons))
 	for k, v := range cons {
+		if err := checkText(k); err != nil {
+			return nil, invalid("constraint field %q: %v", k, err)
+		}
 		v = bytes.TrimSpace(v)
 		if !json.Valid(v) {
 			return nil, invalid("constraint on %q is not valid JSON", k)

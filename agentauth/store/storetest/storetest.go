@@ -654,6 +654,10 @@ func testAgentInvalid(t *testing.T, s store.Store) {
 		{"constraint not JSON", mod(func(a *store.Agent) {
 			a.Grants = []store.Grant{{Capability: "a", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{"x": json.RawMessage(`{"max":`)}}}
 		})},
+		{"field name not UTF-8", mod(func(a *store.Agent) {
+			a.Grants = []store.Grant{{Capability: "a", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{"\xff": json.RawMessage(`1`)}}}
+		})},
+		{"name with NUL", mod(func(a *store.Agent) { a.Name = "a\x00b" })},
 		{"two JSON values", mod(func(a *store.Agent) {
 			a.Grants = []store.Grant{{Capability: "a", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{"x": json.RawMessage(`1 2`)}}}
 		})},
