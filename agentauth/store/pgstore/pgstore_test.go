@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -91,4 +92,68 @@ func TestConformance(t *testing.T) {
 
 func BenchmarkStore(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B) store.Store { return open(b) })
+}
+
+// TestMigrateOnce: stores opened together on one schema apply the
+// migrations once, and reopening applies nothing.
+func TestMigrateOnce(t *testing.T) {
+	pool, _ := schemaPool(t)
+	ctx := context.Background()
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			s, err := pgstore.New(ctx, pool)
+			if err == nil {
+				err = s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT COUNT(*) FROM agentauth_schema_migrations`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("migrations recorded: %d, %v; want 1", n, err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO agentauth_schema_migrations (version, name, applied_at) VALUES (9999, '9999_future.sql', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := pgstore.New(ctx, pool); err == nil {
+		s.Close()
+		t.Error("a schema from a newer version was accepted")
+	}
+	if _, err := pgstore.New(ctx, nil); err == nil {
+		t.Error("nil pool accepted")
+	}
+}
+
+// TestOpenOwnsItsPool: Open with a DSN naming a schema through
+// search_path, and Close closes the pool.
+func TestOpenOwnsItsPool(t *testing.T) {
+	_, schema := schemaPool(t)
+	cfg, err := pgxpool.ParseConfig(dsn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	ctx := context.Background()
+	s, err := pgstore.Open(ctx, cfg.ConnString()+"&search_path="+schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetHost(ctx, "none"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetHost: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetHost(ctx, "none"); err == nil || errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after Close: %v, want a closed-database error", err)
+	}
+	if _, err := pgstore.Open(ctx, "postgres://127.0.0.1:1/x?connect_timeout=1&sslmode=disable"); err == nil {
+		t.Error("Open of an unreachable server succeeded")
+	}
 }
