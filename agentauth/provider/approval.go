@@ -1,0 +1,411 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/core"
+)
+
+// Errors of the approval API.
+var (
+	// ErrApprovalNotFound means no approval request has the user code.
+	ErrApprovalNotFound = errors.New("provider: no approval request with this code")
+	// ErrApprovalClosed means the request was already decided, expired,
+	// or its agent can no longer be approved.
+	ErrApprovalClosed = errors.New("provider: the approval request is closed")
+	// ErrWrongUser means the host, or the agent, belongs to another user.
+	ErrWrongUser = errors.New("provider: the agent's host belongs to another user")
+	// ErrPresenceRequired means a capability of approval strength
+	// webauthn was allowed without the extra confirmation.
+	ErrPresenceRequired = errors.New("provider: a capability needs proof of presence")
+	// ErrInvalidDecision means the decision names capabilities the
+	// request did not ask for, or no user.
+	ErrInvalidDecision = errors.New("provider: invalid decision")
+)
+
+// Approval is a pending approval request as its approver sees it.
+type Approval struct {
+	// ID identifies the request.
+	ID string
+	// UserCode is the code the user entered, formatted for display.
+	UserCode string
+	// Kind is "registration" for a new (or reactivated) agent and
+	// "capabilities" for an active agent asking for more.
+	Kind string
+	// AgentID, AgentName and Mode describe the agent. The name is the
+	// agent's own choice: display it as untrusted text.
+	AgentID, AgentName, Mode string
+	// HostID and HostName describe its host; NewHost is set for a host
+	// the provider has not approved yet. HostName is untrusted text.
+	HostID, HostName string
+	NewHost          bool
+	// Reason and BindingMessage are the agent's words: untrusted text.
+	Reason, BindingMessage string
+	// Capabilities are those requested.
+	Capabilities []RequestedCapability
+	// ExpiresAt ends the request.
+	ExpiresAt time.Time
+}
+
+// RequestedCapability is one capability of an approval request.
+type RequestedCapability struct {
+	Name        string
+	Description string
+	// Approval is the capability's approval strength; ApprovalWebAuthn
+	// needs the extra confirmation.
+	Approval core.Approval
+	Risk     core.Risk
+	// Constraints are those the grant will carry (the agent's proposal,
+	// narrowed by server policy); nil for an unconstrained grant.
+	Constraints map[string]json.RawMessage
+	Location    string
+}
+
+// NeedsPresence reports whether allowing every capability of a needs
+// the extra confirmation.
+func (a *Approval) NeedsPresence(allowed []string) bool {
+	for _, c := range a.Capabilities {
+		if c.Approval == core.ApprovalWebAuthn && (allowed == nil || slices.Contains(allowed, c.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Decision is a user's decision about an approval request.
+type Decision struct {
+	// UserCode names the request.
+	UserCode string
+	// UserID is the deciding user. Required.
+	UserID string
+	// Deny refuses the whole request: a registration's agent is
+	// rejected, a capability request's grants are denied.
+	Deny bool
+	// Capabilities, when not nil, allows only those and denies the rest.
+	// Nil allows every requested capability.
+	Capabilities []string
+	// Reason is told to the agent for denied capabilities.
+	Reason string
+	// PresenceConfirmed records that the user passed the extra
+	// confirmation that webauthn-strength capabilities need.
+	PresenceConfirmed bool
+}
+
+// userCodeAlphabet has no vowels, so that codes spell no words, and no
+// letters easily confused with digits (RFC 8628 §6.1).
+const userCodeAlphabet = "BCDFGHJKLMNPQRSTVWXZ"
+
+const userCodeLength = 8
+
+// NormalizeUserCode returns a user code as stored: upper case, without
+// the separators and spaces users type. Lookups use it, so "bcdf-ghjk"
+// finds BCDF-GHJK.
+func NormalizeUserCode(code string) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(code) {
+		if r == '-' || r == ' ' {
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// FormatUserCode returns a normalized user code as users read it:
+// XXXX-XXXX.
+func FormatUserCode(code string) string {
+	if len(code) != userCodeLength {
+		return code
+	}
+	return code[:4] + "-" + code[4:]
+}
+
+func (p *Provider) newUserCode() (string, error) {
+	b := make([]byte, userCodeLength)
+	out := make([]byte, userCodeLength)
+	for i := 0; i < userCodeLength; {
+		if _, err := io.ReadFull(p.rand, b[:1]); err != nil {
+			return "", err
+		}
+		// 240 is the largest multiple of 20 below 256: rejecting the
+		// rest keeps every letter equally likely.
+		if b[0] >= 240 {
+			continue
+		}
+		out[i] = userCodeAlphabet[int(b[0])%len(userCodeAlphabet)]
+		i++
+	}
+	return string(out), nil
+}
+
+// startApproval creates an approval request for agent's capabilities and
+// returns the approval object to send.
+func (p *Provider) startApproval(ctx context.Context, agent *store.Agent, caps []store.RequestedCapability, binding string) (*approvalJSON, error) {
+	id, err := p.newID("apr_")
+	if err != nil {
+		return nil, internalError(err)
+	}
+	now := p.now()
+	for range 5 {
+		code, err := p.newUserCode()
+		if err != nil {
+			return nil, internalError(err)
+		}
+		err = p.store.CreateApproval(ctx, &store.Approval{
+			ID:             id,
+			Method:         store.MethodDeviceAuthorization,
+			AgentID:        agent.ID,
+			HostID:         agent.HostID,
+			Capabilities:   caps,
+			UserCode:       code,
+			Status:         store.ApprovalPending,
+			Interval:       p.pollInterval / 2,
+			ExpiresAt:      now.Add(p.approvalLife),
+			BindingMessage: binding,
+			CreatedAt:      now,
+		})
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, internalError(err)
+		}
+		formatted := FormatUserCode(code)
+		return &approvalJSON{
+			Method:                  store.MethodDeviceAuthorization,
+			VerificationURI:         p.verificationURI,
+			VerificationURIComplete: p.verificationURI + "?code=" + url.QueryEscape(formatted),
+			UserCode:                formatted,
+			BindingMessage:          binding,
+			ExpiresIn:               int(p.approvalLife / time.Second),
+			Interval:                int(p.pollInterval / time.Second),
+		}, nil
+	}
+	return nil, internalError(errors.New("no free user code after 5 draws"))
+}
+
+// PendingApproval returns the pending approval request with the user
+// code, for the approval page or an application's own.
+func (p *Provider) PendingApproval(ctx context.Context, userCode string) (*Approval, error) {
+	code := NormalizeUserCode(userCode)
+	if code == "" {
+		return nil, ErrApprovalNotFound
+	}
+	ap, err := p.store.ApprovalByUserCode(ctx, code)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrApprovalNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ap.Status != store.ApprovalPending || !p.now().Before(ap.ExpiresAt) {
+		return nil, ErrApprovalClosed
+	}
+	agent, err := p.store.GetAgent(ctx, ap.AgentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrApprovalClosed
+	}
+	if err != nil {
+		return nil, err
+	}
+	host, err := p.store.GetHost(ctx, agent.HostID)
+	if err != nil {
+		return nil, err
+	}
+	v := &Approval{
+		ID:             ap.ID,
+		UserCode:       FormatUserCode(code),
+		AgentID:        agent.ID,
+		AgentName:      agent.Name,
+		Mode:           agent.Mode,
+		HostID:         host.ID,
+		HostName:       host.Name,
+		NewHost:        host.Status == agentauth.StatusPending,
+		BindingMessage: ap.BindingMessage,
+		ExpiresAt:      ap.ExpiresAt,
+	}
+	switch agent.Status {
+	case agentauth.StatusPending:
+		v.Kind = "registration"
+	case agentauth.StatusActive:
+		v.Kind = "capabilities"
+	default:
+		return nil, ErrApprovalClosed
+	}
+	for _, rc := range ap.Capabilities {
+		c := RequestedCapability{Name: rc.Name}
+		if def, ok := p.reg.Lookup(rc.Name); ok {
+			c.Description, c.Approval, c.Risk, c.Location = def.Description(), def.Approval(), def.Risk(), def.Location()
+		}
+		for _, g := range agent.Grants {
+			if g.Capability == rc.Name {
+				c.Constraints = g.Constraints
+				if v.Reason == "" {
+					v.Reason = g.Reason
+				}
+			}
+		}
+		v.Capabilities = append(v.Capabilities, c)
+	}
+	return v, nil
+}
+
+// Decide applies a user's decision to the approval request with
+// d.UserCode. Of concurrent decisions about one request exactly one wins;
+// the others get ErrApprovalClosed.
+//
+// Approving a registration activates the agent with the allowed grants,
+// activates a pending host and links the host to the user (protocol
+// §2.9); the other requested capabilities are denied. Approving a
+// capability request activates the allowed grants. A denied registration
+// rejects the agent.
+func (p *Provider) Decide(ctx context.Context, d Decision) error {
+	if d.UserID == "" {
+		return fmt.Errorf("%w: no user", ErrInvalidDecision)
+	}
+	v, err := p.PendingApproval(ctx, d.UserCode)
+	if err != nil {
+		return err
+	}
+	agent, err := p.store.GetAgent(ctx, v.AgentID)
+	if err != nil {
+		return err
+	}
+	host, err := p.store.GetHost(ctx, agent.HostID)
+	if err != nil {
+		return err
+	}
+	if (host.UserID != "" && host.UserID != d.UserID) || (agent.UserID != "" && agent.UserID != d.UserID) {
+		return ErrWrongUser
+	}
+	requested := make([]string, len(v.Capabilities))
+	for i, c := range v.Capabilities {
+		requested[i] = c.Name
+	}
+	allowed := requested
+	switch {
+	case d.Deny:
+		allowed = nil
+	case d.Capabilities != nil:
+		for _, c := range d.Capabilities {
+			if !slices.Contains(requested, c) {
+				return fmt.Errorf("%w: %q was not requested", ErrInvalidDecision, c)
+			}
+		}
+		allowed = d.Capabilities
+	}
+	if !d.Deny && v.NeedsPresence(allowed) && !d.PresenceConfirmed {
+		return ErrPresenceRequired
+	}
+	outcome := store.ApprovalApproved
+	if d.Deny {
+		outcome = store.ApprovalDenied
+	}
+	now := p.now()
+	if err := p.store.DecideApproval(ctx, v.ID, outcome, d.UserID, now); err != nil {
+		if errors.Is(err, store.ErrStatus) {
+			return ErrApprovalClosed
+		}
+		return err
+	}
+	reason := displayText(d.Reason, maxReasonRunes)
+	if reason == "" {
+		reason = "not approved by the user"
+	}
+	setGrants := func() error {
+		for _, name := range requested {
+			c := store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusDenied, By: d.UserID, Reason: reason}
+			if slices.Contains(allowed, name) {
+				c = store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusActive, By: d.UserID}
+			}
+			if err := p.store.UpdateGrantStatus(ctx, agent.ID, name, c); err != nil && !errors.Is(err, store.ErrStatus) && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	}
+	if v.Kind == "capabilities" {
+		return setGrants()
+	}
+	if d.Deny {
+		if err := setGrants(); err != nil {
+			return err
+		}
+		if err := p.store.UpdateAgentStatus(ctx, agent.ID, []string{agentauth.StatusPending}, agentauth.StatusRejected); err != nil && !errors.Is(err, store.ErrStatus) {
+			return err
+		}
+		return p.closeSiblings(ctx, agent.ID, v.ID, now)
+	}
+	if host.Status == agentauth.StatusPending {
+		if _, err := p.store.UpdateHostStatus(ctx, host.ID, []string{agentauth.StatusPending}, agentauth.StatusActive); err != nil && !errors.Is(err, store.ErrStatus) {
+			return err
+		}
+	}
+	if agent.Mode == agentauth.ModeDelegated {
+		if _, err := p.store.LinkHostUser(ctx, host.ID, d.UserID); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return ErrWrongUser
+			}
+			return err
+		}
+	}
+	if err := setGrants(); err != nil {
+		return err
+	}
+	if err := p.store.ActivateAgent(ctx, agent.ID, []string{agentauth.StatusPending}, now, p.lifetimes); err != nil && !errors.Is(err, store.ErrStatus) {
+		return err
+	}
+	return p.closeSiblings(ctx, agent.ID, v.ID, now)
+}
+
+// supersededBy is recorded as the deciding user of approval requests
+// closed because another request for the same agent was decided.
+const supersededBy = "system:superseded"
+
+// closeSiblings closes the other pending requests of an agent whose
+// registration was decided: a registration retried while pending leaves
+// one request per try, and only one decision may count.
+func (p *Provider) closeSiblings(ctx context.Context, agentID, decided string, now time.Time) error {
+	aps, err := p.store.ListApprovals(ctx, agentID)
+	if err != nil {
+		return err
+	}
+	for _, ap := range aps {
+		if ap.ID == decided || ap.Status != store.ApprovalPending {
+			continue
+		}
+		if err := p.store.DecideApproval(ctx, ap.ID, store.ApprovalDenied, supersededBy, now); err != nil && !errors.Is(err, store.ErrStatus) {
+			return err
+		}
+	}
+	return nil
+}
+
+// pollPending records a status poll of an agent with a pending approval
+// and reports whether it came too soon (RFC 8628 slow_down), and the
+// request's status after the poll ("" when the agent has none).
+func (p *Provider) pollPending(ctx context.Context, agentID string) (slowDown bool, status string, err error) {
+	aps, err := p.store.ListApprovals(ctx, agentID)
+	if err != nil || len(aps) == 0 {
+		return false, "", err
+	}
+	latest := aps[len(aps)-1]
+	if latest.Status != store.ApprovalPending {
+		return false, latest.Status, nil
+	}
+	a, slow, err := p.store.PollApproval(ctx, latest.ID, p.now())
+	if err != nil {
+		return false, "", err
+	}
+	return slow, a.Status, nil
+}

@@ -1,0 +1,52 @@
+// Package provider makes a Go application an Agent Auth provider: it
+// serves discovery, agent registration with host JWTs, status, capability
+// requests, approval (RFC 8628 style device authorization with a
+// server-rendered approval page), revocation with its cascade,
+// reactivation, agent and host key rotation, and introspection, over an
+// agentauth/store Store, with the request limits of protocol §8.13.
+//
+// # Wiring
+//
+// A Provider is built once from a Config and is then an http.Handler for
+// its endpoints. Handler returns the whole site: discovery at the
+// origin's well-known path, the endpoints under the issuer, the approval
+// page, and the application's capability location (an httpx handler
+// built with HTTPConfig, so that it verifies agent JWTs against the same
+// store):
+//
+//	st := store.NewMemory()
+//	prov, err := provider.New(provider.Config{
+//		Issuer: "https://bank.example", ProviderName: "bank",
+//		Store: st, Registry: reg, SignedInUser: signedIn,
+//	})
+//	hc, err := provider.HTTPConfig(prov, agentauth.HTTPOptions[Principal]{Principal: toPrincipal})
+//	loc, err := httpx.New(exec, hc)
+//	http.ListenAndServe(addr, prov.Handler(loc))
+//
+// # Host JWTs
+//
+// Host-authenticated endpoints verify host JWTs as protocol §4.5.1 says,
+// in the order documented on the unexported verifier and mirrored from
+// agentauth.Verifier: syntax and header (typ host+jwt, alg EdDSA), claim
+// types, aud equal to the issuer, the host by iss (its key's RFC 7638
+// thumbprint) or its JWKS URL, for a new host iss equal to the presented
+// key's thumbprint, the signature, iat and exp within the skew, and jti
+// replay. Pending hosts may register, poll status and revoke; revoked and
+// rejected hosts nothing.
+//
+// # Approval
+//
+// Registration of a delegated agent, and capability requests beyond what
+// Policy allows, wait for a user. The answer carries an approval object
+// with verification_uri, user_code, expires_in and interval; the agent
+// polls status, and a poll sooner than half the interval is 400
+// slow_down. The user decides on the approval page (or through Decide):
+// all capabilities, a subset, or none. Capabilities of approval strength
+// webauthn need a second confirmation step. Approving a registration
+// activates the host and links it to the user; later agents of that host
+// get its default capabilities without asking (Policy.AutoApprove).
+//
+// # Differences from the reference provider
+//
+// They are listed, with their reasons, in interop/README.md.
+package provider

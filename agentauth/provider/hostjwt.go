@@ -1,0 +1,389 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/core"
+)
+
+// HostReplayKeyPrefix starts every key the provider records in its
+// ReplayCache for a host JWT: HostReplayKeyPrefix + iss + ":" + jti. Agent
+// JWTs use agentauth.ReplayKeyPrefix, so the two never collide.
+const HostReplayKeyPrefix = "agentauth:host-jti:"
+
+// Public messages of host JWT verification. Every failure before the
+// signature is verified shares msgInvalidHostToken, so that a caller
+// cannot probe which hosts exist.
+const (
+	msgInvalidHostToken = "invalid host JWT"
+	msgHostExpired      = "host JWT expired"
+	msgHostNotYetValid  = "host JWT issued in the future"
+	msgHostTooOld       = "host JWT too old"
+	msgHostLifetime     = "host JWT lifetime too long"
+	msgHostAudience     = "host JWT audience is not this issuer"
+	msgHostReplayed     = "host JWT already used"
+	msgHostRevoked      = "host revoked"
+	msgHostPending      = "host pending approval"
+)
+
+// hostToken is a host JWT after its syntax, header and claim types were
+// checked, before its signature is.
+type hostToken struct {
+	raw     string
+	kid     string
+	payload []byte
+
+	iss, jti      string
+	aud           []string
+	iat, exp      time.Time
+	hasIat        bool
+	hasExp        bool
+	hostKey       json.RawMessage
+	hostJWKSURL   string
+	agentKey      json.RawMessage
+	agentJWKSURL  string
+	agentKID      string
+	hostNameClaim string
+}
+
+// hostAuth is a verified host JWT: the host it names (nil for a host the
+// provider has not seen, which only registration accepts) and the key
+// that signed it.
+type hostAuth struct {
+	host *store.Host
+	key  *publicKey
+	tok  *hostToken
+}
+
+// hostAccess says which hosts an endpoint admits.
+type hostAccess uint8
+
+const (
+	// hostKnownActive admits only active hosts.
+	hostKnownActive hostAccess = iota
+	// hostKnownOrPending also admits pending hosts: their agents poll
+	// status and may be revoked while they wait.
+	hostKnownOrPending
+	// hostAny also admits a host the provider has never seen:
+	// registration.
+	hostAny
+)
+
+func invalidHostToken(cause error) *core.AppError {
+	return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgInvalidHostToken).WithCause(cause)
+}
+
+// verifyHost authenticates a host-authenticated request (protocol
+// §4.5.1). The checks run in this order, the first failure answering:
+//
+//  1. An Authorization: Bearer header (else 401 authentication_required).
+//  2. Syntax and header: at most agentauth.MaxTokenBytes, three base64url
+//     segments; header members only alg, typ and kid; typ exactly
+//     host+jwt (an agent+jwt here is token confusion); alg exactly EdDSA.
+//  3. Claims syntax: a JSON object without duplicate members, each
+//     registered claim of its JSON type, iss present.
+//  4. aud is the issuer.
+//  5. The host: by iss (the current key's thumbprint); else by
+//     host_jwks_url, a JWKS host that rotated its key, whose new key is
+//     fetched, must have iss as thumbprint, and is then stored; else, only
+//     where access is hostAny, a new host whose presented key
+//     (host_public_key, or the host_jwks_url key named by kid) must have
+//     iss as its thumbprint.
+//  6. The signature, with that key.
+//  7. iat, exp and lifetime, as for agent JWTs.
+//  8. jti replay, recorded last so that a token failing another check
+//     does not use up its id.
+//  9. Host status: revoked or rejected is 403 host_revoked; pending is
+//     403 host_pending unless access admits it.
+func (p *Provider) verifyHost(ctx context.Context, r *http.Request, access hostAccess) (*hostAuth, error) {
+	token, err := agentauth.BearerToken(r.Header.Get("Authorization"))
+	if err != nil {
+		var ae *core.AppError
+		if errors.As(err, &ae) {
+			return nil, ae
+		}
+		return nil, appErr(http.StatusUnauthorized, agentauth.CodeAuthenticationRequired, "a host JWT is required")
+	}
+	tok, err := parseHostToken(token)
+	if err != nil {
+		return nil, err
+	}
+	if !containsString(tok.aud, p.issuer) {
+		return nil, appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostAudience).
+			WithCause(fmt.Errorf("aud %q is not %q", tok.aud, p.issuer))
+	}
+	host, key, err := p.resolveHost(ctx, tok, access)
+	if err != nil {
+		return nil, err
+	}
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.EdDSA})
+	if err != nil {
+		return nil, invalidHostToken(err)
+	}
+	payload, err := jws.Verify(key.key)
+	if err != nil {
+		return nil, invalidHostToken(err)
+	}
+	if !bytes.Equal(payload, tok.payload) {
+		return nil, invalidHostToken(errors.New("verified payload differs from the parsed payload"))
+	}
+	if err := p.checkTimes(tok); err != nil {
+		return nil, err
+	}
+	fresh, err := p.replay.CheckAndSet(ctx, HostReplayKeyPrefix+tok.iss+":"+tok.jti, p.maxAge+2*p.skew)
+	if err != nil {
+		return nil, internalError(fmt.Errorf("replay cache: %w", err))
+	}
+	if !fresh {
+		return nil, appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostReplayed)
+	}
+	if host != nil {
+		switch host.Status {
+		case agentauth.StatusActive:
+		case agentauth.StatusPending:
+			if access == hostKnownActive {
+				return nil, appErr(http.StatusForbidden, agentauth.CodeHostPending, msgHostPending)
+			}
+		default:
+			return nil, appErr(http.StatusForbidden, agentauth.CodeHostRevoked, msgHostRevoked)
+		}
+		if host.JWKSURL != "" && host.Thumbprint != tok.iss {
+			// A JWKS host signed with a new key: remember it, so that
+			// the next token is found by iss (protocol §8.7).
+			if err := p.store.RotateHostKey(ctx, host.ID, host.Thumbprint, nil, tok.iss); err != nil && !errors.Is(err, store.ErrConflict) {
+				return nil, internalError(err)
+			}
+		}
+		if err := p.store.TouchHost(ctx, host.ID, p.now()); err != nil {
+			return nil, internalError(err)
+		}
+	}
+	return &hostAuth{host: host, key: key, tok: tok}, nil
+}
+
+// resolveHost finds the host a token names and the key to verify it with.
+func (p *Provider) resolveHost(ctx context.Context, tok *hostToken, access hostAccess) (*store.Host, *publicKey, error) {
+	host, err := p.store.HostByThumbprint(ctx, tok.iss)
+	switch {
+	case err == nil:
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, nil, internalError(err)
+	case tok.hostJWKSURL != "":
+		host, err = p.store.HostByJWKSURL(ctx, tok.hostJWKSURL)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, nil, internalError(err)
+		}
+	}
+	if host != nil {
+		if len(host.PublicKey) > 0 {
+			key, err := parseJWK(host.PublicKey)
+			if err != nil {
+				return nil, nil, internalError(fmt.Errorf("host %s: stored key: %w", host.ID, err))
+			}
+			return host, key, nil
+		}
+		key, err := p.jwksKey(ctx, host.JWKSURL, tok)
+		if err != nil {
+			return nil, nil, err
+		}
+		return host, key, nil
+	}
+	if access != hostAny {
+		return nil, nil, invalidHostToken(fmt.Errorf("no host has thumbprint %q", tok.iss))
+	}
+	switch {
+	case len(tok.hostKey) > 0 && tok.hostJWKSURL != "":
+		return nil, nil, badRequest("a host JWT carries host_public_key or host_jwks_url, not both")
+	case len(tok.hostKey) > 0:
+		key, err := parseJWK(tok.hostKey)
+		if err != nil {
+			if errors.Is(err, errUnsupportedKey) {
+				return nil, nil, appErr(http.StatusBadRequest, CodeUnsupportedAlgorithm, "host_public_key: "+err.Error())
+			}
+			return nil, nil, badRequest("host_public_key: " + err.Error())
+		}
+		if key.thumbprint != tok.iss {
+			return nil, nil, invalidHostToken(fmt.Errorf("iss %q is not the thumbprint %q of host_public_key", tok.iss, key.thumbprint))
+		}
+		return nil, key, nil
+	case tok.hostJWKSURL != "":
+		key, err := p.jwksKey(ctx, tok.hostJWKSURL, tok)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, key, nil
+	default:
+		return nil, nil, badRequest("a new host's JWT must carry host_public_key or host_jwks_url")
+	}
+}
+
+// jwksKey fetches the key a JWKS host signed tok with; its thumbprint
+// must be the token's iss.
+func (p *Provider) jwksKey(ctx context.Context, url string, tok *hostToken) (*publicKey, error) {
+	if tok.kid == "" {
+		return nil, invalidHostToken(errors.New("a JWKS host's token has no kid"))
+	}
+	key, err := fetchJWKSKey(ctx, p.keyClient, url, tok.kid)
+	if err != nil {
+		return nil, invalidHostToken(err)
+	}
+	if key.thumbprint != tok.iss {
+		return nil, invalidHostToken(fmt.Errorf("iss %q is not the thumbprint %q of JWKS key %q", tok.iss, key.thumbprint, tok.kid))
+	}
+	return key, nil
+}
+
+func (p *Provider) checkTimes(tok *hostToken) error {
+	now := p.now()
+	switch {
+	case !tok.hasIat || !tok.hasExp || tok.jti == "":
+		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, "host JWT lacks iat, exp or jti")
+	case tok.iat.After(now.Add(p.skew)):
+		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostNotYetValid)
+	case now.Sub(tok.iat) > p.maxAge+p.skew:
+		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostTooOld)
+	case !now.Before(tok.exp.Add(p.skew)):
+		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostExpired)
+	}
+	if life := tok.exp.Sub(tok.iat); life <= 0 || life > p.maxAge {
+		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostLifetime)
+	}
+	return nil
+}
+
+var b64 = base64.RawURLEncoding.Strict()
+
+// parseHostToken runs the syntax, header and claim-type checks.
+func parseHostToken(token string) (*hostToken, error) {
+	if len(token) > agentauth.MaxTokenBytes {
+		return nil, invalidHostToken(errors.New("token too large"))
+	}
+	segs := strings.Split(token, ".")
+	if len(segs) != 3 || segs[0] == "" || segs[1] == "" || segs[2] == "" {
+		return nil, invalidHostToken(errors.New("not a JWS compact serialization"))
+	}
+	for _, c := range token {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return nil, invalidHostToken(errors.New("a byte outside the base64url alphabet"))
+		}
+	}
+	header, err := b64.DecodeString(segs[0])
+	if err != nil {
+		return nil, invalidHostToken(err)
+	}
+	h, err := parseObject(header)
+	if err != nil {
+		return nil, invalidHostToken(errors.New("header is not a JSON object"))
+	}
+	for name := range h {
+		if name != "alg" && name != "typ" && name != "kid" {
+			return nil, invalidHostToken(fmt.Errorf("header member %q is not accepted", name))
+		}
+	}
+	typ, err1 := optString(h, "typ")
+	alg, err2 := optString(h, "alg")
+	kid, err3 := optString(h, "kid")
+	switch {
+	case err1 != nil || err2 != nil || err3 != nil:
+		return nil, invalidHostToken(errors.New("header member of the wrong type"))
+	case typ != agentauth.TypeHostJWT:
+		return nil, invalidHostToken(fmt.Errorf("typ %q is not %s", typ, agentauth.TypeHostJWT))
+	case alg != string(jose.EdDSA):
+		return nil, invalidHostToken(fmt.Errorf("alg %q is not EdDSA", alg))
+	}
+	payload, err := b64.DecodeString(segs[1])
+	if err != nil {
+		return nil, invalidHostToken(err)
+	}
+	c, err := parseObject(payload)
+	if err != nil {
+		return nil, invalidHostToken(errors.New("claims are not a JSON object"))
+	}
+	tok := &hostToken{raw: token, kid: kid, payload: payload}
+	bad := func(name string) error {
+		return invalidHostToken(fmt.Errorf("claim %q has the wrong type", name))
+	}
+	for _, s := range []struct {
+		name string
+		dst  *string
+	}{
+		{"iss", &tok.iss}, {"jti", &tok.jti}, {"host_jwks_url", &tok.hostJWKSURL},
+		{"agent_jwks_url", &tok.agentJWKSURL}, {"agent_kid", &tok.agentKID}, {"host_name", &tok.hostNameClaim},
+	} {
+		v, err := optString(c, s.name)
+		if err != nil {
+			return nil, bad(s.name)
+		}
+		*s.dst = v
+	}
+	if tok.iss == "" {
+		return nil, invalidHostToken(errors.New("iss is missing"))
+	}
+	if raw, ok := c["aud"]; ok {
+		var one string
+		if json.Unmarshal(raw, &one) == nil {
+			tok.aud = []string{one}
+		} else if json.Unmarshal(raw, &tok.aud) != nil {
+			return nil, bad("aud")
+		}
+	}
+	var ok bool
+	if tok.iat, ok, err = numericDate(c, "iat"); err != nil {
+		return nil, bad("iat")
+	}
+	tok.hasIat = ok
+	if tok.exp, ok, err = numericDate(c, "exp"); err != nil {
+		return nil, bad("exp")
+	}
+	tok.hasExp = ok
+	for _, k := range []struct {
+		name string
+		dst  *json.RawMessage
+	}{{"host_public_key", &tok.hostKey}, {"agent_public_key", &tok.agentKey}} {
+		raw, ok := c[k.name]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil, bad(k.name)
+		}
+		*k.dst = raw
+	}
+	return tok, nil
+}
+
+// numericDate reads a NumericDate claim: a JSON number of seconds.
+func numericDate(c map[string]json.RawMessage, name string) (time.Time, bool, error) {
+	raw, ok := c[name]
+	if !ok {
+		return time.Time{}, false, nil
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e11 {
+		return time.Time{}, false, errors.New("not a NumericDate")
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)), true, nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,127 @@
+package provider
+
+import (
+	"context"
+	"crypto"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// secretJWKMembers carry private or symmetric key material (RFC 7518 §6).
+// A key that has one is never accepted as a public key, so that a client
+// that sends its private key by mistake learns so instead of succeeding.
+var secretJWKMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k", "priv"}
+
+// errUnsupportedKey marks a key of another type than Ed25519: the protocol
+// answers it unsupported_algorithm rather than invalid_request.
+var errUnsupportedKey = errors.New("only Ed25519 keys (kty OKP, crv Ed25519) are supported")
+
+// publicKey is a parsed Ed25519 public JWK with its RFC 7638 thumbprint
+// and its canonical encoding.
+type publicKey struct {
+	key        ed25519.PublicKey
+	thumbprint string
+	jwk        json.RawMessage
+}
+
+// parseJWK parses an Ed25519 public JWK.
+func parseJWK(raw json.RawMessage) (*publicKey, error) {
+	m, err := parseObject(raw)
+	if err != nil {
+		return nil, errors.New("the key is not a JSON object")
+	}
+	for _, name := range secretJWKMembers {
+		if _, ok := m[name]; ok {
+			return nil, fmt.Errorf("the key has the private member %q; send only the public key", name)
+		}
+	}
+	kty, _ := optString(m, "kty")
+	crv, _ := optString(m, "crv")
+	if kty != "OKP" || crv != "Ed25519" {
+		return nil, errUnsupportedKey
+	}
+	if alg, err := optString(m, "alg"); err != nil || (alg != "" && alg != string(jose.EdDSA)) {
+		return nil, errUnsupportedKey
+	}
+	if use, err := optString(m, "use"); err != nil || (use != "" && use != "sig") {
+		return nil, errors.New(`the key's use must be "sig"`)
+	}
+	var k jose.JSONWebKey
+	if err := k.UnmarshalJSON(raw); err != nil {
+		return nil, fmt.Errorf("the key is not a valid JWK: %w", err)
+	}
+	pub, ok := k.Key.(ed25519.PublicKey)
+	if !ok || len(pub) != ed25519.PublicKeySize {
+		return nil, errUnsupportedKey
+	}
+	return newPublicKey(pub)
+}
+
+func newPublicKey(pub ed25519.PublicKey) (*publicKey, error) {
+	k := jose.JSONWebKey{Key: pub}
+	sum, err := k.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	x := base64.RawURLEncoding.EncodeToString(pub)
+	jwk, _ := json.Marshal(map[string]string{"kty": "OKP", "crv": "Ed25519", "x": x})
+	return &publicKey{key: pub, thumbprint: base64.RawURLEncoding.EncodeToString(sum), jwk: jwk}, nil
+}
+
+// maxJWKSKeys and maxJWKSBytes bound a fetched key set (protocol §8.12).
+const (
+	maxJWKSKeys  = 20
+	maxJWKSBytes = 1 << 20
+)
+
+// fetchJWKSKey fetches a JWK Set with the SSRF-safe client and returns
+// its Ed25519 key named kid.
+func fetchJWKSKey(ctx context.Context, client *http.Client, url, kid string) (*publicKey, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("JWKS %s answered %d", url, resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxJWKSBytes {
+		return nil, fmt.Errorf("JWKS %s is larger than %d bytes", url, maxJWKSBytes)
+	}
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(data, &set); err != nil {
+		return nil, fmt.Errorf("JWKS %s: %w", url, err)
+	}
+	if len(set.Keys) > maxJWKSKeys {
+		return nil, fmt.Errorf("JWKS %s has %d keys, at most %d are read", url, len(set.Keys), maxJWKSKeys)
+	}
+	for _, raw := range set.Keys {
+		m, err := parseObject(raw)
+		if err != nil {
+			continue
+		}
+		if id, _ := optString(m, "kid"); id != kid {
+			continue
+		}
+		return parseJWK(raw)
+	}
+	return nil, fmt.Errorf("JWKS %s has no key %q", url, kid)
+}

@@ -1,0 +1,346 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/core"
+)
+
+// hostAgent authenticates a host request and loads the agent it names,
+// which must be registered under that host.
+func (p *Provider) hostAgent(ctx context.Context, r *http.Request, access hostAccess, agentID string) (*hostAuth, *store.Agent, error) {
+	h, err := p.verifyHost(ctx, r, access)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.limits.host(ctx, h.host.ID); err != nil {
+		return nil, nil, err
+	}
+	if agentID == "" {
+		return nil, nil, badRequest("agent_id is required")
+	}
+	a, err := p.store.GetAgent(ctx, agentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, appErr(http.StatusNotFound, CodeAgentNotFound, "no such agent")
+	}
+	if err != nil {
+		return nil, nil, internalError(err)
+	}
+	if a.HostID != h.host.ID {
+		return nil, nil, appErr(http.StatusForbidden, agentauth.CodeUnauthorized, "the agent is not registered under this host")
+	}
+	return h, a, nil
+}
+
+// agentStateError maps a non-active agent status to its protocol error.
+func agentStateError(status string) *core.AppError {
+	code := map[string]string{
+		agentauth.StatusRevoked:  agentauth.CodeAgentRevoked,
+		agentauth.StatusExpired:  agentauth.CodeAgentExpired,
+		agentauth.StatusPending:  agentauth.CodeAgentPending,
+		agentauth.StatusRejected: agentauth.CodeAgentRejected,
+		agentauth.StatusClaimed:  agentauth.CodeAgentClaimed,
+	}[status]
+	if code == "" {
+		return internalError(errors.New("agent has unknown status " + status))
+	}
+	return appErr(http.StatusForbidden, code, "the agent is "+status)
+}
+
+// status serves GET /agent/status (protocol §5.5). While the agent, or
+// one of its grants, waits for approval, a poll sooner than half the
+// advertised interval is 400 slow_down.
+func (p *Provider) status(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	_, a, err := p.hostAgent(ctx, r, hostKnownOrPending, r.URL.Query().Get("agent_id"))
+	if err != nil {
+		return err
+	}
+	if waiting(a) {
+		slow, _, err := p.pollPending(ctx, a.ID)
+		if err != nil {
+			return internalError(err)
+		}
+		if slow {
+			return appErr(http.StatusBadRequest, CodeSlowDown, "polling too often; wait the approval's interval between polls")
+		}
+	}
+	writeJSON(w, http.StatusOK, p.renderAgent(a, nil, true))
+	return nil
+}
+
+func waiting(a *store.Agent) bool {
+	return a.Status == agentauth.StatusPending || slices.ContainsFunc(a.Grants, func(g store.Grant) bool { return g.Status == agentauth.StatusPending })
+}
+
+// approvalPoll serves POST /agent/approval/poll: RFC 8628 §3.5 polling
+// for clients that want its error codes rather than the status document.
+func (p *Provider) approvalPoll(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	m, err := readObject(r)
+	if err != nil {
+		return err
+	}
+	id, err := optString(m, "agent_id")
+	if err != nil {
+		return err
+	}
+	_, a, err := p.hostAgent(ctx, r, hostKnownOrPending, id)
+	if err != nil {
+		return err
+	}
+	slow, status, err := p.pollPending(ctx, a.ID)
+	if err != nil {
+		return internalError(err)
+	}
+	switch {
+	case slow:
+		return appErr(http.StatusBadRequest, CodeSlowDown, "polling too often; wait the approval's interval between polls")
+	case status == store.ApprovalPending:
+		return appErr(http.StatusBadRequest, CodeAuthorizationPending, "the user has not decided yet")
+	case status == store.ApprovalDenied && a.Status == agentauth.StatusRejected:
+		return appErr(http.StatusForbidden, CodeAccessDenied, "the user denied the request")
+	case status == store.ApprovalExpired:
+		return appErr(http.StatusBadRequest, CodeExpiredToken, "the approval request expired")
+	}
+	writeJSON(w, http.StatusOK, p.renderAgent(a, nil, true))
+	return nil
+}
+
+// revoke serves POST /agent/revoke (protocol §5.7). Revoking a revoked
+// agent again answers the same, so that a retried revocation succeeds.
+func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	m, err := readObject(r)
+	if err != nil {
+		return err
+	}
+	id, err := optString(m, "agent_id")
+	if err != nil {
+		return err
+	}
+	_, a, err := p.hostAgent(ctx, r, hostKnownOrPending, id)
+	if err != nil {
+		return err
+	}
+	live := []string{agentauth.StatusPending, agentauth.StatusActive, agentauth.StatusExpired}
+	if err := p.store.UpdateAgentStatus(ctx, a.ID, live, agentauth.StatusRevoked); err != nil {
+		var se *store.StatusError
+		if !errors.As(err, &se) {
+			return internalError(err)
+		}
+		if se.Status != agentauth.StatusRevoked {
+			return agentStateError(se.Status)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"agent_id": a.ID, "status": agentauth.StatusRevoked})
+	return nil
+}
+
+// revokeHost serves POST /host/revoke (protocol §5.10): the host revokes
+// itself and, in the same transaction, every agent under it.
+func (p *Provider) revokeHost(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	h, err := p.verifyHost(ctx, r, hostKnownOrPending)
+	if err != nil {
+		return err
+	}
+	if err := p.limits.host(ctx, h.host.ID); err != nil {
+		return err
+	}
+	n, err := p.store.UpdateHostStatus(ctx, h.host.ID, []string{agentauth.StatusActive, agentauth.StatusPending}, agentauth.StatusRevoked)
+	if err != nil {
+		var se *store.StatusError
+		if errors.As(err, &se) {
+			return appErr(http.StatusForbidden, agentauth.CodeHostRevoked, msgHostRevoked)
+		}
+		return internalError(err)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"host_id": h.host.ID, "status": agentauth.StatusRevoked, "agents_revoked": n})
+	return nil
+}
+
+// reactivate serves POST /agent/reactivate (protocol §5.6): an expired
+// agent returns to its host's default capabilities, granted without a
+// user where policy allows (an autonomous agent, a delegated agent of a
+// linked host), otherwise pending with an approval. Its absolute lifetime
+// is never reset: past it, the agent is revoked.
+func (p *Provider) reactivate(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	m, err := readObject(r)
+	if err != nil {
+		return err
+	}
+	id, err := optString(m, "agent_id")
+	if err != nil {
+		return err
+	}
+	h, a, err := p.hostAgent(ctx, r, hostKnownActive, id)
+	if err != nil {
+		return err
+	}
+	status := a.DirectoryAgent(p.now()).Status
+	switch status {
+	case agentauth.StatusActive:
+		writeJSON(w, http.StatusOK, p.renderAgent(a, nil, true))
+		return nil
+	case agentauth.StatusExpired:
+	default:
+		return agentStateError(status)
+	}
+	if a.Status == agentauth.StatusActive {
+		// Its deadline passed but no sweep has marked it yet.
+		if err := p.store.TouchAgent(ctx, a.ID, p.now(), p.lifetimes); err != nil && !errors.Is(err, store.ErrStatus) {
+			if errors.Is(err, store.ErrLifetimeExceeded) {
+				return appErr(http.StatusForbidden, CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed; register a new agent")
+			}
+			return internalError(err)
+		}
+	}
+	host := h.host
+	auto := true
+	var grants []store.Grant
+	var caps []store.RequestedCapability
+	for _, name := range host.DefaultCapabilities {
+		def, ok := p.reg.Lookup(name)
+		if !ok {
+			continue
+		}
+		g := store.Grant{Capability: name, Status: agentauth.StatusPending, Reason: "reactivation"}
+		if cons, err := p.effectiveConstraints(ctx, a, def, nil); err != nil {
+			return err
+		} else {
+			g.Constraints = cons
+		}
+		switch {
+		case a.Mode == agentauth.ModeAutonomous:
+			if def.Approval() == core.ApprovalWebAuthn {
+				continue
+			}
+			g.Status, g.GrantedBy = agentauth.StatusActive, "system:policy"
+		case p.autoApprove(ctx, host, def):
+			g.Status, g.GrantedBy = agentauth.StatusActive, "system:host_defaults"
+		default:
+			auto = false
+		}
+		grants = append(grants, g)
+		caps = append(caps, store.RequestedCapability{Name: name, Constraints: g.Constraints})
+	}
+	to := agentauth.StatusActive
+	if !auto {
+		to = agentauth.StatusPending
+		for i := range grants {
+			grants[i].Status, grants[i].GrantedBy = agentauth.StatusPending, ""
+		}
+	}
+	if err := p.store.ReactivateAgent(ctx, a.ID, to, grants, p.now(), p.lifetimes); err != nil {
+		switch {
+		case errors.Is(err, store.ErrLifetimeExceeded):
+			return appErr(http.StatusForbidden, CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed; register a new agent")
+		case errors.Is(err, store.ErrStatus):
+			var se *store.StatusError
+			errors.As(err, &se)
+			return agentStateError(se.Status)
+		}
+		return internalError(err)
+	}
+	var ap *approvalJSON
+	if to == agentauth.StatusPending {
+		if ap, err = p.startApproval(ctx, a, caps, ""); err != nil {
+			return err
+		}
+	}
+	stored, err := p.store.GetAgent(ctx, a.ID)
+	if err != nil {
+		return internalError(err)
+	}
+	writeJSON(w, http.StatusOK, p.renderAgent(stored, ap, true))
+	return nil
+}
+
+// rotateKey serves POST /agent/rotate-key (protocol §5.8).
+func (p *Provider) rotateKey(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	m, err := readObject(r)
+	if err != nil {
+		return err
+	}
+	id, err := optString(m, "agent_id")
+	if err != nil {
+		return err
+	}
+	h, a, err := p.hostAgent(ctx, r, hostKnownActive, id)
+	if err != nil {
+		return err
+	}
+	raw, ok := m["public_key"]
+	if !ok {
+		return badRequest("public_key is required")
+	}
+	k, err := parseJWK(raw)
+	if err != nil {
+		if errors.Is(err, errUnsupportedKey) {
+			return appErr(http.StatusBadRequest, CodeUnsupportedAlgorithm, "public_key: "+err.Error())
+		}
+		return badRequest("public_key: " + err.Error())
+	}
+	if k.thumbprint == h.key.thumbprint {
+		return badRequest("the agent key must differ from the host key")
+	}
+	if err := p.store.RotateAgentKey(ctx, a.ID, store.AgentKey{PublicKey: k.jwk, Thumbprint: k.thumbprint}); err != nil {
+		var se *store.StatusError
+		switch {
+		case errors.As(err, &se):
+			return agentStateError(se.Status)
+		case errors.Is(err, store.ErrConflict):
+			return appErr(http.StatusConflict, CodeAgentExists, "another agent of this host has that key")
+		}
+		return internalError(err)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"agent_id": a.ID, "status": a.DirectoryAgent(p.now()).Status})
+	return nil
+}
+
+// rotateHostKey serves POST /host/rotate-key (protocol §5.9), for hosts
+// with an inline key; a JWKS host rotates by publishing its new key.
+func (p *Provider) rotateHostKey(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	h, err := p.verifyHost(ctx, r, hostKnownActive)
+	if err != nil {
+		return err
+	}
+	if err := p.limits.host(ctx, h.host.ID); err != nil {
+		return err
+	}
+	if h.host.JWKSURL != "" {
+		return badRequest("a JWKS host rotates its key by publishing the new key at its JWKS URL")
+	}
+	m, err := readObject(r)
+	if err != nil {
+		return err
+	}
+	raw, ok := m["public_key"]
+	if !ok {
+		return badRequest("public_key is required")
+	}
+	k, err := parseJWK(raw)
+	if err != nil {
+		if errors.Is(err, errUnsupportedKey) {
+			return appErr(http.StatusBadRequest, CodeUnsupportedAlgorithm, "public_key: "+err.Error())
+		}
+		return badRequest("public_key: " + err.Error())
+	}
+	if err := p.store.RotateHostKey(ctx, h.host.ID, h.tok.iss, k.jwk, k.thumbprint); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return appErr(http.StatusConflict, "key_in_use", "the key was rotated concurrently or belongs to another host")
+		}
+		return internalError(err)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"host_id": h.host.ID, "status": h.host.Status})
+	return nil
+}

@@ -1,0 +1,424 @@
+package provider
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/httpx"
+)
+
+// Paths of the provider endpoints, relative to the issuer, as the
+// discovery document advertises them.
+const (
+	PathRegister          = "/agent/register"
+	PathStatus            = "/agent/status"
+	PathRequestCapability = "/agent/request-capability"
+	PathRevoke            = "/agent/revoke"
+	PathReactivate        = "/agent/reactivate"
+	PathRotateKey         = "/agent/rotate-key"
+	PathIntrospect        = "/agent/introspect"
+	PathRevokeHost        = "/host/revoke"
+	PathRotateHostKey     = "/host/rotate-key"
+	// PathApprovalPoll is the RFC 8628 style polling endpoint, an
+	// addition to the protocol's endpoints: a host JWT and {"agent_id"}
+	// give authorization_pending, slow_down, access_denied or
+	// expired_token until the agent's approval is decided, then its
+	// status.
+	PathApprovalPoll = "/agent/approval/poll"
+	// PathApprove is where the approval page is served by default,
+	// relative to the issuer.
+	PathApprove = "/approve"
+)
+
+// Defaults of Config.
+const (
+	DefaultApprovalLifetime = 10 * time.Minute
+	DefaultPollInterval     = 5 * time.Second
+	// DefaultFreshAuth is how recently the approving user must have
+	// signed in (protocol §8.11: a long-lived session is not enough).
+	DefaultFreshAuth = 10 * time.Minute
+)
+
+// Config configures a Provider. Issuer, ProviderName, Store and Registry
+// are required; every other field has a safe default.
+type Config struct {
+	// Issuer is the provider's base URL: an absolute http(s) URL without
+	// query, fragment or trailing slash. Endpoints are served under its
+	// path, and host JWTs must have it as aud.
+	Issuer string
+	// ProviderName and Description are published in discovery.
+	ProviderName string
+	Description  string
+
+	// Store keeps hosts, agents, grants and approvals.
+	Store store.Store
+	// Registry lists the capabilities agents may request. Their approval
+	// strength, location, description and schemas come from it.
+	Registry *core.Registry
+	// Modes are the agent modes accepted; empty means both.
+	Modes []string
+	// Policy decides what is approved without a user.
+	Policy Policy
+	// Lifetimes are the lifetime clocks applied to agents.
+	Lifetimes store.Policy
+
+	// VerificationURI is where users approve: the approval page. Empty
+	// means Issuer + PathApprove.
+	VerificationURI string
+	// ApprovalLifetime bounds an approval request; zero means
+	// DefaultApprovalLifetime.
+	ApprovalLifetime time.Duration
+	// PollInterval is the interval clients are told to poll at, in whole
+	// seconds; zero means DefaultPollInterval. A poll sooner than half of
+	// it, while approval is pending, is answered slow_down: the half
+	// forgives clients whose timers fire a little early.
+	PollInterval time.Duration
+
+	// SignedInUser returns the user signed in to the approval page, or
+	// nil when nobody is. The application owns sign-in; the page only
+	// asks. An error is answered 500.
+	SignedInUser func(r *http.Request) (*User, error)
+	// FreshAuth is how recently the user must have signed in to approve;
+	// zero means DefaultFreshAuth.
+	FreshAuth time.Duration
+	// SignInURL is where the approval page sends a user who is not
+	// signed in (or not recently enough), with the page's URL in the
+	// query parameter "next". Empty means the page says so instead.
+	SignInURL string
+	// PresenceCheck verifies the extra confirmation that a capability of
+	// approval strength webauthn needs. Nil means the page's built-in
+	// check: the user types the approval's user code again on a second
+	// screen. Applications with WebAuthn plug in an assertion check with
+	// userVerification "required" (protocol §8.11).
+	PresenceCheck func(r *http.Request, u *User, a *Approval) error
+	// PageSecret keys the approval page's CSRF tokens. Nil means 32
+	// random bytes drawn at New: tokens then die with the process, which
+	// is fine for one instance; several instances need a shared secret.
+	PageSecret []byte
+
+	// IntrospectionAuth authenticates callers of the introspection
+	// endpoint (protocol §5.12); see BearerCredential. Nil leaves the
+	// endpoint open, rate limited per client address.
+	IntrospectionAuth func(r *http.Request) bool
+
+	// RateLimits are the request limits of protocol §8.13.
+	RateLimits RateLimits
+
+	// Replay records host and agent JWT ids. Nil means an in-memory cache;
+	// several instances must share one (package agentauth/redisreplay).
+	Replay agentauth.ReplayCache
+	// Skew is the clock skew tolerated on iat and exp; zero means
+	// agentauth.DefaultSkew.
+	Skew time.Duration
+	// KeyFetch is the policy for fetching host and agent JWKS URLs.
+	KeyFetch agentauth.FetchPolicy
+
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Rand is the source of ids and codes; nil means crypto/rand.
+	Rand io.Reader
+	// Logger receives the causes of internal errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// Provider is an Agent Auth provider: discovery, registration, status,
+// capability requests, approval, revocation, reactivation, key rotation
+// and introspection, over a Store. It is an http.Handler for those
+// endpoints (see Handler for the whole site), safe for concurrent use.
+type Provider struct {
+	issuer          string
+	basePath        string
+	origin          string
+	defaultLocation string
+	providerName    string
+	description     string
+	store           store.Store
+	reg             *core.Registry
+	modes           []string
+	policy          Policy
+	lifetimes       store.Policy
+	verificationURI string
+	approvalLife    time.Duration
+	pollInterval    time.Duration
+	signedInUser    func(r *http.Request) (*User, error)
+	freshAuth       time.Duration
+	signInURL       string
+	presence        func(r *http.Request, u *User, a *Approval) error
+	pageSecret      []byte
+	introspectAuth  func(r *http.Request) bool
+	limits          *limits
+	replay          agentauth.ReplayCache
+	skew, maxAge    time.Duration
+	verifier        *agentauth.Verifier
+	keyClient       *http.Client
+	discovery       *agentauth.DiscoveryEndpoint
+	challenge       string
+	now             func() time.Time
+	rand            io.Reader
+	logger          *slog.Logger
+	routes          map[string]route
+}
+
+type route struct {
+	method string
+	serve  func(p *Provider, w http.ResponseWriter, r *http.Request) error
+}
+
+// New checks cfg and returns a Provider.
+func New(cfg Config) (*Provider, error) {
+	iss, err := url.Parse(cfg.Issuer)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("provider: Config.Issuer: %w", err)
+	case (iss.Scheme != "http" && iss.Scheme != "https") || iss.Host == "" || iss.User != nil || iss.RawQuery != "" || iss.Fragment != "" || strings.HasSuffix(cfg.Issuer, "/"):
+		return nil, fmt.Errorf("provider: Config.Issuer %q must be an absolute http(s) URL without credentials, query, fragment or trailing slash", cfg.Issuer)
+	case cfg.Store == nil:
+		return nil, errors.New("provider: Config.Store is required")
+	case cfg.Registry == nil:
+		return nil, errors.New("provider: Config.Registry is required")
+	case strings.TrimSpace(cfg.ProviderName) == "":
+		return nil, errors.New("provider: Config.ProviderName is required")
+	}
+	p := &Provider{
+		issuer:          cfg.Issuer,
+		basePath:        iss.EscapedPath(),
+		origin:          iss.Scheme + "://" + iss.Host,
+		defaultLocation: cfg.Issuer + "/" + httpx.RouteExecute,
+		providerName:    cfg.ProviderName,
+		description:     cfg.Description,
+		store:           cfg.Store,
+		reg:             cfg.Registry,
+		modes:           slices.Clone(cfg.Modes),
+		policy:          cfg.Policy,
+		lifetimes:       cfg.Lifetimes,
+		verificationURI: cfg.VerificationURI,
+		approvalLife:    cfg.ApprovalLifetime,
+		pollInterval:    cfg.PollInterval,
+		signedInUser:    cfg.SignedInUser,
+		freshAuth:       cfg.FreshAuth,
+		signInURL:       cfg.SignInURL,
+		presence:        cfg.PresenceCheck,
+		pageSecret:      slices.Clone(cfg.PageSecret),
+		introspectAuth:  cfg.IntrospectionAuth,
+		replay:          cfg.Replay,
+		skew:            cfg.Skew,
+		maxAge:          agentauth.DefaultMaxAge,
+		now:             cfg.Now,
+		rand:            cfg.Rand,
+		logger:          cfg.Logger,
+	}
+	if len(p.modes) == 0 {
+		p.modes = []string{agentauth.ModeDelegated, agentauth.ModeAutonomous}
+	}
+	for _, m := range p.modes {
+		if m != agentauth.ModeDelegated && m != agentauth.ModeAutonomous {
+			return nil, fmt.Errorf("provider: Config.Modes: unknown mode %q", m)
+		}
+	}
+	if p.verificationURI == "" {
+		p.verificationURI = p.issuer + PathApprove
+	} else if u, err := url.Parse(p.verificationURI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+		return nil, fmt.Errorf("provider: Config.VerificationURI %q must be an absolute http(s) URL without query", p.verificationURI)
+	}
+	if p.approvalLife <= 0 {
+		p.approvalLife = DefaultApprovalLifetime
+	}
+	switch {
+	case p.pollInterval == 0:
+		p.pollInterval = DefaultPollInterval
+	case p.pollInterval < time.Second || p.pollInterval%time.Second != 0:
+		return nil, fmt.Errorf("provider: Config.PollInterval %v must be whole seconds", p.pollInterval)
+	}
+	if p.freshAuth <= 0 {
+		p.freshAuth = DefaultFreshAuth
+	}
+	switch {
+	case p.skew == 0:
+		p.skew = agentauth.DefaultSkew
+	case p.skew < 0 || p.skew > agentauth.MaxSkew:
+		return nil, fmt.Errorf("provider: Config.Skew %v must be in (0, %v]", p.skew, agentauth.MaxSkew)
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if p.rand == nil {
+		p.rand = rand.Reader
+	}
+	if p.logger == nil {
+		p.logger = slog.New(slog.DiscardHandler)
+	}
+	if p.replay == nil {
+		p.replay = agentauth.NewMemoryReplayCache(0).WithClock(p.now)
+	}
+	if len(p.pageSecret) == 0 {
+		p.pageSecret = make([]byte, 32)
+		if _, err := io.ReadFull(p.rand, p.pageSecret); err != nil {
+			return nil, fmt.Errorf("provider: page secret: %w", err)
+		}
+	}
+	if p.limits, err = newLimits(cfg.RateLimits, p.now); err != nil {
+		return nil, err
+	}
+	audiences := []string{p.issuer, p.defaultLocation}
+	for _, d := range p.reg.All() {
+		if loc := d.Location(); loc != "" && !slices.Contains(audiences, loc) {
+			audiences = append(audiences, loc)
+		}
+	}
+	p.verifier, err = agentauth.NewVerifier(agentauth.VerifierConfig{
+		Directory: directory{p},
+		Audiences: audiences,
+		Skew:      p.skew,
+		Replay:    p.replay,
+		KeyFetch:  cfg.KeyFetch,
+		Now:       p.now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("provider: %w", err)
+	}
+	p.keyClient = agentauth.NewSafeHTTPClient(cfg.KeyFetch)
+	methods := []string{store.MethodDeviceAuthorization}
+	ep := agentauth.LocationEndpoints("/")
+	ep.Register = PathRegister
+	ep.Status = PathStatus
+	ep.RequestCapability = PathRequestCapability
+	ep.Revoke = PathRevoke
+	ep.Reactivate = PathReactivate
+	ep.RotateKey = PathRotateKey
+	ep.RevokeHost = PathRevokeHost
+	ep.RotateHostKey = PathRotateHostKey
+	ep.Introspect = PathIntrospect
+	p.discovery, err = agentauth.NewDiscoveryEndpoint(agentauth.Discovery{
+		ProviderName:    p.providerName,
+		Description:     p.description,
+		Issuer:          p.issuer,
+		DefaultLocation: p.defaultLocation,
+		Modes:           p.modes,
+		ApprovalMethods: methods,
+		Endpoints:       ep,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("provider: %w", err)
+	}
+	p.challenge = `AgentAuth discovery="` + p.origin + agentauth.DiscoveryPath + `"`
+	p.routes = map[string]route{
+		PathRegister:          {http.MethodPost, (*Provider).register},
+		PathStatus:            {http.MethodGet, (*Provider).status},
+		PathRequestCapability: {http.MethodPost, (*Provider).requestCapability},
+		PathRevoke:            {http.MethodPost, (*Provider).revoke},
+		PathReactivate:        {http.MethodPost, (*Provider).reactivate},
+		PathRotateKey:         {http.MethodPost, (*Provider).rotateKey},
+		PathIntrospect:        {http.MethodPost, (*Provider).introspect},
+		PathRevokeHost:        {http.MethodPost, (*Provider).revokeHost},
+		PathRotateHostKey:     {http.MethodPost, (*Provider).rotateHostKey},
+		PathApprovalPoll:      {http.MethodPost, (*Provider).approvalPoll},
+	}
+	return p, nil
+}
+
+// Issuer returns the issuer URL.
+func (p *Provider) Issuer() string { return p.issuer }
+
+// DefaultLocation returns the URL of the default capability location,
+// {issuer}/capability/execute: the aud of execution JWTs for capabilities
+// without a location of their own.
+func (p *Provider) DefaultLocation() string { return p.defaultLocation }
+
+// VerificationURI returns the approval page's URL.
+func (p *Provider) VerificationURI() string { return p.verificationURI }
+
+// Discovery returns the discovery endpoint.
+func (p *Provider) Discovery() *agentauth.DiscoveryEndpoint { return p.discovery }
+
+// ServeHTTP serves the provider endpoints. The request path must be the
+// full path, issuer path included: mount the Provider at the issuer's
+// path without stripping it. Unknown paths are 404 not_found.
+func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rel, ok := strings.CutPrefix(r.URL.Path, p.basePath)
+	rt, known := p.routes[rel]
+	if !ok || !known {
+		p.writeError(w, r, appErr(http.StatusNotFound, CodeNotFound, "no such endpoint"))
+		return
+	}
+	if r.Method != rt.method {
+		w.Header().Set("Allow", rt.method)
+		p.writeError(w, r, appErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "use "+rt.method+" for this endpoint"))
+		return
+	}
+	if err := rt.serve(p, w, r); err != nil {
+		p.writeError(w, r, err)
+	}
+}
+
+// Handler returns the provider's whole site as one handler: the
+// discovery document at {origin}/.well-known/agent-configuration (and at
+// that path followed by the issuer's path), the provider endpoints under
+// the issuer, the approval page at the verification URI's path when
+// SignedInUser is set, and, when location is not nil, the capability
+// routes ({issuer}/capability/...) served by location with the issuer's
+// path stripped, as an httpx handler expects. Other paths are 404.
+func (p *Provider) Handler(location http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(agentauth.DiscoveryPath, p.discovery)
+	if p.basePath != "" {
+		mux.Handle(agentauth.DiscoveryPath+p.basePath, p.discovery)
+	}
+	for path := range p.routes {
+		mux.Handle(p.basePath+path, p)
+	}
+	if p.signedInUser != nil {
+		if u, err := url.Parse(p.verificationURI); err == nil && u.Scheme+"://"+u.Host == p.origin {
+			mux.Handle(u.EscapedPath(), p.ApprovalPage())
+		}
+	}
+	if location != nil {
+		prefix := p.basePath + "/capability/"
+		mux.Handle(prefix, http.StripPrefix(p.basePath, location))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		p.writeError(w, r, appErr(http.StatusNotFound, CodeNotFound, "no such endpoint"))
+	})
+	return p.limits.wrapIP(mux, p)
+}
+
+// newID returns prefix followed by 128 random bits in lower-case base32.
+func (p *Provider) newID(prefix string) (string, error) {
+	var b [16]byte
+	if _, err := io.ReadFull(p.rand, b[:]); err != nil {
+		return "", fmt.Errorf("provider: random id: %w", err)
+	}
+	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])), nil
+}
+
+// directory is the Store as the Verifier reads it, with agents seen at
+// the provider's clock.
+type directory struct{ p *Provider }
+
+func (d directory) Host(ctx context.Context, id string) (*agentauth.Host, error) {
+	h, err := d.p.store.GetHost(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return h.DirectoryHost(), nil
+}
+
+func (d directory) Agent(ctx context.Context, id string) (*agentauth.Agent, error) {
+	a, err := d.p.store.GetAgent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return a.DirectoryAgent(d.p.now()), nil
+}

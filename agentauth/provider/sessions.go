@@ -1,0 +1,283 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/httpx"
+)
+
+// Sessions returns the SessionSource for capability locations backed by
+// this provider: it verifies agent JWTs against the Store (see
+// agentauth.Verifier for the checks), then records the request on the
+// agent, which extends its session or, past its lifetime, ends it
+// (403 agent_expired, or absolute_lifetime_exceeded), and counts it
+// against the agent, host and user rate limits. Its audiences are the
+// issuer, the default location and every capability location in the
+// Registry; HTTPConfig checks per capability which one an execution
+// must name.
+func (p *Provider) Sessions() agentauth.SessionSource { return sessionSource{p} }
+
+type sessionSource struct{ p *Provider }
+
+func (s sessionSource) Session(ctx context.Context, token string) (*agentauth.Session, error) {
+	return s.p.session(ctx, token)
+}
+
+func (p *Provider) session(ctx context.Context, token string) (*agentauth.Session, error) {
+	sess, err := p.verifier.Session(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.store.TouchAgent(ctx, sess.Agent.ID, p.now(), p.lifetimes); err != nil {
+		switch {
+		case errors.Is(err, store.ErrLifetimeExceeded):
+			return nil, appErr(http.StatusForbidden, CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed")
+		case errors.Is(err, store.ErrStatus):
+			var se *store.StatusError
+			errors.As(err, &se)
+			return nil, agentStateError(se.Status)
+		}
+		return nil, internalError(err)
+	}
+	if err := p.limits.agent(ctx, sess.Agent.ID, sess.Host.ID, sess.Agent.UserID); err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
+// HTTPConfig returns the httpx configuration of a capability location
+// served with this provider's agents: agentauth.HTTPConfig with
+// p.Sessions() and p's issuer, and an Authorize step, run before o's own,
+// that checks the capability's per-capability rate limit and that the
+// token was made for where the capability executes: an execution JWT's
+// aud must be the capability's location, or the default location for a
+// capability without one (protocol §4.3). o.Sessions and o.Issuer are
+// ignored.
+func HTTPConfig[P any](p *Provider, o agentauth.HTTPOptions[P]) (httpx.Config[agentauth.Caller[P]], error) {
+	o.Sessions = p.Sessions()
+	o.Issuer = p.issuer
+	if o.Now == nil {
+		o.Now = p.now
+	}
+	next := o.Authorize
+	o.Authorize = func(ctx context.Context, c agentauth.Caller[P], inv *core.Invocation) error {
+		def := inv.Definition
+		want := def.Location()
+		if want == "" {
+			want = p.defaultLocation
+		}
+		if !slices.Contains(c.Session.Claims.Audience, want) {
+			return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, "agent JWT audience is not this capability's location").
+				WithCause(fmt.Errorf("aud %q, capability %s executes at %s", c.Session.Claims.Audience, def.Name(), want))
+		}
+		if err := p.limits.capability(ctx, def.Name(), c.Session.Agent.ID); err != nil {
+			return err
+		}
+		if next != nil {
+			return next(ctx, c, inv)
+		}
+		return nil
+	}
+	return agentauth.HTTPConfig(o)
+}
+
+// agentSession authenticates an agent request to a provider endpoint:
+// the token's aud must be the issuer.
+func (p *Provider) agentSession(r *http.Request) (*agentauth.Session, error) {
+	token, err := agentauth.BearerToken(r.Header.Get("Authorization"))
+	if err != nil {
+		var ae *core.AppError
+		if errors.As(err, &ae) {
+			return nil, ae
+		}
+		return nil, appErr(http.StatusUnauthorized, agentauth.CodeAuthenticationRequired, "an agent JWT is required")
+	}
+	sess, err := p.session(r.Context(), token)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(sess.Claims.Audience, p.issuer) {
+		return nil, appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, "agent JWT audience is not this issuer")
+	}
+	return sess, nil
+}
+
+// requestCapability serves POST /agent/request-capability (protocol
+// §5.4). Capabilities the agent already holds are reported as they are;
+// if it holds all of them, the answer is 409 already_granted.
+func (p *Provider) requestCapability(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	sess, err := p.agentSession(r)
+	if err != nil {
+		return err
+	}
+	m, err := readObject(r)
+	if err != nil {
+		return err
+	}
+	reqs, err := p.parseRequested(m["capabilities"], true)
+	if err != nil {
+		return err
+	}
+	var reason, binding string
+	if reason, err = optString(m, "reason"); err != nil {
+		return err
+	}
+	if binding, err = optString(m, "binding_message"); err != nil {
+		return err
+	}
+	reason, binding = displayText(reason, maxReasonRunes), displayText(binding, maxReasonRunes)
+	a, err := p.store.GetAgent(ctx, sess.Agent.ID)
+	if err != nil {
+		return internalError(err)
+	}
+	host, err := p.store.GetHost(ctx, a.HostID)
+	if err != nil {
+		return internalError(err)
+	}
+	held := map[string]store.Grant{}
+	for _, g := range a.Grants {
+		held[g.Capability] = g
+	}
+	var fresh []store.Grant
+	var pending []store.RequestedCapability
+	var names []string
+	for _, rc := range reqs {
+		names = append(names, rc.Name)
+		if g, ok := held[rc.Name]; ok && g.Status == agentauth.StatusActive && (g.ExpiresAt == nil || p.now().Before(*g.ExpiresAt)) {
+			continue
+		}
+		def, _ := p.reg.Lookup(rc.Name)
+		cons, err := p.effectiveConstraints(ctx, a, def, rc.Constraints)
+		if err != nil {
+			return err
+		}
+		g := store.Grant{Capability: rc.Name, Status: agentauth.StatusPending, Constraints: cons, Reason: reason}
+		switch {
+		case a.Mode == agentauth.ModeAutonomous:
+			if def.Approval() != core.ApprovalWebAuthn && slices.Contains(host.DefaultCapabilities, rc.Name) {
+				g.Status, g.GrantedBy = agentauth.StatusActive, "system:policy"
+			} else {
+				g.Status, g.DeniedBy, g.Reason = agentauth.StatusDenied, "system:policy", "autonomous agents of this host are not granted this capability"
+			}
+		case p.autoApprove(ctx, host, def):
+			g.Status, g.GrantedBy = agentauth.StatusActive, "system:host_defaults"
+		default:
+			pending = append(pending, store.RequestedCapability{Name: rc.Name, Constraints: cons})
+		}
+		fresh = append(fresh, g)
+	}
+	if len(fresh) == 0 {
+		return appErr(http.StatusConflict, CodeAlreadyGranted, "every requested capability is already granted")
+	}
+	if err := p.store.PutGrants(ctx, a.ID, fresh); err != nil {
+		return internalError(err)
+	}
+	var ap *approvalJSON
+	if len(pending) > 0 {
+		if ap, err = p.startApproval(ctx, a, pending, binding); err != nil {
+			return err
+		}
+	}
+	stored, err := p.store.ListGrants(ctx, a.ID)
+	if err != nil {
+		return internalError(err)
+	}
+	stored = slices.DeleteFunc(stored, func(g store.Grant) bool { return !slices.Contains(names, g.Capability) })
+	writeJSON(w, http.StatusOK, struct {
+		AgentID  string        `json:"agent_id"`
+		Grants   []grantJSON   `json:"agent_capability_grants"`
+		Approval *approvalJSON `json:"approval,omitempty"`
+	}{a.ID, p.renderGrants(stored, false), ap})
+	return nil
+}
+
+// BearerCredential returns an IntrospectionAuth that admits requests
+// whose Authorization header is "Bearer " followed by secret, compared
+// in constant time.
+func BearerCredential(secret string) func(r *http.Request) bool {
+	want := "Bearer " + secret
+	return func(r *http.Request) bool {
+		got := r.Header.Get("Authorization")
+		return constantTimeEqual(got, want) && secret != ""
+	}
+}
+
+// introspect serves POST /agent/introspect (protocol §5.12). Any token
+// that does not verify is {"active": false}; the reason is not told.
+// Verifying consumes the token's jti, as using it would.
+func (p *Provider) introspect(w http.ResponseWriter, r *http.Request) error {
+	if p.introspectAuth != nil && !p.introspectAuth(r) {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		return appErr(http.StatusUnauthorized, agentauth.CodeUnauthorized, "the introspection endpoint needs the caller's credential")
+	}
+	m, err := readObject(r)
+	if err != nil {
+		return err
+	}
+	token, err := reqString(m, "token")
+	if err != nil {
+		return err
+	}
+	sess, err := p.session(r.Context(), strings.TrimSpace(token))
+	if err != nil {
+		var ae *core.AppError
+		if errors.As(err, &ae) && ae.Status >= 500 {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]bool{"active": false})
+		return nil
+	}
+	// A token made for one capability location is good only for the
+	// capabilities that execute there, so that a location cannot replay
+	// it elsewhere (protocol §8.18).
+	aud := sess.Claims.Audience
+	forProvider := slices.Contains(aud, p.issuer) || slices.Contains(aud, p.defaultLocation)
+	type compact struct {
+		Capability string `json:"capability"`
+		Status     string `json:"status"`
+	}
+	grants := []compact{}
+	for _, g := range sess.Agent.Grants {
+		if sess.Claims.Capabilities != nil && !slices.Contains(sess.Claims.Capabilities, g.Capability) {
+			continue
+		}
+		if !forProvider {
+			def, ok := p.reg.Lookup(g.Capability)
+			if !ok || !slices.Contains(aud, def.Location()) {
+				continue
+			}
+		}
+		if !g.Effective(p.now()) {
+			continue
+		}
+		grants = append(grants, compact{g.Capability, g.Status})
+	}
+	a, err := p.store.GetAgent(r.Context(), sess.Agent.ID)
+	if err != nil {
+		return internalError(err)
+	}
+	out := map[string]any{
+		"active":                  true,
+		"agent_id":                a.ID,
+		"host_id":                 a.HostID,
+		"agent_capability_grants": grants,
+		"mode":                    a.Mode,
+	}
+	if a.UserID != "" {
+		out["user_id"] = a.UserID
+	}
+	if a.ExpiresAt != nil {
+		out["expires_at"] = a.ExpiresAt
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
