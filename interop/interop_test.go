@@ -52,6 +52,24 @@ func TestReference(t *testing.T) {
 	runSuite(t, ref)
 }
 
+// TestAgentcap runs the same suite against agentcap's own provider
+// (package agentauth/provider), served by this process on loopback. It
+// needs no harness.
+func TestAgentcap(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	location := "http://" + ln.Addr().String() + "/capability/execute"
+	ln.Close()
+	p, err := interop.NewAgentcap(location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	runSuite(t, p)
+}
+
 // locationMessage is the input and output of interop.LocationCapability.
 type locationMessage struct {
 	Message string `json:"message"`
@@ -458,7 +476,11 @@ func runSuite(t *testing.T, p interop.Provider) {
 			t.Fatalf("first use: %d", status)
 		}
 		status, m := post(t, d.DefaultLocationURL(), tok, body)
-		if status != http.StatusUnauthorized || m["error"] != "jti_replay" {
+		replayCode := agentauth.CodeInvalidJWT
+		if rc, ok := p.(interop.ReplayCoder); ok {
+			replayCode = rc.ReplayCode()
+		}
+		if status != http.StatusUnauthorized || m["error"] != replayCode {
 			t.Errorf("replay at the provider: %d %v", status, m)
 		}
 

@@ -1,0 +1,173 @@
+package interop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/provider"
+	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/httpx"
+)
+
+// AgentcapUser is the user who approves at the agentcap provider.
+const AgentcapUser = "user_interop"
+
+// ReplayCoder is implemented by providers whose answer to a replayed
+// agent JWT is not the protocol's invalid_jwt.
+type ReplayCoder interface {
+	// ReplayCode is the error code the provider answers a replayed
+	// agent JWT with at its default location.
+	ReplayCode() string
+}
+
+// ReplayCode implements ReplayCoder: the reference provider answers
+// jti_replay (see README.md).
+func (r *Reference) ReplayCode() string { return "jti_replay" }
+
+// Agentcap is agentcap's own provider (package agentauth/provider) with
+// the same capabilities and policy as the reference harness, served on a
+// loopback port by this process.
+type Agentcap struct {
+	prov     *provider.Provider
+	srv      *http.Server
+	issuer   string
+	location string
+}
+
+type echoIO struct {
+	Message string `json:"message"`
+}
+
+type addIn struct {
+	A float64 `json:"a"`
+	B float64 `json:"b"`
+}
+
+type addOut struct {
+	Sum float64 `json:"sum"`
+}
+
+type transferIn struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+}
+
+type transferOut struct {
+	TransferID string  `json:"transfer_id"`
+	Amount     float64 `json:"amount"`
+	Currency   string  `json:"currency"`
+}
+
+// NewAgentcap starts agentcap's provider on a free loopback port, with
+// agentcap_echo located at location, which the caller serves.
+func NewAgentcap(location string) (*Agentcap, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	issuer := "http://" + ln.Addr().String()
+	var transfers int
+	var mu = make(chan struct{}, 1)
+	reg, err := core.NewRegistry(
+		core.MustDefine("echo", "Return the message it was given.",
+			func(_ context.Context, _ struct{}, in echoIO) (echoIO, error) { return in, nil }),
+		core.MustDefine("add", "Add two numbers.",
+			func(_ context.Context, _ struct{}, in addIn) (addOut, error) { return addOut{in.A + in.B}, nil }),
+		core.MustDefine("transfer", "Move money between accounts.",
+			func(_ context.Context, _ struct{}, in transferIn) (transferOut, error) {
+				mu <- struct{}{}
+				transfers++
+				n := transfers
+				<-mu
+				return transferOut{fmt.Sprintf("tr_%d", n), in.Amount, in.Currency}, nil
+			}, core.WithRisk(core.RiskHigh)),
+		core.MustDefine(LocationCapability, "Echo, executed by an agentcap resource server.",
+			func(_ context.Context, _ struct{}, in echoIO) (echoIO, error) { return in, nil },
+			core.WithLocation(location)),
+	)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	prov, err := provider.New(provider.Config{
+		Issuer:       issuer,
+		ProviderName: "agentcap-interop",
+		Description:  "agentcap's provider under the interop suite",
+		Store:        store.NewMemory(),
+		Registry:     reg,
+		Policy: provider.Policy{
+			// As in the reference harness: autonomous hosts get echo
+			// and add; delegated agents always ask the user.
+			HostDefaults: func(_ context.Context, h provider.NewHost) []string {
+				if h.Mode == agentauth.ModeAutonomous {
+					return []string{"echo", "add"}
+				}
+				return nil
+			},
+		},
+		PollInterval: time.Second,
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	exec, err := core.NewExecutor(reg, core.ExecutorConfig[struct{}, agentauth.Caller[struct{}]]{
+		CreateContext: func(context.Context, agentauth.Caller[struct{}], *core.Definition, any) (struct{}, error) {
+			return struct{}{}, nil
+		},
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	hc, err := provider.HTTPConfig(prov, agentauth.HTTPOptions[struct{}]{})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	loc, err := httpx.New(exec, hc)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	a := &Agentcap{prov: prov, issuer: issuer, location: location}
+	a.srv = &http.Server{Handler: prov.Handler(loc), ReadHeaderTimeout: 10 * time.Second}
+	go a.srv.Serve(ln)
+	return a, nil
+}
+
+// Close stops the provider.
+func (a *Agentcap) Close() error { return a.srv.Close() }
+
+// Name implements Provider.
+func (a *Agentcap) Name() string { return "agentcap" }
+
+// URL implements Provider.
+func (a *Agentcap) URL() string { return a.issuer }
+
+// Issuer implements Provider.
+func (a *Agentcap) Issuer() string { return a.issuer }
+
+// Location implements Provider.
+func (a *Agentcap) Location() string { return a.location }
+
+// Decide implements Provider through the provider's approval API, as the
+// approval page does for a signed-in user. The interop capabilities have
+// no webauthn strength, so no presence confirmation is involved.
+func (a *Agentcap) Decide(ctx context.Context, d Decision) error {
+	if d.UserCode == "" {
+		return errors.New("interop: agentcap approves by user code")
+	}
+	return a.prov.Decide(ctx, provider.Decision{
+		UserCode:     d.UserCode,
+		UserID:       AgentcapUser,
+		Deny:         d.Deny,
+		Capabilities: d.Capabilities,
+	})
+}
