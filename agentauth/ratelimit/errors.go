@@ -11,8 +11,8 @@ import (
 // CodeRateLimited is the protocol's error code for a refused request.
 const CodeRateLimited = "rate_limited"
 
-// RetryAfterField is the member of the error envelope that carries the
-// Retry-After seconds, for transports that turn it into the header.
+// RetryAfterField is the member of the error envelope that repeats the
+// Retry-After seconds in the body.
 const RetryAfterField = "retry_after"
 
 // RetryAfterSeconds returns d.RetryAfter in whole seconds, rounded up and
@@ -24,14 +24,18 @@ func RetryAfterSeconds(d Decision) int {
 }
 
 // Error returns the protocol's answer to a refused request: 429
-// rate_limited with message (a generic one when empty) and a retry_after
-// envelope member holding RetryAfterSeconds.
+// rate_limited with message (a generic one when empty), asking the caller
+// to wait RetryAfterSeconds (core.AppError.RetryAfter, which httpx sends
+// as the Retry-After header), and with the same seconds in a retry_after
+// envelope member for clients that read only the body.
 func Error(d Decision, message string) *core.AppError {
 	if message == "" {
 		message = "too many requests; retry later"
 	}
+	secs := RetryAfterSeconds(d)
 	return core.NewAppError(http.StatusTooManyRequests, CodeRateLimited, message).
-		With(RetryAfterField, RetryAfterSeconds(d))
+		With(RetryAfterField, secs).
+		WithRetryAfter(time.Duration(secs) * time.Second)
 }
 
 // SetRetryAfter sets the Retry-After header for a refused decision, for

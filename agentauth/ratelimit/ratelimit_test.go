@@ -250,7 +250,8 @@ func TestError(t *testing.T) {
 			t.Errorf("RetryAfterSeconds(%v) = %d, want %d", tc.retry, got, tc.secs)
 		}
 		e := ratelimit.Error(d, "")
-		if e.Status != http.StatusTooManyRequests || e.Code != "rate_limited" || e.Message == "" || e.Fields[ratelimit.RetryAfterField] != tc.secs {
+		if e.Status != http.StatusTooManyRequests || e.Code != "rate_limited" || e.Message == "" ||
+			e.Fields[ratelimit.RetryAfterField] != tc.secs || e.RetryAfter != time.Duration(tc.secs)*time.Second {
 			t.Errorf("Error(%v) = %+v", tc.retry, e)
 		}
 		h := http.Header{}
