@@ -190,18 +190,18 @@ type approvalJSON struct {
 // agentJSON is the agent as registration, status and reactivation report
 // it (protocol §5.3, §5.5).
 type agentJSON struct {
-	AgentID     string         `json:"agent_id"`
-	HostID      string         `json:"host_id"`
-	Name        string         `json:"name"`
-	Status      string         `json:"status"`
-	Mode        string         `json:"mode"`
-	UserID      string         `json:"user_id,omitempty"`
-	Grants      []grantJSON    `json:"agent_capability_grants"`
-	Approval    *approvalJSON  `json:"approval,omitempty"`
-	CreatedAt   time.Time      `json:"created_at"`
-	ActivatedAt *time.Time     `json:"activated_at,omitempty"`
-	LastUsedAt  *time.Time     `json:"last_used_at,omitempty"`
-	ExpiresAt   *time.Time     `json:"expires_at,omitempty"`
+	AgentID     string        `json:"agent_id"`
+	HostID      string        `json:"host_id"`
+	Name        string        `json:"name"`
+	Status      string        `json:"status"`
+	Mode        string        `json:"mode"`
+	UserID      string        `json:"user_id,omitempty"`
+	Grants      []grantJSON   `json:"agent_capability_grants"`
+	Approval    *approvalJSON `json:"approval,omitempty"`
+	CreatedAt   time.Time     `json:"created_at"`
+	ActivatedAt *time.Time    `json:"activated_at,omitempty"`
+	LastUsedAt  *time.Time    `json:"last_used_at,omitempty"`
+	ExpiresAt   *time.Time    `json:"expires_at,omitempty"`
 }
 
 func (p *Provider) renderAgent(a *store.Agent, ap *approvalJSON, withGrantedBy bool) agentJSON {

@@ -195,10 +195,11 @@ func (p *Provider) reactivate(w http.ResponseWriter, r *http.Request) error {
 	}
 	if a.Status == agentauth.StatusActive {
 		// Its deadline passed but no sweep has marked it yet.
-		if err := p.store.TouchAgent(ctx, a.ID, p.now(), p.lifetimes); err != nil && !errors.Is(err, store.ErrStatus) {
-			if errors.Is(err, store.ErrLifetimeExceeded) {
-				return appErr(http.StatusForbidden, CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed; register a new agent")
-			}
+		err := p.store.TouchAgent(ctx, a.ID, p.now(), p.lifetimes)
+		switch {
+		case errors.Is(err, store.ErrLifetimeExceeded):
+			return appErr(http.StatusForbidden, CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed; register a new agent")
+		case err != nil && !errors.Is(err, store.ErrStatus):
 			return internalError(err)
 		}
 	}
