@@ -10,50 +10,91 @@ import (
 	"github.com/agentcap/agentcap/core"
 )
 
-// The envelope parsers below read only the top level of a request body.
-// The arguments stay raw: the executor parses them, once, strictly. A
-// body is first checked to be valid JSON in UTF-8, so the scanner can trust the
-// grammar and only has to find where each member starts and ends.
+// The envelope parsers below read only the top level of a request body,
+// and read it once: the scanner checks the grammar of every byte (UTF-8 in
+// strings included) while it finds where each member starts and ends, so a
+// malformed body, arguments included, is refused before anything else is
+// said about it. The arguments stay raw: the executor parses them, once,
+// strictly.
 
-// objectScanner walks the members of one JSON object in valid JSON text.
+// maxDepth is encoding/json's nesting limit. The scanner keeps it so that
+// it accepts exactly the bodies that encoding/json.Valid accepts.
+const maxDepth = 10000
+
+// objectScanner walks the members of one JSON object and checks the
+// syntax of everything it passes, up to and including the whitespace
+// after the object's closing brace.
 type objectScanner struct {
-	data    []byte
-	i       int
+	data []byte
+	i    int
+	// first is true until the first member has been read.
+	first bool
+	// bad reports a syntax error; the walk stops there.
+	bad     bool
 	seen    [][]byte
 	seenBuf [4][]byte // keeps the usual two or three keys off the heap
 }
 
 // newObjectScanner positions a scanner inside the object data holds. It
-// reports false when data is not an object.
+// reports false when the first byte after any whitespace does not open an
+// object.
 func newObjectScanner(data []byte) (objectScanner, bool) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return objectScanner{}, false
 	}
-	return objectScanner{data: data, i: i + 1}, true
+	return objectScanner{data: data, i: i + 1, first: true}, true
 }
 
 // next returns the next member's unescaped key and raw value. The key
 // aliases data unless it holds escapes, so comparing it allocates
-// nothing. dup reports a key that appeared before in this object.
+// nothing. dup reports a key that appeared before in this object. At the
+// end of the object, or at a syntax error, ok is false; bad tells which.
 func (s *objectScanner) next() (key, val []byte, dup, ok bool) {
 	if s.seen == nil {
 		s.seen = s.seenBuf[:0]
 	}
-	i := skipSpace(s.data, s.i)
-	if s.data[i] == ',' {
-		i = skipSpace(s.data, i+1)
-	}
-	if s.data[i] == '}' {
-		s.i = i + 1
+	if s.bad || s.i < 0 {
 		return nil, nil, false, false
 	}
-	end := stringEnd(s.data, i)
-	key = unquoteBytes(s.data[i:end])
-	i = skipSpace(s.data, end)
-	i = skipSpace(s.data, i+1) // the colon
-	vend := valueEnd(s.data, i)
-	val = s.data[i:vend]
+	d := s.data
+	i := skipSpace(d, s.i)
+	if i < len(d) && d[i] == '}' && s.first {
+		return s.close(i)
+	}
+	if !s.first {
+		switch {
+		case i < len(d) && d[i] == '}':
+			return s.close(i)
+		case i < len(d) && d[i] == ',':
+			i = skipSpace(d, i+1)
+		default:
+			return s.fail()
+		}
+	}
+	s.first = false
+	if i >= len(d) || d[i] != '"' {
+		return s.fail()
+	}
+	end, escaped := scanString(d, i)
+	if end < 0 {
+		return s.fail()
+	}
+	if escaped {
+		key = []byte(unquote(d[i:end]))
+	} else {
+		key = d[i+1 : end-1]
+	}
+	i = skipSpace(d, end)
+	if i >= len(d) || d[i] != ':' {
+		return s.fail()
+	}
+	i = skipSpace(d, i+1)
+	vend := scanValue(d, i, 1)
+	if vend < 0 {
+		return s.fail()
+	}
+	val = d[i:vend]
 	s.i = vend
 	for _, k := range s.seen {
 		if bytes.Equal(k, key) {
@@ -62,6 +103,21 @@ func (s *objectScanner) next() (key, val []byte, dup, ok bool) {
 	}
 	s.seen = append(s.seen, key)
 	return key, val, dup, true
+}
+
+// close ends the walk at the closing brace at data[i]: only whitespace may
+// follow it.
+func (s *objectScanner) close(i int) (key, val []byte, dup, ok bool) {
+	if skipSpace(s.data, i+1) != len(s.data) {
+		return s.fail()
+	}
+	s.i = -1
+	return nil, nil, false, false
+}
+
+func (s *objectScanner) fail() (key, val []byte, dup, ok bool) {
+	s.bad = true
+	return nil, nil, false, false
 }
 
 func skipSpace(data []byte, i int) int {
@@ -76,58 +132,238 @@ func skipSpace(data []byte, i int) int {
 	return i
 }
 
-// stringEnd returns the index just past the string starting at data[i].
-func stringEnd(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(data)
+// isJSON reports whether data is exactly one JSON text, in UTF-8, with
+// nothing but whitespace around it.
+func isJSON(data []byte) bool {
+	i := skipSpace(data, 0)
+	end := scanValue(data, i, 0)
+	return end >= 0 && skipSpace(data, end) == len(data)
 }
 
-// valueEnd returns the index just past the value starting at data[i].
-func valueEnd(data []byte, i int) int {
-	switch data[i] {
-	case '"':
-		return stringEnd(data, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(data); i++ {
-			switch data[i] {
-			case '"':
-				i = stringEnd(data, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
+// containers remembers, for each open array or object, which of the two
+// it is. The first 64 levels live in one word; only a document nested
+// deeper than that costs an allocation.
+type containers struct {
+	n    int
+	low  uint64
+	high []uint64
+}
+
+func (c *containers) push(object bool) {
+	var bit uint64
+	if object {
+		bit = 1
+	}
+	if c.n < 64 {
+		c.low = c.low&^(1<<c.n) | bit<<c.n
+	} else {
+		w, b := (c.n-64)/64, uint(c.n-64)%64
+		if w == len(c.high) {
+			c.high = append(c.high, 0)
+		}
+		c.high[w] = c.high[w]&^(1<<b) | bit<<b
+	}
+	c.n++
+}
+
+// inObject reports whether the innermost open container is an object.
+func (c *containers) inObject() bool {
+	top := c.n - 1
+	if top < 64 {
+		return c.low>>top&1 == 1
+	}
+	top -= 64
+	return c.high[top/64]>>(uint(top)%64)&1 == 1
+}
+
+// scanValue checks the JSON value that starts at data[i] and returns the
+// index just past it, or -1 when the bytes there are not a value. depth
+// is the number of containers already open around it, which counts
+// towards maxDepth.
+func scanValue(data []byte, i, depth int) int {
+	var open containers
+	for {
+		// A value starts at i.
+		if i >= len(data) {
+			return -1
+		}
+		switch c := data[i]; c {
+		case '{', '[':
+			if depth+open.n >= maxDepth {
+				return -1
+			}
+			open.push(c == '{')
+			i = skipSpace(data, i+1)
+			if i < len(data) && (c == '{' && data[i] == '}' || c == '[' && data[i] == ']') {
+				open.n--
+				i++
+				break
+			}
+			if c == '{' {
+				if i = scanKey(data, i); i < 0 {
+					return -1
 				}
 			}
-		}
-		return len(data)
-	default:
-		for ; i < len(data); i++ {
-			switch data[i] {
-			case ',', '}', ']', ' ', '\t', '\r', '\n':
-				return i
+			continue
+		case '"':
+			if i, _ = scanString(data, i); i < 0 {
+				return -1
+			}
+		case 't':
+			if i = scanLiteral(data, i, "true"); i < 0 {
+				return -1
+			}
+		case 'f':
+			if i = scanLiteral(data, i, "false"); i < 0 {
+				return -1
+			}
+		case 'n':
+			if i = scanLiteral(data, i, "null"); i < 0 {
+				return -1
+			}
+		default:
+			if i = scanNumber(data, i); i < 0 {
+				return -1
 			}
 		}
-		return len(data)
+		// A value ended at i: close containers until another value is due.
+		for {
+			if open.n == 0 {
+				return i
+			}
+			i = skipSpace(data, i)
+			if i >= len(data) {
+				return -1
+			}
+			object := open.inObject()
+			c := data[i]
+			if c == ',' {
+				i = skipSpace(data, i+1)
+				if object {
+					if i = scanKey(data, i); i < 0 {
+						return -1
+					}
+				}
+				break
+			}
+			if object && c != '}' || !object && c != ']' {
+				return -1
+			}
+			open.n--
+			i++
+		}
 	}
 }
 
-// unquoteBytes decodes a JSON string token, without copying when it holds
-// no escapes.
-func unquoteBytes(tok []byte) []byte {
-	if bytes.IndexByte(tok, '\\') < 0 {
-		return tok[1 : len(tok)-1]
+// scanKey checks a member name and its colon at data[i] and returns the
+// index of the member's value.
+func scanKey(data []byte, i int) int {
+	if i >= len(data) || data[i] != '"' {
+		return -1
 	}
-	return []byte(unquote(tok))
+	i, _ = scanString(data, i)
+	if i < 0 {
+		return -1
+	}
+	i = skipSpace(data, i)
+	if i >= len(data) || data[i] != ':' {
+		return -1
+	}
+	return skipSpace(data, i+1)
+}
+
+// scanString checks the string that starts at data[i], a quote, and
+// returns the index just past it, or -1. escaped reports a backslash in
+// it. Control characters and invalid UTF-8 are refused.
+func scanString(data []byte, i int) (end int, escaped bool) {
+	for i++; i < len(data); {
+		c := data[i]
+		switch {
+		case c == '"':
+			return i + 1, escaped
+		case c == '\\':
+			escaped = true
+			if i+1 >= len(data) {
+				return -1, escaped
+			}
+			switch data[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(data) || !isHex(data[i+2]) || !isHex(data[i+3]) || !isHex(data[i+4]) || !isHex(data[i+5]) {
+					return -1, escaped
+				}
+				i += 6
+			default:
+				return -1, escaped
+			}
+		case c < 0x20:
+			return -1, escaped
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size == 1 {
+				return -1, escaped
+			}
+			i += size
+		}
+	}
+	return -1, escaped
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// scanLiteral checks that lit starts at data[i].
+func scanLiteral(data []byte, i int, lit string) int {
+	if len(data)-i < len(lit) || string(data[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+// scanNumber checks the number that starts at data[i]:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(data []byte, i int) int {
+	if i < len(data) && data[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(data) && data[i] == '0':
+		i++
+	case i < len(data) && '1' <= data[i] && data[i] <= '9':
+		i = digits(data, i+1)
+	default:
+		return -1
+	}
+	if i < len(data) && data[i] == '.' {
+		j := digits(data, i+1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		j := digits(data, i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
+}
+
+func digits(data []byte, i int) int {
+	for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // unquote decodes a JSON string token. Only tokens with escapes go through
@@ -170,10 +406,14 @@ func badRequest(v ...core.Violation) *core.Error {
 	return core.NewError(core.CodeInvalidInput, core.StageInput, msgBadRequest, v)
 }
 
-// validJSON accepts one JSON text in UTF-8. encoding/json lets invalid
-// UTF-8 through inside strings and replaces it when decoding; refusing it
-// here means every reader of the body sees the same names.
-func validJSON(body []byte) bool { return utf8.Valid(body) && json.Valid(body) }
+// notObject tells a body that is valid JSON but no object from one that
+// is not JSON at all.
+func notObject(body []byte) core.Violation {
+	if isJSON(body) {
+		return core.Violation{Message: msgNotObject}
+	}
+	return core.Violation{Message: msgNotJSON}
+}
 
 // isNull reports whether a raw value is the JSON null literal.
 func isNull(val []byte) bool { return string(val) == "null" }
@@ -205,12 +445,9 @@ func checkArguments(val []byte, path string, vs []core.Violation) ([]byte, []cor
 // parseExecute reads {"capability": name, "arguments": {...}}. The
 // returned arguments alias body.
 func parseExecute(body []byte) (name string, args []byte, err *core.Error) {
-	if !validJSON(body) {
-		return "", nil, badRequest(core.Violation{Message: msgNotJSON})
-	}
 	sc, ok := newObjectScanner(body)
 	if !ok {
-		return "", nil, badRequest(core.Violation{Message: msgNotObject})
+		return "", nil, badRequest(notObject(body))
 	}
 	var (
 		vs      []core.Violation
@@ -233,6 +470,9 @@ func parseExecute(body []byte) (name string, args []byte, err *core.Error) {
 			vs = append(vs, core.Violation{Path: pointer("", string(key)), Message: msgUnknownMember})
 		}
 	}
+	if sc.bad {
+		return "", nil, badRequest(core.Violation{Message: msgNotJSON})
+	}
 	if !hasName {
 		vs = append(vs, core.Violation{Path: "/capability", Message: msgNeedName})
 	}
@@ -246,12 +486,9 @@ func parseExecute(body []byte) (name string, args []byte, err *core.Error) {
 // A missing id becomes the item's index. The item count is checked before
 // the items are, so an oversized batch costs one scan and a short answer.
 func parseBatch(body []byte, maxBatch int) ([]core.BatchCall, *core.Error) {
-	if !validJSON(body) {
-		return nil, badRequest(core.Violation{Message: msgNotJSON})
-	}
 	sc, ok := newObjectScanner(body)
 	if !ok {
-		return nil, badRequest(core.Violation{Message: msgNotObject})
+		return nil, badRequest(notObject(body))
 	}
 	var (
 		vs          []core.Violation
@@ -277,6 +514,9 @@ func parseBatch(body []byte, maxBatch int) ([]core.BatchCall, *core.Error) {
 			vs = append(vs, core.Violation{Path: pointer("", string(key)), Message: msgUnknownMember})
 		}
 	}
+	if sc.bad {
+		return nil, badRequest(core.Violation{Message: msgNotJSON})
+	}
 	if !hasRequests {
 		vs = append(vs, core.Violation{Path: "/requests", Message: msgNeedRequests})
 	}
@@ -295,11 +535,12 @@ func parseBatch(body []byte, maxBatch int) ([]core.BatchCall, *core.Error) {
 	return calls, nil
 }
 
-// countItems counts the elements of a raw JSON array.
+// countItems counts the elements of a raw JSON array that the envelope
+// scanner has already checked.
 func countItems(arr []byte) int {
 	n := 0
 	for i := skipSpace(arr, 1); i < len(arr) && arr[i] != ']'; n++ {
-		i = skipSpace(arr, valueEnd(arr, i))
+		i = skipSpace(arr, scanValue(arr, i, 0))
 		if i < len(arr) && arr[i] == ',' {
 			i = skipSpace(arr, i+1)
 		}
@@ -311,7 +552,7 @@ func parseBatchItems(arr []byte, vs []core.Violation) ([]core.BatchCall, []core.
 	calls := make([]core.BatchCall, 0, countItems(arr))
 	i := skipSpace(arr, 1)
 	for index := 0; i < len(arr) && arr[i] != ']'; index++ {
-		end := valueEnd(arr, i)
+		end := scanValue(arr, i, 0)
 		item := arr[i:end]
 		base := "/requests/" + strconv.Itoa(index)
 		call := core.BatchCall{ID: strconv.Itoa(index)}

@@ -4,7 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcap/agentcap/core"
 )
 
 // FuzzParseExecute checks the hand-written envelope scanner against
@@ -124,6 +130,96 @@ func TestIsJSONContentType(t *testing.T) {
 	} {
 		if got := isJSONContentType(v); got != want {
 			t.Errorf("isJSONContentType(%q) = %v", v, got)
+		}
+	}
+}
+
+// encodingJSONAccepts is the rule the envelope scanner replaces: one JSON
+// text that encoding/json accepts, in valid UTF-8.
+func encodingJSONAccepts(data []byte) bool { return utf8.Valid(data) && json.Valid(data) }
+
+func TestIsJSONMatchesEncodingJSON(t *testing.T) {
+	nest := func(n int, open, inner, close string) string {
+		return strings.Repeat(open, n) + inner + strings.Repeat(close, n)
+	}
+	for _, s := range []string{
+		``, ` `, `{}`, `[]`, ` {"a":1} `, `{"a":1}x`, `{"a":1}}`, `{"a" 1}`, `{"a":}`, `{,}`, `{"a":1,}`,
+		`[1,]`, `[,1]`, `[1 2]`, `{"a":[1,{"b":null}],"c":"d"}`, `{1:2}`, `{"a":1 "b":2}`,
+		`0`, `-0`, `01`, `-`, `1.`, `.5`, `1.5e`, `1e+5`, `1E-05`, `-1.25e3`, `1x`, `+1`, `0x10`, `1.e5`,
+		`true`, `tru`, `truee`, `false`, `nul`, `null `, `NaN`, `Infinity`,
+		`""`, `"\"`, `"\u12"`, `"\u12g4"`, `"\uD800"`, `"\x"`, `"\/\b\f\n\r\t\\\""`, "\"tab\there\"", "\"\x7f\"",
+		"\"\xff\"", "\"\xed\xa0\x80\"", "\"\xef\xbf\xbd\"", "\"é日本🎉\"", "\"\xf0\x9f\x8e\"",
+		"\xef\xbb\xbf{}", "{\"a\":\xff}", "{\"\xff\":1}", "[\"a\"\x00]", "\v{}",
+		nest(64, "[", "", "]"), nest(65, "[", "1", "]"), nest(200, `{"a":`, "1", "}"),
+		nest(100, `[{"a":`, "[]", "}]"),
+		nest(maxDepth, "[", "", "]"), nest(maxDepth+1, "[", "", "]"),
+		nest(maxDepth-1, `{"a":`, "[]", "}"), nest(maxDepth, `{"a":`, "[]", "}"),
+		nest(maxDepth, "[", "", ""),
+	} {
+		if got, want := isJSON([]byte(s)), encodingJSONAccepts([]byte(s)); got != want {
+			t.Errorf("isJSON(%.60q) = %v, encoding/json says %v", s, got, want)
+		}
+	}
+}
+
+// FuzzIsJSON checks the single-pass scanner against encoding/json on
+// whole documents and on the object walk the envelope parsers use.
+func FuzzIsJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"capability":"echo","arguments":{"text":"hi","n":[1,2.5e-3,true,false,null]}}`,
+		`[{"a":"\u00e9\n"},-0.0]`, `{"a":1}x`, "\"\xed\xa0\x80\"", `{"a":[}`, `01`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want := encodingJSONAccepts(data)
+		if got := isJSON(data); got != want {
+			t.Fatalf("isJSON(%q) = %v, encoding/json says %v", data, got, want)
+		}
+		sc, ok := newObjectScanner(data)
+		if !ok {
+			return
+		}
+		for {
+			if _, _, _, more := sc.next(); !more {
+				break
+			}
+		}
+		if sc.bad == want {
+			t.Fatalf("object walk of %q: bad %v, encoding/json accepts %v", data, sc.bad, want)
+		}
+	})
+}
+
+// TestMalformedArgumentsAnswer pins the answer to a body whose arguments
+// break the grammar: the whole body is refused as JSON, before the
+// capability name or any other member is looked at.
+func TestMalformedArgumentsAnswer(t *testing.T) {
+	notJSON := []core.Violation{{Message: msgNotJSON}}
+	for _, body := range []string{
+		`{"capability":"echo","arguments":{"text":}}`,
+		`{"capability":"echo","arguments":{"text":"hi",}}`,
+		`{"capability":"nope","arguments":[1 2],"extra":true}`,
+		`{"capability":"echo","arguments":{"text":"` + "\xff" + `"}}`,
+		`{"capability":"echo","capability":"echo","arguments":{"a":01}}`,
+		`{"capability":"echo","arguments":{"text":"hi"}} {}`,
+		`{"capability":"echo","arguments":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`,
+	} {
+		_, _, err := parseExecute([]byte(body))
+		if err == nil {
+			t.Errorf("%.60q accepted", body)
+			continue
+		}
+		if diff := cmp.Diff(notJSON, err.Details); diff != "" {
+			t.Errorf("%.60q (-want +got):\n%s", body, diff)
+		}
+		_, err = parseBatch([]byte(`{"requests":[`+body+`]}`), 5)
+		if err == nil {
+			t.Errorf("batch of %.60q accepted", body)
+			continue
+		}
+		if diff := cmp.Diff(notJSON, err.Details); diff != "" {
+			t.Errorf("batch of %.60q (-want +got):\n%s", body, diff)
 		}
 	}
 }
