@@ -60,6 +60,7 @@ func (s *Store) stamp() time.Time { return s.now().UTC().Truncate(time.Microseco
 // stays expired although the call fails.
 type committed struct{ err error }
 
+// Error implements error.
 func (c *committed) Error() string { return c.err.Error() }
 
 // tx runs fn in a write transaction. fn's error rolls back, unless it is
