@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentcap/agentcap/core"
@@ -51,7 +52,9 @@ type Config[P any] struct {
 	// the principal and the exact parsed input, after input validation and
 	// before the application context is built. A *core.AppError refuses
 	// in its own words; any other error refuses with 403 unauthorized.
-	// Batch items call it concurrently.
+	// Batch items call it concurrently. inv.Arguments are slices of the
+	// request body, whose memory is reused once the answer is written:
+	// copy what must outlive the call.
 	Authorize func(ctx context.Context, principal P, inv *core.Invocation) error
 
 	// GrantStatus, when set, adds "grant_status" to list and describe
@@ -94,10 +97,10 @@ type Handler[C, P any] struct {
 // parameters.
 type handlerBase struct {
 	logger    *slog.Logger
-	challenge string
+	challenge []string
 	anonymous bool
 	maxBody   int64
-	listCache string
+	listCache []string
 	defLimit  int
 	maxLimit  int
 	defs      map[*core.Definition]*defInfo
@@ -127,10 +130,8 @@ func New[C, P any](exec *core.Executor[C, P], cfg Config[P]) (*Handler[C, P], er
 	h := &Handler[C, P]{
 		handlerBase: handlerBase{
 			logger:    cfg.Logger,
-			challenge: cfg.Challenge,
 			anonymous: cfg.AllowAnonymousDiscovery,
 			maxBody:   cfg.MaxBodyBytes,
-			listCache: cfg.ListCacheControl,
 			defLimit:  cfg.DefaultListLimit,
 			maxLimit:  cfg.MaxListLimit,
 		},
@@ -145,8 +146,16 @@ func New[C, P any](exec *core.Executor[C, P], cfg Config[P]) (*Handler[C, P], er
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
 	}
-	if h.listCache == "" {
-		h.listCache = DefaultListCacheControl
+	// Header values are built once and shared by every answer: assigning
+	// a prebuilt []string costs nothing per request, where Header.Set
+	// allocates one.
+	listCache := cfg.ListCacheControl
+	if listCache == "" {
+		listCache = DefaultListCacheControl
+	}
+	h.listCache = []string{listCache}
+	if cfg.Challenge != "" {
+		h.challenge = []string{cfg.Challenge}
 	}
 	switch {
 	case h.defLimit == 0 && h.maxLimit == 0:
@@ -243,6 +252,7 @@ func (h *Handler[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := NewRequest(w, r, r.URL.Path)
 	buf := getBuffer()
 	meta := h.handle(req, buf)
+	req.releaseBody()
 	meta.setHeaders(w.Header())
 	w.WriteHeader(meta.status)
 	// A write error means the client is gone; there is nobody to tell.
@@ -250,39 +260,74 @@ func (h *Handler[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	putBuffer(buf)
 }
 
-// Serve answers one transport-neutral request. It never returns nil.
+// Serve answers one transport-neutral request. It never returns nil. A
+// body that Serve read itself (a request made by [NewRequest]) is
+// released before Serve returns; a Body set by the caller is left alone.
+// Call [Response.Release] once the answer is written, so that the next
+// answer reuses its memory.
 func (h *Handler[C, P]) Serve(req *Request) *Response {
 	buf := getBuffer()
 	meta := h.handle(req, buf)
-	resp := &Response{Status: meta.status, Header: make(http.Header, 5), Body: bytes.Clone(buf.b)}
-	putBuffer(buf)
+	req.releaseBody()
+	resp := responsePool.Get().(*Response)
+	resp.Status, resp.Body, resp.buf = meta.status, buf.b, buf
 	meta.setHeaders(resp.Header)
 	return resp
 }
 
-// replyMeta is everything about an answer except its body.
-type replyMeta struct {
-	status     int
-	allow      string
-	challenge  string
-	cache      string
-	retryAfter string
+var responsePool = sync.Pool{New: func() any { return &Response{Header: make(http.Header, 4)} }}
+
+// Release hands the response's memory back for reuse by later answers.
+// Call it at most once, after the body has been written, and use neither
+// the Response nor its Body or Header afterwards. A response that is never
+// released is simply collected as garbage.
+func (r *Response) Release() {
+	buf := r.buf
+	if buf == nil {
+		return
+	}
+	r.buf, r.Body = nil, nil
+	putBuffer(buf)
+	clear(r.Header)
+	responsePool.Put(r)
 }
 
-const cacheNoStore = "no-store"
+// replyMeta is everything about an answer except its body. Its header
+// values are shared by many answers and must not be modified.
+type replyMeta struct {
+	status     int
+	allow      []string
+	challenge  []string
+	cache      []string
+	retryAfter []string
+}
 
+// Header values that never change. A header map that receives them owns
+// the map entry, not the slice: Header.Add appends past the slice's
+// length, which is its capacity, so it copies rather than writes into
+// the shared array.
+var (
+	hdrJSON      = []string{"application/json"}
+	hdrNoSniff   = []string{"nosniff"}
+	cacheNoStore = []string{"no-store"}
+	allowGet     = []string{http.MethodGet}
+	allowPost    = []string{http.MethodPost}
+)
+
+// setHeaders assigns the answer's headers. The keys are in canonical
+// form, so assigning is what Header.Set would do.
 func (m replyMeta) setHeaders(hd http.Header) {
-	hd.Set("Content-Type", "application/json")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Cache-Control", m.cache)
-	if m.allow != "" {
-		hd.Set("Allow", m.allow)
+	hd["Content-Type"] = hdrJSON
+	hd["X-Content-Type-Options"] = hdrNoSniff
+	hd["Cache-Control"] = m.cache
+	if m.allow != nil {
+		hd["Allow"] = m.allow
 	}
-	if m.challenge != "" {
-		hd.Set("WWW-Authenticate", m.challenge)
+	if m.challenge != nil {
+		hd["Www-Authenticate"] = m.challenge
 	}
-	if m.retryAfter != "" {
-		hd.Set("Retry-After", m.retryAfter)
+	if m.retryAfter != nil {
+		hd["Retry-After"] = m.retryAfter
 	}
 }
 
@@ -325,7 +370,7 @@ func (h *handlerBase) fail(ctx context.Context, buf *buffer, env envelope) reply
 		m.challenge = h.challenge
 	}
 	if env.retryAfter > 0 {
-		m.retryAfter = retryAfterSeconds(env.retryAfter)
+		m.retryAfter = []string{retryAfterSeconds(env.retryAfter)}
 	}
 	return m
 }
@@ -348,7 +393,10 @@ func (h *Handler[C, P]) handle(req *Request, buf *buffer) replyMeta {
 	if req.Method != method {
 		m := h.fail(ctx, buf, envelope{status: http.StatusMethodNotAllowed, code: wireMethodNotAllowed,
 			message: "use " + method + " for this endpoint"})
-		m.allow = method
+		m.allow = allowPost
+		if method == http.MethodGet {
+			m.allow = allowGet
+		}
 		return m
 	}
 

@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -451,4 +453,94 @@ func TestRoutes(t *testing.T) {
 	if h.MaxBodyBytes() != 1<<20 {
 		t.Errorf("default body limit %d", h.MaxBodyBytes())
 	}
+}
+
+// TestAnnouncedLengthDoesNotLift checks the body limit against a request
+// whose Content-Length understates its body: the bytes read count, not
+// the announcement.
+func TestAnnouncedLengthDoesNotLift(t *testing.T) {
+	h, _ := newHandler(t, func(c *httpx.Config[user]) { c.MaxBodyBytes = 100 })
+	body := `{"capability":"echo","arguments":{"text":"` + strings.Repeat("a", 200) + `"}}`
+	for _, length := range []int64{10, 100, -1} {
+		req := httptest.NewRequest("POST", "/capability/execute", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer alice")
+		req.Header.Set("Content-Type", jsonType)
+		req.ContentLength = length
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusRequestEntityTooLarge {
+			t.Errorf("Content-Length %d: %d %s", length, rec.Code, rec.Body)
+		}
+	}
+}
+
+// TestReusedMemoryStaysApart runs many requests at once through both
+// entry points, each with its own text: bodies and answers live in reused
+// memory, and no answer may show another request's bytes.
+func TestReusedMemoryStaysApart(t *testing.T) {
+	h, _ := newHandler(t, nil)
+	hdr := http.Header{"Authorization": {"Bearer alice"}, "Content-Type": {jsonType}}
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				text := fmt.Sprintf("g%d-i%d-%s", g, i, strings.Repeat("x", (g*50+i)%300))
+				body := `{"capability":"echo","arguments":{"text":"` + text + `"}}`
+				want := `{"data":{"text":"` + text + `","user":"alice"}}` + "\n"
+				var got string
+				switch i % 3 {
+				case 0:
+					got = call(t, h, "POST", "/capability/execute", "Bearer alice", jsonType, body).Body
+				case 1:
+					r := httptest.NewRequest("POST", "/capability/execute", strings.NewReader(body))
+					r.Header = hdr
+					resp := h.Serve(httpx.NewRequest(httptest.NewRecorder(), r, "capability/execute"))
+					got = string(resp.Body)
+					resp.Release()
+				default:
+					resp := h.Serve(&httpx.Request{Method: "POST", Path: "capability/execute", Header: hdr.Get, Body: []byte(body)})
+					got = string(resp.Body)
+					resp.Release()
+				}
+				if got != want {
+					select {
+					case errs <- fmt.Sprintf("got %q, want %q", got, want):
+					default:
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// TestSharedHeaderValues checks that the header values every answer
+// shares survive a caller that adds to them.
+func TestSharedHeaderValues(t *testing.T) {
+	h, _ := newHandler(t, nil)
+	first := call(t, h, "POST", "/capability/execute", "Bearer alice", jsonType, `{"capability":"echo","arguments":{"text":"a"}}`)
+	first.Header.Add("Cache-Control", "private")
+	first.Header.Add("Content-Type", "text/plain")
+	resp := h.Serve(&httpx.Request{Method: "POST", Path: "capability/execute",
+		Header: http.Header{"Authorization": {"Bearer alice"}, "Content-Type": {jsonType}}.Get,
+		Body:   []byte(`{"capability":"echo","arguments":{"text":"b"}}`)})
+	resp.Header.Add("Cache-Control", "public")
+	resp.Release()
+	second := call(t, h, "GET", "/capability/list", "", "", "")
+	want := http.Header{
+		"Content-Type":           {"application/json"},
+		"X-Content-Type-Options": {"nosniff"},
+		"Cache-Control":          {"no-store"},
+		"Www-Authenticate":       {`Bearer realm="test"`},
+	}
+	if diff := cmp.Diff(want, second.Header); diff != "" {
+		t.Errorf("headers of a later answer (-want +got):\n%s", diff)
+	}
+	var nothing httpx.Response
+	nothing.Release() // a Response that Serve did not make holds nothing to release
 }

@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"bytes"
 	"compress/gzip"
 	"compress/zlib"
 	"context"
@@ -27,7 +26,9 @@ type Request struct {
 	Header func(name string) string
 	// Body is the request body after Content-Encoding is decoded, at most
 	// the handler's MaxBodyBytes. The handler does not retain it after
-	// Serve returns, but the executor may read it until then.
+	// Serve returns, but the executor may read it until then. A body the
+	// handler reads itself, for a request made by NewRequest, lives in
+	// memory that is reused once the answer is rendered.
 	Body []byte
 	// BodyTooLarge reports a body that exceeded MaxBodyBytes, on the wire
 	// or once decoded; Body is then incomplete and is not read.
@@ -44,6 +45,9 @@ type Request struct {
 	// when a route needs it, after authentication.
 	httpW http.ResponseWriter
 	httpR *http.Request
+	// bodyBuf holds a body that the handler read itself, for reuse once
+	// the answer is rendered.
+	bodyBuf *buffer
 }
 
 // Response is a transport-neutral HTTP response.
@@ -54,8 +58,11 @@ type Response struct {
 	// Cache-Control.
 	Header http.Header
 	// Body is the JSON body, ending in a newline. It is owned by the
-	// caller.
+	// caller until [Response.Release].
 	Body []byte
+
+	// buf is the pooled memory of Body.
+	buf *buffer
 }
 
 // header returns a request header through the optional accessor.
@@ -85,7 +92,8 @@ func NewRequest(w http.ResponseWriter, r *http.Request, path string) *Request {
 	}
 }
 
-// loadBody reads a body that NewRequest left unread.
+// loadBody reads a body that NewRequest left unread, into memory that
+// releaseBody hands back once the answer is rendered.
 func (r *Request) loadBody(limit int64) {
 	if r.httpR == nil {
 		return
@@ -95,7 +103,34 @@ func (r *Request) loadBody(limit int64) {
 	if hr.Body == nil || hr.Body == http.NoBody {
 		return
 	}
-	r.Body, r.BodyTooLarge, r.BodyError = ReadBody(http.MaxBytesReader(r.httpW, hr.Body, limit), hr.Header.Get("Content-Encoding"), limit)
+	// A body whose length is announced and within the limit cannot run
+	// past it on a net/http server connection, and readBody counts the
+	// bytes anyway; any other body goes through MaxBytesReader, which
+	// also tells the server to close a connection whose body was too
+	// large.
+	var src io.Reader = hr.Body
+	if hr.ContentLength < 0 || hr.ContentLength > limit {
+		src = http.MaxBytesReader(r.httpW, hr.Body, limit)
+	}
+	buf := getBuffer()
+	r.bodyBuf = buf
+	buf.b, r.BodyTooLarge, r.BodyError = readBody(buf.b[:0], src, hr.Header.Get("Content-Encoding"), limit, hr.ContentLength)
+	if !r.BodyTooLarge && r.BodyError == nil {
+		r.Body = buf.b
+	}
+}
+
+// releaseBody hands the memory of a body that loadBody read back to the
+// pool. Nothing may hold the body afterwards: the executor keeps
+// sub-slices of the arguments only while a call runs, and every answer is
+// rendered into a buffer of its own before this runs.
+func (r *Request) releaseBody() {
+	if r.bodyBuf == nil {
+		return
+	}
+	r.Body = nil
+	putBuffer(r.bodyBuf)
+	r.bodyBuf = nil
 }
 
 // errUnsupportedEncoding is the cause of a BodyError for a coding that
@@ -108,39 +143,76 @@ var errUnsupportedEncoding = errors.New("httpx: unsupported Content-Encoding")
 // anything else is an error. tooLarge reports a body longer than limit
 // before or after decoding, so a small compressed body cannot expand past
 // the limit in memory. A body read through [http.MaxBytesReader] that hits
-// that reader's limit is reported as tooLarge, not as an error.
+// that reader's limit is reported as tooLarge, not as an error. The
+// returned bytes belong to the caller.
 func ReadBody(body io.Reader, contentEncoding string, limit int64) (data []byte, tooLarge bool, err error) {
+	data, tooLarge, err = readBody(nil, body, contentEncoding, limit, -1)
+	if tooLarge || err != nil {
+		return nil, tooLarge, err
+	}
+	return data, false, nil
+}
+
+// minBodyRead is the first buffer size for a body of unknown length.
+const minBodyRead = 512
+
+// readBody is ReadBody appending to dst, which it grows as needed.
+// length is the announced length of the body on the wire, or -1; an
+// identity body of a length within the limit is then read into a buffer of
+// exactly its size (plus the byte that shows the end), without growing.
+// The limit is enforced on the bytes actually read, whatever was
+// announced. On tooLarge or an error, the returned slice is dst's memory
+// for reuse and holds nothing meaningful.
+func readBody(dst []byte, body io.Reader, contentEncoding string, limit, length int64) (data []byte, tooLarge bool, err error) {
 	enc := strings.ToLower(strings.TrimSpace(contentEncoding))
-	var src io.Reader
+	src := body
 	switch enc {
 	case "", "identity":
-		src = body
+		if length >= 0 && length <= limit && int64(cap(dst)) <= length {
+			dst = make([]byte, 0, length+1)
+		}
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(body)
 		if err != nil {
-			return nil, isTooLarge(err), unlessTooLarge(err)
+			return dst, isTooLarge(err), unlessTooLarge(err)
 		}
 		defer zr.Close()
 		src = zr
 	case "deflate":
 		zr, err := zlib.NewReader(body)
 		if err != nil {
-			return nil, isTooLarge(err), unlessTooLarge(err)
+			return dst, isTooLarge(err), unlessTooLarge(err)
 		}
 		defer zr.Close()
 		src = zr
 	default:
-		return nil, false, errUnsupportedEncoding
+		return dst, false, errUnsupportedEncoding
 	}
-	var buf bytes.Buffer
-	n, err := buf.ReadFrom(io.LimitReader(src, limit+1))
-	if err != nil {
-		return nil, isTooLarge(err), unlessTooLarge(err)
+	if cap(dst) == 0 {
+		dst = make([]byte, 0, minBodyRead)
 	}
-	if n > limit {
-		return nil, true, nil
+	// Read until EOF, never holding more than limit+1 bytes: the extra
+	// byte is how a body that is too long shows itself.
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		room := dst[len(dst):cap(dst)]
+		if over := int64(len(dst)) + int64(len(room)) - (limit + 1); over > 0 {
+			room = room[:int64(len(room))-over]
+		}
+		n, err := src.Read(room)
+		dst = dst[:len(dst)+n]
+		if int64(len(dst)) > limit {
+			return dst[:0], true, nil
+		}
+		if err == io.EOF {
+			return dst, false, nil
+		}
+		if err != nil {
+			return dst[:0], isTooLarge(err), unlessTooLarge(err)
+		}
 	}
-	return buf.Bytes(), false, nil
 }
 
 func isTooLarge(err error) bool {
