@@ -82,6 +82,13 @@ type env struct {
 
 func newEnv(t testing.TB, mods ...func(*provider.Config)) *env {
 	t.Helper()
+	return newEnvWrapped(t, nil, mods...)
+}
+
+// newEnvWrapped is newEnv with the site handler passed through wrap,
+// for tests that serve more pages (a sign-in page) beside it.
+func newEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler, mods ...func(*provider.Config)) *env {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + srv.Listener.Addr().String()
 	c := &clock{t: time.Now().Truncate(time.Second)}
@@ -121,7 +128,11 @@ func newEnv(t testing.TB, mods ...func(*provider.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Config.Handler = p.Handler(loc)
+	h := p.Handler(loc)
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv.Config.Handler = h
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return &env{t: t, p: p, st: st, srv: srv, url: issuer, clock: c}
@@ -141,8 +152,8 @@ func newKey(t testing.TB) *key {
 }
 
 func (k *key) pub() ed25519.PublicKey { return k.priv.Public().(ed25519.PublicKey) }
-func (k *key) thumbprint() string    { return agentauthtest.Thumbprint(k.pub()) }
-func (k *key) jwk() json.RawMessage  { return agentauthtest.PublicJWK(k.pub()) }
+func (k *key) thumbprint() string     { return agentauthtest.Thumbprint(k.pub()) }
+func (k *key) jwk() json.RawMessage   { return agentauthtest.PublicJWK(k.pub()) }
 
 func b64(v any) string {
 	var b []byte

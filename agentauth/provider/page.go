@@ -123,8 +123,9 @@ type pageData struct {
 // every POST carries a token bound to the user, the request and the step
 // (HMAC-SHA256 under Config.PageSecret) and, when the browser sends them,
 // an Origin of the page's own and a Sec-Fetch-Site that is not
-// cross-site. It is never framed, cached or given a Referer to leak the
-// code in its URL. It panics if Config.SignedInUser is nil.
+// cross-site. It is never framed or cached, and sends no Referer to other
+// sites, which would leak the code in its URL. It panics if
+// Config.SignedInUser is nil.
 func (p *Provider) ApprovalPage() http.Handler {
 	if p.signedInUser == nil {
 		panic("provider: ApprovalPage needs Config.SignedInUser")
@@ -136,7 +137,7 @@ func (p *Provider) servePage(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", pageCSP)
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	d := &pageData{Provider: p.providerName, Style: template.CSS(pageStyle)}
@@ -318,16 +319,21 @@ func (p *Provider) renderPage(w http.ResponseWriter, status int, d *pageData, ti
 }
 
 // sameOrigin refuses a POST that the browser says came from elsewhere.
-// Browsers that send neither header fall back on the CSRF token alone.
+// Sec-Fetch-Site is the browser's own verdict; an Origin, when sent, must
+// be the page's. A browser that sends neither falls back on the CSRF
+// token alone.
 func (p *Provider) sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
 		return false
 	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(p.verificationURI)
-		return err == nil && o == u.Scheme+"://"+u.Host
+	o := r.Header.Get("Origin")
+	if o == "" || (o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin") {
+		return true
 	}
-	return true
+	u, err := url.Parse(p.verificationURI)
+	return err == nil && o == u.Scheme+"://"+u.Host
 }
 
 // csrfToken binds a form to its user, its request and its step, and to
