@@ -59,6 +59,7 @@ func handler[C, P any](h *httpx.Handler[C, P], route string) echo.HandlerFunc {
 		w.WriteHeader(resp.Status)
 		// A write error means the client is gone; there is nobody to tell.
 		_, _ = w.Write(resp.Body)
+		resp.Release()
 		return nil
 	}
 }

@@ -9,8 +9,9 @@
 // Fiber reuses its request and context objects and buffers once a handler
 // returns, so the mount copies what the capability may read: the body
 // (decoded from gzip, deflate or br Content-Encoding, within the handler's
-// body limit), the headers and the values middleware stored with
-// c.Locals. The snapshot copies the Locals map, not the values: a string
+// body limit, into memory the mount reuses once the answer is rendered),
+// the headers (in one piece, read without allocating) and the values
+// middleware stored with c.Locals. The snapshot copies the Locals map, not the values: a string
 // taken from the request (c.Get, c.Params) aliases a buffer Fiber reuses,
 // so middleware must copy it (strings.Clone) before storing it, or the app
 // must run with fiber.Config.Immutable. It never hands *fiber.Ctx or *fasthttp.RequestCtx out as a
@@ -28,11 +29,12 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/andybalholm/brotli"
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/agentcap/agentcap/httpx"
 )
@@ -52,33 +54,121 @@ func Mount[C, P any](r fiber.Router, h *httpx.Handler[C, P]) {
 
 func handler[C, P any](h *httpx.Handler[C, P], route string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		resp := h.Serve(newRequest(c, route, h.MaxBodyBytes()))
+		body := getBody()
+		resp := h.Serve(newRequest(c, route, h.MaxBodyBytes(), body))
+		// The answer never aliases the request body: it is rendered into
+		// memory of its own, so the body can go back before the write.
+		putBody(body)
 		for k, vs := range resp.Header {
 			for _, v := range vs {
 				c.Set(k, v)
 			}
 		}
 		c.Status(resp.Status)
-		return c.Send(resp.Body)
+		// SetBody copies into fasthttp's own response buffer, so the
+		// answer's memory can be reused as soon as this returns; Send
+		// would keep a reference until fasthttp writes it.
+		c.Response().SetBody(resp.Body)
+		resp.Release()
+		return nil
 	}
 }
 
-// newRequest copies everything the core may read out of c.
-func newRequest(c *fiber.Ctx, route string, limit int64) *httpx.Request {
+// request is everything the core may read of one Fiber request, in one
+// allocation.
+type request struct {
+	httpx.Request
+	headers headerSnapshot
+}
+
+// newRequest copies everything the core may read out of c. The body is
+// decoded into body's memory, which the caller reuses once Serve returns.
+func newRequest(c *fiber.Ctx, route string, limit int64, body *bodyBuffer) *httpx.Request {
 	fr := c.Request()
-	headers := make(http.Header)
-	fr.Header.VisitAll(func(k, v []byte) { headers.Add(string(k), string(v)) })
-	req := &httpx.Request{
-		Method:   string(fr.Header.Method()),
-		Path:     route,
-		RawQuery: string(fr.URI().QueryString()),
-		Header:   headers.Get,
-		Context:  snapshotLocals(c),
+	r := &request{}
+	r.headers.copyFrom(&fr.Header)
+	r.Method = methodName(fr.Header.Method())
+	r.Path = route
+	r.RawQuery = string(fr.URI().QueryString())
+	r.Header = r.headers.get
+	r.Context = snapshotLocals(c)
+	if r.Method == fiber.MethodPost {
+		body.b, r.BodyTooLarge, r.BodyError = decodeBody(body.b[:0], fr.Body(), r.headers.get("Content-Encoding"), limit)
+		if !r.BodyTooLarge && r.BodyError == nil {
+			r.Body = body.b
+		}
 	}
-	if string(fr.Header.Method()) == fiber.MethodPost {
-		req.Body, req.BodyTooLarge, req.BodyError = decodeBody(fr.Body(), headers.Get("Content-Encoding"), limit)
+	return &r.Request
+}
+
+// methodName returns the method as a constant string for the methods
+// httpx routes, so naming it allocates nothing.
+func methodName(m []byte) string {
+	switch string(m) {
+	case fiber.MethodGet:
+		return fiber.MethodGet
+	case fiber.MethodPost:
+		return fiber.MethodPost
 	}
-	return req
+	return string(m)
+}
+
+// headerSnapshot is a copy of the request headers: every name and value
+// back to back in one string, and where each ends. Lookups compare names
+// without regard to letter case, as http.Header.Get does with its
+// canonical keys, and return substrings of the copy, so they allocate
+// nothing.
+type headerSnapshot struct {
+	text   string
+	ends   []uint32 // name end, value end, for each header in turn
+	inline [24]uint32
+}
+
+// copyFrom copies the headers of h. fasthttp owns h's bytes only until the
+// handler returns, so nothing of h may stay referenced.
+func (s *headerSnapshot) copyFrom(h *fasthttp.RequestHeader) {
+	var scratch [512]byte
+	text := scratch[:0]
+	s.ends = s.inline[:0]
+	h.VisitAll(func(k, v []byte) {
+		text = append(text, k...)
+		nameEnd := len(text)
+		text = append(text, v...)
+		s.ends = append(s.ends, uint32(nameEnd), uint32(len(text)))
+	})
+	s.text = string(text)
+}
+
+// get returns the first value of the named header, or "".
+func (s *headerSnapshot) get(name string) string {
+	start := 0
+	for i := 0; i+1 < len(s.ends); i += 2 {
+		nameEnd, valueEnd := int(s.ends[i]), int(s.ends[i+1])
+		if nameEnd-start == len(name) && strings.EqualFold(s.text[start:nameEnd], name) {
+			return s.text[nameEnd:valueEnd]
+		}
+		start = valueEnd
+	}
+	return ""
+}
+
+// bodyBuffer is reusable memory for request bodies.
+type bodyBuffer struct{ b []byte }
+
+// maxPooledBody keeps one unusually large body from pinning its memory in
+// the pool for the life of the process.
+const maxPooledBody = 64 << 10
+
+var bodyPool = sync.Pool{New: func() any { return &bodyBuffer{b: make([]byte, 0, 1024)} }}
+
+func getBody() *bodyBuffer { return bodyPool.Get().(*bodyBuffer) }
+
+func putBody(b *bodyBuffer) {
+	if cap(b.b) > maxPooledBody {
+		return
+	}
+	b.b = b.b[:0]
+	bodyPool.Put(b)
 }
 
 // localsContext layers a snapshot of c.Locals over c.UserContext().
@@ -121,44 +211,45 @@ func snapshotLocals(c *fiber.Ctx) context.Context {
 // decode.
 var errUnsupportedEncoding = errors.New("fiberx: unsupported Content-Encoding")
 
-// decodeBody copies the raw body and decodes its Content-Encoding, never
-// holding more than limit+1 decoded bytes, so a compressed body cannot
-// expand past the limit in memory. fasthttp's own decoders have no such
-// bound.
-func decodeBody(raw []byte, encoding string, limit int64) ([]byte, bool, error) {
+// decodeBody appends the raw body to dst, decoding its Content-Encoding,
+// never holding more than limit+1 decoded bytes, so a compressed body
+// cannot expand past the limit in memory. fasthttp's own decoders have no
+// such bound. On tooLarge or an error the returned slice is dst's memory,
+// holding nothing meaningful.
+func decodeBody(dst, raw []byte, encoding string, limit int64) ([]byte, bool, error) {
 	if int64(len(raw)) > limit {
-		return nil, true, nil
+		return dst, true, nil
 	}
 	var src io.Reader
 	switch strings.ToLower(strings.TrimSpace(encoding)) {
 	case "", "identity":
-		return bytes.Clone(raw), false, nil
+		return append(dst, raw...), false, nil
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
 		if err != nil {
-			return nil, false, err
+			return dst, false, err
 		}
 		defer zr.Close()
 		src = zr
 	case "deflate":
 		zr, err := zlib.NewReader(bytes.NewReader(raw))
 		if err != nil {
-			return nil, false, err
+			return dst, false, err
 		}
 		defer zr.Close()
 		src = zr
 	case "br":
 		src = brotli.NewReader(bytes.NewReader(raw))
 	default:
-		return nil, false, errUnsupportedEncoding
+		return dst, false, errUnsupportedEncoding
 	}
-	var buf bytes.Buffer
+	buf := bytes.NewBuffer(dst)
 	n, err := buf.ReadFrom(io.LimitReader(src, limit+1))
 	if err != nil {
-		return nil, false, err
+		return buf.Bytes()[:0], false, err
 	}
 	if n > limit {
-		return nil, true, nil
+		return buf.Bytes()[:0], true, nil
 	}
 	return buf.Bytes(), false, nil
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"compress/zlib"
 	"context"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -139,6 +140,88 @@ func BenchmarkFiberExecute(b *testing.B) {
 		h(ctx.RequestCtx)
 		if ctx.Response.StatusCode() != 200 {
 			b.Fatal(ctx.Response.StatusCode())
+		}
+	}
+}
+
+// TestFiberHeaders checks what an authenticator sees of the request
+// headers: lookups ignore letter case, a repeated header gives its first
+// value, and every header is there however many were sent. The lookup is
+// a copy: kept past the request, it still answers with that request's
+// values after Fiber has reused its buffers for the next one.
+func TestFiberHeaders(t *testing.T) {
+	type seen struct {
+		lookup func(string) string
+		values map[string]string
+	}
+	names := []string{"Authorization", "authorization", "X-API-KEY", "x-api-key", "X-Repeated", "Content-Type", "X-Extra-19", "Missing"}
+	got := make(chan seen, 2)
+	ping := core.MustDefine("ping", "Ping",
+		func(context.Context, struct{}, core.NoInput) (echoIn, error) { return echoIn{Text: "pong"}, nil })
+	exec := core.MustExecutor(core.MustRegistry(ping), core.ExecutorConfig[struct{}, string]{
+		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+	})
+	h, err := httpx.New(exec, httpx.Config[string]{
+		Authenticate: func(_ context.Context, req *httpx.Request) (string, error) {
+			s := seen{lookup: req.Header, values: map[string]string{}}
+			for _, n := range names {
+				s.values[n] = req.Header(n)
+			}
+			got <- s
+			return "p", nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fiber.New(fiber.Config{DisableStartupMessage: true})
+	fiberx.Mount(f, h)
+
+	send := func(token string) {
+		t.Helper()
+		req := httptest.NewRequest("POST", "/capability/execute", strings.NewReader(`{"capability":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("x-api-key", "key-"+token)
+		req.Header.Add("X-Repeated", "first-"+token)
+		req.Header.Add("X-Repeated", "second-"+token)
+		for i := range 20 {
+			req.Header.Set(fmt.Sprintf("X-Extra-%d", i), fmt.Sprintf("extra-%d-%s", i, token))
+		}
+		resp, err := f.Test(req, 5000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	want := func(token string) map[string]string {
+		return map[string]string{
+			"Authorization": "Bearer " + token, "authorization": "Bearer " + token,
+			"X-API-KEY": "key-" + token, "x-api-key": "key-" + token,
+			"X-Repeated": "first-" + token, "Content-Type": "application/json",
+			"X-Extra-19": "extra-19-" + token, "Missing": "",
+		}
+	}
+	send("one")
+	first := <-got
+	send("two")
+	second := <-got
+	for _, tc := range []struct {
+		token string
+		s     seen
+	}{{"one", first}, {"two", second}} {
+		if diff := cmp.Diff(want(tc.token), tc.s.values); diff != "" {
+			t.Errorf("request %s, during the request (-want +got):\n%s", tc.token, diff)
+		}
+		later := map[string]string{}
+		for _, n := range names {
+			later[n] = tc.s.lookup(n)
+		}
+		if diff := cmp.Diff(want(tc.token), later); diff != "" {
+			t.Errorf("request %s, after the request (-want +got):\n%s", tc.token, diff)
 		}
 	}
 }

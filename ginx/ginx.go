@@ -58,6 +58,7 @@ func write(w http.ResponseWriter, resp *httpx.Response) {
 	w.WriteHeader(resp.Status)
 	// A write error means the client is gone; there is nobody to tell.
 	_, _ = w.Write(resp.Body)
+	resp.Release()
 }
 
 // keysContext layers a snapshot of Gin's per-request keys over the
