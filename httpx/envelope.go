@@ -30,9 +30,14 @@ type objectScanner struct {
 	// first is true until the first member has been read.
 	first bool
 	// bad reports a syntax error; the walk stops there.
-	bad     bool
-	seen    [][]byte
-	seenBuf [4][]byte // keeps the usual two or three keys off the heap
+	bad bool
+	// The keys read so far: the usual two or three in seen, which keeps
+	// them off the heap, any further ones in more. A slice of seen kept in
+	// the struct would point into the struct itself and move it to the
+	// heap.
+	seen  [4][]byte
+	nseen int
+	more  [][]byte
 }
 
 // newObjectScanner positions a scanner inside the object data holds. It
@@ -51,9 +56,6 @@ func newObjectScanner(data []byte) (objectScanner, bool) {
 // nothing. dup reports a key that appeared before in this object. At the
 // end of the object, or at a syntax error, ok is false; bad tells which.
 func (s *objectScanner) next() (key, val []byte, dup, ok bool) {
-	if s.seen == nil {
-		s.seen = s.seenBuf[:0]
-	}
 	if s.bad || s.i < 0 {
 		return nil, nil, false, false
 	}
@@ -96,12 +98,18 @@ func (s *objectScanner) next() (key, val []byte, dup, ok bool) {
 	}
 	val = d[i:vend]
 	s.i = vend
-	for _, k := range s.seen {
-		if bytes.Equal(k, key) {
-			dup = true
-		}
+	for _, k := range s.seen[:s.nseen] {
+		dup = dup || bytes.Equal(k, key)
 	}
-	s.seen = append(s.seen, key)
+	for _, k := range s.more {
+		dup = dup || bytes.Equal(k, key)
+	}
+	if s.nseen < len(s.seen) {
+		s.seen[s.nseen] = key
+		s.nseen++
+	} else {
+		s.more = append(s.more, key)
+	}
 	return key, val, dup, true
 }
 

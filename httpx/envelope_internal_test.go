@@ -223,3 +223,21 @@ func TestMalformedArgumentsAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicatesPastTheInlineKeys checks that a repeated key is found
+// wherever it sits, also past the keys the scanner keeps inline.
+func TestDuplicatesPastTheInlineKeys(t *testing.T) {
+	_, _, err := parseExecute([]byte(`{"a":1,"b":2,"c":3,"capability":"x","d":4,"e":5,"a":6,"e":7,"capability":"y"}`))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	want := []core.Violation{
+		{Path: "/a", Message: msgUnknownMember}, {Path: "/b", Message: msgUnknownMember},
+		{Path: "/c", Message: msgUnknownMember}, {Path: "/d", Message: msgUnknownMember},
+		{Path: "/e", Message: msgUnknownMember}, {Path: "/a", Message: msgDuplicateKey},
+		{Path: "/e", Message: msgDuplicateKey}, {Path: "/capability", Message: msgDuplicateKey},
+	}
+	if diff := cmp.Diff(want, err.Details); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
+	}
+}
