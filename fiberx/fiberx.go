@@ -185,10 +185,19 @@ func (l localsContext) Value(key any) any {
 	return l.Context.Value(key)
 }
 
+// fiberUserContext is the user value under which Fiber keeps
+// c.UserContext(). It is Fiber's own entry, not a Local, and the snapshot
+// layers over that context anyway; skipping it means a request without
+// Locals costs no map.
+const fiberUserContext = "__local_user_context__"
+
 func snapshotLocals(c *fiber.Ctx) context.Context {
 	base := c.UserContext()
 	var locals map[any]any
 	c.Context().VisitUserValuesAll(func(k, v any) {
+		if key, ok := k.(string); ok && key == fiberUserContext {
+			return
+		}
 		if locals == nil {
 			locals = make(map[any]any)
 		}
