@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,6 +170,37 @@ func startChromium(t *testing.T) string {
 	}
 }
 
+// pageTarget returns the websocket URL of the page Chromium opened at
+// start, from its /json/list endpoint.
+func pageTarget(t *testing.T, browserWS string) string {
+	t.Helper()
+	u, err := url.Parse(browserWS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var targets []struct {
+			Type string `json:"type"`
+			WS   string `json:"webSocketDebuggerUrl"`
+		}
+		resp, err := http.Get("http://" + u.Host + "/json/list")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&targets)
+			resp.Body.Close()
+		}
+		for _, tg := range targets {
+			if tg.Type == "page" && tg.WS != "" {
+				return tg.WS
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no page target: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func artifactDir(t *testing.T) string {
 	if d := os.Getenv("AGENTCAP_ARTIFACTS"); d != "" {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -197,27 +229,11 @@ func TestApprovalPageInChromium(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	browser, err := dialCDP(ctx, browserWS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer browser.ws.Close()
-	var target struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := browser.call("Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
-		t.Fatal(err)
-	}
-	pageWS := strings.Replace(browserWS, "/devtools/browser/", "/devtools/page/", 1)
-	pageWS = pageWS[:strings.LastIndex(pageWS, "/")+1] + target.TargetID
-	page, err := dialCDP(ctx, pageWS)
+	page, err := dialCDP(ctx, pageTarget(t, browserWS))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer page.ws.Close()
-	if err := page.call("Page.enable", map[string]any{}, nil); err != nil {
-		t.Fatal(err)
-	}
 	if err := page.call("Page.navigate", map[string]any{"url": ap["verification_uri_complete"]}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -283,4 +299,3 @@ func mustEval(t *testing.T, c *cdp, expr string) string {
 	}
 	return v
 }
-
