@@ -422,3 +422,28 @@ func (d directory) Agent(ctx context.Context, id string) (*agentauth.Agent, erro
 	}
 	return a.DirectoryAgent(d.p.now()), nil
 }
+
+// Sweep applies the lifetime clocks and the pending cleanup of
+// Config.Lifetimes at the provider's clock (see store.Store.Sweep).
+func (p *Provider) Sweep(ctx context.Context) (store.SweepResult, error) {
+	return p.store.Sweep(ctx, p.now(), p.lifetimes)
+}
+
+// RunSweeper calls Sweep every interval until ctx ends, logging
+// failures; run it in a goroutine of its own. Between sweeps the
+// directory view already treats agents past their deadline as expired,
+// so the interval only bounds how long stale pending records linger.
+func (p *Provider) RunSweeper(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := p.Sweep(ctx); err != nil && ctx.Err() == nil {
+				p.logger.ErrorContext(ctx, "agentauth/provider: sweep", "error", err.Error())
+			}
+		}
+	}
+}

@@ -585,3 +585,47 @@ func TestRateLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestConcurrentRegistrationsOfANewHost(t *testing.T) {
+	e := newEnv(t)
+	h := newKey(t)
+	const n = 8
+	var wg sync.WaitGroup
+	results := make([]response, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = e.register(h, newKey(t), map[string]any{"name": "a", "capabilities": []any{"echo"}})
+		}()
+	}
+	wg.Wait()
+	hosts, agents := map[string]bool{}, map[string]bool{}
+	for _, r := range results {
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.raw)
+		}
+		hosts[r.str("host_id")] = true
+		agents[r.str("agent_id")] = true
+	}
+	if len(hosts) != 1 || len(agents) != n {
+		t.Errorf("%d hosts, %d agents", len(hosts), len(agents))
+	}
+}
+
+func TestSweepDeletesStalePending(t *testing.T) {
+	e := newEnv(t, func(c *provider.Config) { c.Lifetimes = store.Policy{PendingTTL: time.Hour} })
+	h := newKey(t)
+	r := e.register(h, newKey(t), nil)
+	e.clock.Advance(2 * time.Hour)
+	res, err := e.p.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.AgentsDeleted != 1 || res.HostsDeleted != 1 {
+		t.Errorf("sweep %+v", res)
+	}
+	if _, err := e.st.GetAgent(context.Background(), r.str("agent_id")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("pending agent after the sweep: %v", err)
+	}
+}
