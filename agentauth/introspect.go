@@ -43,13 +43,25 @@ type IntrospectionConfig struct {
 	// timeout that follows no redirects (a redirect could carry the token
 	// and the credential elsewhere).
 	HTTPClient *http.Client
-	// Audiences, when set, lists the URLs this location answers to; the
-	// token's "aud" must match one before it is sent to the provider.
-	// When empty, audience checking is left to the provider, which does
-	// not know this location's URL: set it unless the provider is
-	// dedicated to this location.
+	// Audiences lists the URLs this location answers to. Required: the
+	// token's "aud" must match one before it is sent to the provider,
+	// which cannot tell this location's URL from another's, so a token
+	// minted for another location is never accepted here.
 	Audiences []string
+	// Replay, when set, records the id of every token the provider
+	// reports active, under the key and for the time a Verifier uses
+	// (ReplayKeyPrefix + agent id + ":" + jti, DefaultMaxAge + 2*MaxSkew,
+	// the Verifier's longest window), so that a token is good for one
+	// request here whether or not the provider consumes its jti. Sharing
+	// it with a Verifier spends a token at both. Nil leaves replay
+	// protection to the provider.
+	Replay ReplayCache
 }
+
+// introspectionReplayTTL is how long an IntrospectionSource with a
+// ReplayCache records a token id: the longest window in which any
+// Verifier accepts a token.
+const introspectionReplayTTL = DefaultMaxAge + 2*MaxSkew
 
 // IntrospectionSource is a SessionSource that asks the Agent Auth provider
 // to verify each agent JWT (protocol §5.12). It is safe for concurrent use.
@@ -57,10 +69,19 @@ type IntrospectionConfig struct {
 // Locally it checks the token's syntax and header exactly as the Verifier
 // does (typ agent+jwt, alg EdDSA, no other header members), reads the
 // unverified claims into Session.Claims (the provider verified the
-// signature), refuses a token whose exp passed more than 30 s ago, and,
-// with Audiences set, one whose aud matches none. Those checks run before
-// the request, because the provider consumes a token's jti when it
+// signature), and refuses a token whose aud matches none of Audiences or
+// whose exp passed more than 30 s ago. Those checks run before the
+// request, because the provider consumes a token's jti when it
 // introspects it.
+//
+// With a ReplayCache, a token must also carry a jti, and an exp at most
+// DefaultMaxAge + MaxSkew ahead (the latest a token the protocol allows
+// can expire): the record, kept for DefaultMaxAge + 2*MaxSkew, then
+// outlives every moment at which the token passes the exp check above.
+// The jti is recorded after the provider has reported the token active,
+// so that a token refused for another reason is not spent. A token seen
+// before is 401 invalid_jwt; a cache that fails is 500 internal_error
+// (fail closed).
 //
 // Grants: the protocol's introspection response carries compact grants
 // ({capability, status}) that cannot express constraints, so the session
@@ -75,6 +96,7 @@ type IntrospectionSource struct {
 	credential string
 	client     *http.Client
 	audiences  []string
+	replay     ReplayCache
 	now        func() time.Time
 }
 
@@ -99,6 +121,9 @@ func NewIntrospectionSource(cfg IntrospectionConfig) (*IntrospectionSource, erro
 	case strings.ContainsAny(cfg.Credential, "\r\n\x00"):
 		return nil, errors.New("agentauth: IntrospectionConfig.Credential contains a control character")
 	}
+	if len(cfg.Audiences) == 0 {
+		return nil, errors.New("agentauth: IntrospectionConfig.Audiences is required")
+	}
 	for i, a := range cfg.Audiences {
 		if strings.TrimSpace(a) == "" {
 			return nil, fmt.Errorf("agentauth: IntrospectionConfig.Audiences[%d] is empty", i)
@@ -117,6 +142,7 @@ func NewIntrospectionSource(cfg IntrospectionConfig) (*IntrospectionSource, erro
 		credential: cfg.Credential,
 		client:     client,
 		audiences:  slices.Clone(cfg.Audiences),
+		replay:     cfg.Replay,
 		now:        time.Now,
 	}, nil
 }
@@ -138,23 +164,38 @@ func validHeaderName(name string) bool {
 	return name != ""
 }
 
-// Session implements SessionSource. A token the provider reports inactive
-// is 401 invalid_jwt; a provider that cannot be reached, answers non-2xx,
-// times out or answers malformed JSON gives 500 internal_error, with the
-// reason in the hidden cause.
+// Session implements SessionSource. A token the provider reports inactive,
+// or one already recorded in the ReplayCache, is 401 invalid_jwt; a
+// provider that cannot be reached, answers non-2xx, times out or answers
+// malformed JSON gives 500 internal_error, with the reason in the hidden
+// cause.
 func (s *IntrospectionSource) Session(ctx context.Context, token string) (*Session, error) {
 	tok, err := parseAgentToken(token)
 	if err != nil {
 		return nil, err
 	}
 	c := tok.claims
-	if len(s.audiences) > 0 && !audienceMatches(c.Audience, s.audiences) {
+	if !audienceMatches(c.Audience, s.audiences) {
 		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgAudience).
 			WithCause(fmt.Errorf("agentauth: aud %q matches none of %q", c.Audience, s.audiences))
 	}
-	if tok.hasExp && s.now().After(c.ExpiresAt.Add(introspectionExpLeeway)) {
+	now := s.now()
+	if tok.hasExp && now.After(c.ExpiresAt.Add(introspectionExpLeeway)) {
 		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgExpired).
 			WithCause(fmt.Errorf("agentauth: exp %v passed", c.ExpiresAt))
+	}
+	if s.replay != nil {
+		switch {
+		case c.ID == "":
+			return nil, missingClaim("jti")
+		case !tok.hasExp:
+			return nil, missingClaim("exp")
+		case c.ExpiresAt.After(now.Add(DefaultMaxAge + MaxSkew)):
+			// A record kept for introspectionReplayTTL would expire
+			// while the token still passes the exp check.
+			return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgLifetime).
+				WithCause(fmt.Errorf("agentauth: exp %v is more than %v after now %v", c.ExpiresAt, DefaultMaxAge+MaxSkew, now))
+		}
 	}
 
 	resp, err := s.introspect(ctx, token)
@@ -170,6 +211,16 @@ func (s *IntrospectionSource) Session(ctx context.Context, token string) (*Sessi
 	if resp.expiresAt != nil && !s.now().Before(*resp.expiresAt) {
 		return nil, core.NewAppError(http.StatusForbidden, CodeAgentExpired, msgAgentExpired).
 			WithCause(fmt.Errorf("agentauth: introspection: agent %q session expired at %v", resp.agentID, resp.expiresAt))
+	}
+	if s.replay != nil {
+		fresh, err := s.replay.CheckAndSet(ctx, ReplayKeyPrefix+resp.agentID+":"+c.ID, introspectionReplayTTL)
+		if err != nil {
+			return nil, internal(fmt.Errorf("agentauth: replay cache: %w", err))
+		}
+		if !fresh {
+			return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgReplayed).
+				WithCause(fmt.Errorf("agentauth: jti %q of agent %q was already used", c.ID, resp.agentID))
+		}
 	}
 	return &Session{
 		Agent: &Agent{

@@ -68,7 +68,7 @@ func (p *itProvider) requests() []itRequest {
 
 func (p *itProvider) source(t *testing.T, mod func(*agentauth.IntrospectionConfig)) *agentauth.IntrospectionSource {
 	t.Helper()
-	cfg := agentauth.IntrospectionConfig{Endpoint: p.srv.URL + "/api/auth/agent/introspect", Header: "X-Provider-Key", Credential: "s3cret"}
+	cfg := agentauth.IntrospectionConfig{Endpoint: p.srv.URL + "/api/auth/agent/introspect", Header: "X-Provider-Key", Credential: "s3cret", Audiences: []string{vfAud}}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -186,10 +186,35 @@ func TestIntrospectionFailures(t *testing.T) {
 			return vfRaw(vfNewKey(t).priv, `{"alg":"none","typ":"agent+jwt"}`, `{"sub":"agt_1"}`)
 		}, want: invalid, noRemote: true},
 		{name: "audience not ours", token: func(t *testing.T) string { return itToken(t, vfSet("aud", "https://elsewhere.example")) },
-			config: func(c *agentauth.IntrospectionConfig) { c.Audiences = []string{vfAud} },
-			want:   vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT audience not accepted"}, noRemote: true},
+			want: vfAudience, noRemote: true},
+		{name: "audience of another location of the same provider", token: func(t *testing.T) string {
+			return itToken(t, vfSet("aud", "https://bank.example/other/capability/execute"))
+		}, want: vfAudience, noRemote: true},
+		{name: "audience missing", token: func(t *testing.T) string { return itToken(t, func(c map[string]any) { delete(c, "aud") }) },
+			want: vfAudience, noRemote: true},
+		{name: "audience array without ours", token: func(t *testing.T) string { return itToken(t, vfSet("aud", []string{"x", "y"})) },
+			want: vfAudience, noRemote: true},
 		{name: "audience ours", status: 200, body: itActive, token: func(t *testing.T) string { return itToken(t, vfSet("aud", []string{"x", vfAud})) },
-			config: func(c *agentauth.IntrospectionConfig) { c.Audiences = []string{vfAud} }, want: vfOK},
+			want: vfOK},
+		{name: "second audience", status: 200, body: itActive, token: func(t *testing.T) string { return itToken(t, vfSet("aud", "https://bank.example")) },
+			config: func(c *agentauth.IntrospectionConfig) { c.Audiences = []string{vfAud, "https://bank.example"} }, want: vfOK},
+		{name: "no jti without a replay cache is the provider's call", status: 200, body: itActive,
+			token: func(t *testing.T) string { return itToken(t, func(c map[string]any) { delete(c, "jti") }) }, want: vfOK},
+		{name: "no jti with a replay cache", token: func(t *testing.T) string { return itToken(t, func(c map[string]any) { delete(c, "jti") }) },
+			config: itWithReplay, want: vfMissing, noRemote: true},
+		{name: "empty jti with a replay cache", token: func(t *testing.T) string { return itToken(t, vfSet("jti", "")) },
+			config: itWithReplay, want: vfMissing, noRemote: true},
+		{name: "no exp with a replay cache", token: func(t *testing.T) string { return itToken(t, func(c map[string]any) { delete(c, "exp") }) },
+			config: itWithReplay, want: vfMissing, noRemote: true},
+		{name: "exp beyond the replay window", token: func(t *testing.T) string {
+			return itToken(t, vfSet("exp", time.Now().Add(agentauth.DefaultMaxAge+agentauth.MaxSkew+time.Minute).Unix()))
+		}, config: itWithReplay, want: vfLifetime, noRemote: true},
+		{name: "exp at the edge of the replay window", status: 200, body: itActive, token: func(t *testing.T) string {
+			return itToken(t, vfSet("exp", time.Now().Add(agentauth.DefaultMaxAge+agentauth.MaxSkew-5*time.Second).Unix()))
+		}, config: itWithReplay, want: vfOK},
+		{name: "long exp without a replay cache is the provider's call", status: 200, body: itActive, token: func(t *testing.T) string {
+			return itToken(t, vfSet("exp", time.Now().Add(time.Hour).Unix()))
+		}, want: vfOK},
 		{name: "long expired", token: func(t *testing.T) string {
 			return itToken(t, func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() })
 		}, want: vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT expired"}, noRemote: true},
@@ -213,6 +238,177 @@ func TestIntrospectionFailures(t *testing.T) {
 	}
 }
 
+// itWithReplay gives the source a replay cache of its own.
+func itWithReplay(c *agentauth.IntrospectionConfig) { c.Replay = agentauth.NewMemoryReplayCache(0) }
+
+// itRecordingCache is a ReplayCache that remembers what it was asked.
+type itRecordingCache struct {
+	inner agentauth.ReplayCache
+	err   error
+	mu    sync.Mutex
+	calls []itReplayCall
+}
+
+type itReplayCall struct {
+	Key string
+	TTL time.Duration
+}
+
+func (c *itRecordingCache) CheckAndSet(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	c.mu.Lock()
+	c.calls = append(c.calls, itReplayCall{key, ttl})
+	c.mu.Unlock()
+	if c.err != nil {
+		return false, c.err
+	}
+	return c.inner.CheckAndSet(ctx, key, ttl)
+}
+
+func (c *itRecordingCache) recorded() []itReplayCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]itReplayCall(nil), c.calls...)
+}
+
+func TestIntrospectionReplay(t *testing.T) {
+	replayed := vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT already used"}
+	ttl := agentauth.DefaultMaxAge + 2*agentauth.MaxSkew
+	key := agentauth.ReplayKeyPrefix + "agt_1:it-1"
+
+	t.Run("a token is good once", func(t *testing.T) {
+		p := itNewProvider(t)
+		p.respond(200, itActive)
+		cache := &itRecordingCache{inner: agentauth.NewMemoryReplayCache(0)}
+		src := p.source(t, func(c *agentauth.IntrospectionConfig) { c.Replay = cache })
+		tok := itToken(t, nil)
+		if _, err := src.Session(context.Background(), tok); err != nil {
+			t.Fatalf("first use: %v", err)
+		}
+		_, err := src.Session(context.Background(), tok)
+		if diff := cmp.Diff(replayed, vfOutcomeOf(t, err)); diff != "" {
+			t.Errorf("second use (-want +got):\n%s", diff)
+		}
+		// Another token id of the same agent is fresh.
+		if _, err := src.Session(context.Background(), itToken(t, vfSet("jti", "it-2"))); err != nil {
+			t.Errorf("another jti: %v", err)
+		}
+		want := []itReplayCall{{key, ttl}, {key, ttl}, {agentauth.ReplayKeyPrefix + "agt_1:it-2", ttl}}
+		if diff := cmp.Diff(want, cache.recorded()); diff != "" {
+			t.Errorf("cache calls (-want +got):\n%s", diff)
+		}
+		// The provider did not consume the jti, and was asked each time.
+		if n := len(p.requests()); n != 3 {
+			t.Errorf("the provider was asked %d times, want 3", n)
+		}
+	})
+
+	t.Run("refused tokens are not spent", func(t *testing.T) {
+		p := itNewProvider(t)
+		cache := &itRecordingCache{inner: agentauth.NewMemoryReplayCache(0)}
+		src := p.source(t, func(c *agentauth.IntrospectionConfig) { c.Replay = cache })
+		tok := itToken(t, nil)
+		for _, answer := range []struct {
+			status int
+			body   string
+			want   vfOutcome
+		}{
+			{200, `{"active":false}`, vfInvalid},
+			{503, `{"error":"unavailable"}`, vfInternal},
+			{200, strings.Replace(itActive, `"agt_1"`, `"agt_2"`, 1), vfInternal},
+			{200, strings.Replace(itActive, `2999-01-01T00:00:00Z`, `2020-01-01T00:00:00Z`, 1), vfOutcome{403, agentauth.CodeAgentExpired, "agent expired"}},
+		} {
+			p.respond(answer.status, answer.body)
+			_, err := src.Session(context.Background(), tok)
+			if diff := cmp.Diff(answer.want, vfOutcomeOf(t, err)); diff != "" {
+				t.Fatalf("answer %s (-want +got):\n%s", answer.body, diff)
+			}
+		}
+		if _, err := src.Session(context.Background(), itToken(t, vfSet("aud", "https://elsewhere.example"))); vfOutcomeOf(t, err) != vfAudience {
+			t.Fatalf("wrong audience: %v", err)
+		}
+		if calls := cache.recorded(); len(calls) != 0 {
+			t.Fatalf("the cache was asked %v before any success", calls)
+		}
+		p.respond(200, itActive)
+		if _, err := src.Session(context.Background(), tok); err != nil {
+			t.Fatalf("the token was spent by a refusal: %v", err)
+		}
+	})
+
+	t.Run("a failing cache fails closed", func(t *testing.T) {
+		p := itNewProvider(t)
+		p.respond(200, itActive)
+		src := p.source(t, func(c *agentauth.IntrospectionConfig) {
+			c.Replay = &itRecordingCache{err: errors.New("redis: connection refused")}
+		})
+		_, err := src.Session(context.Background(), itToken(t, nil))
+		if diff := cmp.Diff(vfInternal, vfOutcomeOf(t, err)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("concurrent uses: one wins", func(t *testing.T) {
+		p := itNewProvider(t)
+		p.respond(200, itActive)
+		src := p.source(t, itWithReplay)
+		tok := itToken(t, nil)
+		const n = 16
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = src.Session(context.Background(), tok)
+			}()
+		}
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			switch o := vfOutcomeOf(t, err); o {
+			case vfOK:
+				won++
+			case replayed:
+			default:
+				t.Errorf("outcome %+v", o)
+			}
+		}
+		if won != 1 {
+			t.Errorf("%d uses succeeded, want 1", won)
+		}
+	})
+
+	// A token spent at a Verifier sharing the cache is spent here, and
+	// the other way round: both use one key for one token.
+	t.Run("shared with a Verifier", func(t *testing.T) {
+		cache := agentauth.NewMemoryReplayCache(0)
+		w := vfNewWorld(t, func(c *agentauth.VerifierConfig) { c.Now, c.Replay = time.Now, cache })
+		p := itNewProvider(t)
+		p.respond(200, itActive)
+		src := p.source(t, func(c *agentauth.IntrospectionConfig) { c.Replay = cache })
+		mint := func(jti string) string {
+			now := time.Now().Unix()
+			return vfMint(t, w.agentKey.priv, w.agentKey.thumb, map[string]any{"sub": vfAgent, "aud": vfAud, "iat": now, "exp": now + 60, "jti": jti})
+		}
+
+		first := mint("shared-1")
+		if _, err := w.v.Session(context.Background(), first); err != nil {
+			t.Fatalf("verifier: %v", err)
+		}
+		if _, err := src.Session(context.Background(), first); vfOutcomeOf(t, err) != replayed {
+			t.Errorf("introspecting a token the verifier spent: %v", err)
+		}
+
+		second := mint("shared-2")
+		if _, err := src.Session(context.Background(), second); err != nil {
+			t.Fatalf("introspection: %v", err)
+		}
+		if _, err := w.v.Session(context.Background(), second); vfOutcomeOf(t, err) != replayed {
+			t.Errorf("verifying a token introspection spent: %v", err)
+		}
+	})
+}
+
 func TestIntrospectionRedirectNotFollowed(t *testing.T) {
 	target := itNewProvider(t)
 	target.respond(200, itActive)
@@ -220,7 +416,9 @@ func TestIntrospectionRedirectNotFollowed(t *testing.T) {
 		http.Redirect(w, r, target.srv.URL+"/steal", http.StatusTemporaryRedirect)
 	}))
 	defer redirector.Close()
-	s, err := agentauth.NewIntrospectionSource(agentauth.IntrospectionConfig{Endpoint: redirector.URL + "/agent/introspect", Header: "X-Provider-Key", Credential: "s3cret"})
+	s, err := agentauth.NewIntrospectionSource(agentauth.IntrospectionConfig{
+		Endpoint: redirector.URL + "/agent/introspect", Header: "X-Provider-Key", Credential: "s3cret", Audiences: []string{vfAud},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,6 +444,7 @@ func TestIntrospectionTimeout(t *testing.T) {
 	s, err := agentauth.NewIntrospectionSource(agentauth.IntrospectionConfig{
 		Endpoint:   srv.URL + "/agent/introspect",
 		HTTPClient: &http.Client{Timeout: 200 * time.Millisecond},
+		Audiences:  []string{vfAud},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -266,24 +465,28 @@ func TestIntrospectionTimeout(t *testing.T) {
 }
 
 func TestNewIntrospectionSourceConfig(t *testing.T) {
+	aud := []string{vfAud}
 	tests := []struct {
 		name string
 		cfg  agentauth.IntrospectionConfig
 		ok   bool
 	}{
-		{"https", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/api/auth/agent/introspect"}, true},
-		{"http loopback", agentauth.IntrospectionConfig{Endpoint: "http://127.0.0.1:3000/agent/introspect"}, true},
-		{"http localhost", agentauth.IntrospectionConfig{Endpoint: "http://localhost:3000/agent/introspect"}, true},
-		{"credential header", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Header: "Authorization", Credential: "Bearer x"}, true},
-		{"http remote", agentauth.IntrospectionConfig{Endpoint: "http://auth.example/agent/introspect"}, false},
-		{"relative", agentauth.IntrospectionConfig{Endpoint: "/agent/introspect"}, false},
+		{"https", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/api/auth/agent/introspect", Audiences: aud}, true},
+		{"http loopback", agentauth.IntrospectionConfig{Endpoint: "http://127.0.0.1:3000/agent/introspect", Audiences: aud}, true},
+		{"http localhost", agentauth.IntrospectionConfig{Endpoint: "http://localhost:3000/agent/introspect", Audiences: aud}, true},
+		{"credential header", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Audiences: aud, Header: "Authorization", Credential: "Bearer x"}, true},
+		{"http remote", agentauth.IntrospectionConfig{Endpoint: "http://auth.example/agent/introspect", Audiences: aud}, false},
+		{"relative", agentauth.IntrospectionConfig{Endpoint: "/agent/introspect", Audiences: aud}, false},
 		{"empty", agentauth.IntrospectionConfig{}, false},
-		{"credentials in URL", agentauth.IntrospectionConfig{Endpoint: "https://u:p@auth.example/i"}, false},
-		{"header without credential", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Header: "Authorization"}, false},
-		{"credential without header", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Credential: "x"}, false},
-		{"bad header name", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Header: "X Key", Credential: "x"}, false},
-		{"credential with newline", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Header: "X-Key", Credential: "x\r\nX-Other: y"}, false},
-		{"blank audience", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Audiences: []string{""}}, false},
+		{"no audiences", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i"}, false},
+		{"empty audiences", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Audiences: []string{}}, false},
+		{"replay cache", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Audiences: aud, Replay: agentauth.NewMemoryReplayCache(0)}, true},
+		{"credentials in URL", agentauth.IntrospectionConfig{Endpoint: "https://u:p@auth.example/i", Audiences: aud}, false},
+		{"header without credential", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Audiences: aud, Header: "Authorization"}, false},
+		{"credential without header", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Audiences: aud, Credential: "x"}, false},
+		{"bad header name", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Audiences: aud, Header: "X Key", Credential: "x"}, false},
+		{"credential with newline", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Audiences: aud, Header: "X-Key", Credential: "x\r\nX-Other: y"}, false},
+		{"blank audience", agentauth.IntrospectionConfig{Endpoint: "https://auth.example/i", Audiences: []string{vfAud, " "}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -317,6 +520,7 @@ func FuzzIntrospectionResponse(f *testing.F) {
 		s, err := agentauth.NewIntrospectionSource(agentauth.IntrospectionConfig{
 			Endpoint:   "https://auth.example/agent/introspect",
 			HTTPClient: &http.Client{Transport: itFixedResponse(body)},
+			Audiences:  []string{vfAud},
 		})
 		if err != nil {
 			t.Fatal(err)
