@@ -146,8 +146,7 @@ func (f *jwksFetcher) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	now := f.now()
-	if f.fetched.IsZero() || now.Sub(f.fetched) >= jwksMinRefresh || now.Before(f.fetched) {
+	if now := f.now(); f.dueLocked(now) {
 		f.body, f.err = f.fetch(req)
 		f.fetched = now
 	}
@@ -165,6 +164,20 @@ func (f *jwksFetcher) RoundTrip(req *http.Request) (*http.Response, error) {
 		ContentLength: int64(len(f.body)),
 		Request:       req,
 	}, nil
+}
+
+// due reports whether the next round trip would fetch the URL again
+// rather than answer from the last fetch.
+func (f *jwksFetcher) due() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dueLocked(f.now())
+}
+
+// dueLocked is due with f.mu held. A clock that went backwards counts as
+// due, so that a stale body cannot outlive a clock correction.
+func (f *jwksFetcher) dueLocked(now time.Time) bool {
+	return f.fetched.IsZero() || now.Sub(f.fetched) >= jwksMinRefresh || now.Before(f.fetched)
 }
 
 func (f *jwksFetcher) fetch(orig *http.Request) ([]byte, error) {
@@ -191,35 +204,147 @@ func (f *jwksFetcher) fetch(orig *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// keySets holds one go-oidc remote key set per JWKS URL, so that keys are
-// cached and concurrent fetches of one URL are shared.
+// keySets holds one jwksKeySet per JWKS URL, so that keys are cached and
+// concurrent fetches of one URL are shared.
 type keySets struct {
 	policy FetchPolicy
 	safe   *http.Client
 	now    func() time.Time
 
 	mu   sync.Mutex
-	sets map[string]*oidc.RemoteKeySet
+	sets map[string]*jwksKeySet
 }
 
 func newKeySets(p FetchPolicy, now func() time.Time) *keySets {
 	p = p.withDefaults()
-	return &keySets{policy: p, safe: NewSafeHTTPClient(p), now: now, sets: make(map[string]*oidc.RemoteKeySet)}
+	return &keySets{policy: p, safe: NewSafeHTTPClient(p), now: now, sets: make(map[string]*jwksKeySet)}
 }
 
-func (k *keySets) get(jwksURL string) *oidc.RemoteKeySet {
+func (k *keySets) get(jwksURL string) *jwksKeySet {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if s, ok := k.sets[jwksURL]; ok {
 		return s
 	}
+	f := &jwksFetcher{client: k.safe, maxKeys: k.policy.MaxKeys, now: k.now}
 	client := &http.Client{
-		Transport: &jwksFetcher{client: k.safe, maxKeys: k.policy.MaxKeys, now: k.now},
+		Transport: f,
 		// The fetcher has already followed (and vetted) redirects.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Timeout:       k.policy.Timeout,
 	}
-	s := oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), client), jwksURL)
+	s := &jwksKeySet{url: jwksURL, fetcher: f, ctx: oidc.ClientContext(context.Background(), client)}
+	s.remote = oidc.NewRemoteKeySet(s.ctx, jwksURL)
 	k.sets[jwksURL] = s
 	return s
+}
+
+// jwksKeySet verifies tokens against the keys of one JWKS URL through a
+// go-oidc remote key set, which caches the keys, looks a token's kid up
+// and refetches on a miss; every fetch goes through one jwksFetcher, which
+// holds the refresh floor.
+//
+// The remote key set parses the token again with go-jose: go-oidc takes
+// the compact serialization, not a parsed token or a key. That second
+// parse costs the JWKS path what the inline-key path saves, and is kept
+// because the JWKS path is the less common one and go-oidc's caching,
+// kid lookup and fetch sharing are worth more than the parse.
+type jwksKeySet struct {
+	url     string
+	fetcher *jwksFetcher
+	ctx     context.Context // carries the HTTP client for go-oidc
+
+	mu     sync.Mutex
+	remote *oidc.RemoteKeySet
+}
+
+// verify checks token's signature and returns its payload.
+//
+// go-oidc hands a fetch's result to every caller that asks for keys until
+// the goroutine that ran the fetch has cleared it. A call arriving just
+// after a refresh can therefore get that refresh's keys without a fetch
+// of its own, even when the refresh floor has passed since and the key
+// owner has rotated its key. When a verification fails while the fetcher
+// would fetch again, verify replaces the remote key set by a fresh one,
+// which has no such leftover, and tries once more. That retry fetches at
+// most once per jwksMinRefresh, like any other miss, because the fetcher
+// decides; and it makes the outcome depend on the verifier's clock alone.
+func (s *jwksKeySet) verify(ctx context.Context, token string) ([]byte, error) {
+	s.mu.Lock()
+	remote := s.remote
+	s.mu.Unlock()
+	payload, err := remote.VerifySignature(ctx, token)
+	if err == nil || ctx.Err() != nil || !s.fetcher.due() {
+		return payload, err
+	}
+	s.mu.Lock()
+	if s.remote == remote {
+		s.remote = oidc.NewRemoteKeySet(s.ctx, s.url)
+	}
+	remote = s.remote
+	s.mu.Unlock()
+	return remote.VerifySignature(ctx, token)
+}
+
+// maxInlineKeys bounds the inline key cache of a Verifier. Beyond it, an
+// arbitrary entry makes room for each new key: a miss only costs a parse.
+const maxInlineKeys = 4096
+
+// inlineKey is an inline Ed25519 JWK after parsePublicJWK, with the RFC
+// 7638 thumbprint an "iss" claim may name.
+type inlineKey struct {
+	pub   ed25519.PublicKey
+	thumb string
+}
+
+// inlineKeys caches parsed inline JWKs by their exact bytes. The key is
+// the content, not an agent or host id: a directory record that changes
+// its key changes the bytes and misses, and an entry can only ever be
+// found by a record holding exactly the JWK it was parsed from.
+type inlineKeys struct {
+	max int
+
+	mu sync.RWMutex
+	m  map[string]*inlineKey
+}
+
+func newInlineKeys(max int) *inlineKeys {
+	return &inlineKeys{max: max, m: make(map[string]*inlineKey)}
+}
+
+// get returns the parsed form of the inline JWK raw. Keys that fail to
+// parse are not cached; they are directory errors, not attacker input.
+func (c *inlineKeys) get(raw []byte) (*inlineKey, error) {
+	c.mu.RLock()
+	k, ok := c.m[string(raw)]
+	c.mu.RUnlock()
+	if ok {
+		return k, nil
+	}
+	jwk, err := parsePublicJWK(raw)
+	if err != nil {
+		return nil, err
+	}
+	thumb, err := jwkThumbprint(jwk)
+	if err != nil {
+		return nil, fmt.Errorf("JWK thumbprint: %w", err)
+	}
+	k = &inlineKey{pub: jwk.Key.(ed25519.PublicKey), thumb: thumb}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[string(raw)]; !ok && len(c.m) >= c.max {
+		for old := range c.m {
+			delete(c.m, old)
+			break
+		}
+	}
+	c.m[string(raw)] = k
+	return k, nil
+}
+
+// size returns the number of cached keys.
+func (c *inlineKeys) size() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
 }

@@ -1,9 +1,20 @@
 package agentauth
 
 import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
 )
 
 // The RFC 8037 (appendix A.3) Ed25519 public key and its RFC 7638
@@ -111,3 +122,138 @@ func FuzzValidateJWKS(f *testing.F) {
 		}
 	})
 }
+
+func TestInlineKeys(t *testing.T) {
+	c := newInlineKeys(2)
+	k, err := c.get([]byte(rfc8037JWK))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.thumb != rfc8037Thumb || len(k.pub) != ed25519.PublicKeySize {
+		t.Fatalf("key = %+v", k)
+	}
+	if again, _ := c.get([]byte(rfc8037JWK)); again != k {
+		t.Error("the same JWK bytes were parsed again")
+	}
+
+	// The same key written differently is another entry: the cache is
+	// keyed by bytes, never by what they are believed to mean.
+	spaced := ` ` + rfc8037JWK
+	other, err := c.get([]byte(spaced))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other == k || !other.pub.Equal(k.pub) {
+		t.Errorf("respelled JWK: got entry %p (first %p)", other, k)
+	}
+
+	// Bad keys are refused every time and never cached.
+	for range 2 {
+		if _, err := c.get([]byte(`{"kty":"OKP","crv":"Ed25519","x":"AAAA"}`)); err == nil {
+			t.Fatal("short key accepted")
+		}
+	}
+	if got := c.size(); got != 2 {
+		t.Fatalf("size = %d, want 2", got)
+	}
+
+	// At the bound, a new key takes the place of an old one, and an old
+	// one is parsed again when it comes back.
+	third := `{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"k3"}`
+	if _, err := c.get([]byte(third)); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.size(); got != 2 {
+		t.Fatalf("size = %d after a third key, want the bound 2", got)
+	}
+	for _, raw := range []string{rfc8037JWK, spaced, third} {
+		if k, err := c.get([]byte(raw)); err != nil || k.thumb != rfc8037Thumb {
+			t.Errorf("get(%s) = %+v, %v", raw, k, err)
+		}
+	}
+	if got := c.size(); got != 2 {
+		t.Fatalf("size = %d, want the bound 2", got)
+	}
+}
+
+// TestJWKSKeySetRenews reproduces what makes go-oidc answer a key lookup
+// from an earlier fetch: a remote key set whose fetches do not reach the
+// fetcher. While the fetcher would fetch again, a failed verification
+// moves to a fresh remote key set and succeeds with the published key;
+// within the refresh floor, it fails and nothing is fetched.
+func TestJWKSKeySetRenews(t *testing.T) {
+	oldKey := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	current := fuzzKey.Public().(ed25519.PublicKey)
+	jwks := func(pub ed25519.PublicKey, kid string) []byte {
+		b, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: pub, KeyID: kid, Algorithm: string(jose.EdDSA), Use: "sig"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Write(jwks(current, "k2"))
+	}))
+	defer srv.Close()
+
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	f := &jwksFetcher{client: srv.Client(), maxKeys: DefaultFetchMaxKeys, now: func() time.Time { return now }}
+	if !f.due() {
+		t.Fatal("a fetcher that never fetched is not due")
+	}
+	stale := func() *oidc.RemoteKeySet {
+		old := jwks(oldKey.Public().(ed25519.PublicKey), "k1")
+		client := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: io.NopCloser(bytes.NewReader(old)), Request: req}, nil
+		})}
+		return oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), client), srv.URL)
+	}
+	s := &jwksKeySet{url: srv.URL, fetcher: f, ctx: oidc.ClientContext(context.Background(), &http.Client{Transport: f})}
+	s.remote = stale()
+	token := fuzzToken(`{"alg":"EdDSA","typ":"agent+jwt","kid":"k2"}`, `{"sub":"agt_1"}`, 0)
+
+	payload, err := s.verify(context.Background(), token)
+	if err != nil || string(payload) != `{"sub":"agt_1"}` {
+		t.Fatalf("verify = %q, %v; want the payload", payload, err)
+	}
+	if got := hits.Load(); got != 1 {
+		t.Fatalf("fetched %d times, want 1", got)
+	}
+	if f.due() {
+		t.Fatal("the fetcher is due right after a fetch")
+	}
+
+	// Within the floor a stale set stays in place: the fetcher would
+	// answer from its last fetch anyway.
+	s.remote = stale()
+	kept := s.remote
+	if _, err := s.verify(context.Background(), token); err == nil {
+		t.Fatal("a stale key set verified a key it does not hold")
+	}
+	if s.remote != kept || hits.Load() != 1 {
+		t.Fatalf("within the floor: key set replaced = %v, fetches = %d", s.remote != kept, hits.Load())
+	}
+
+	now = now.Add(jwksMinRefresh)
+	if !f.due() {
+		t.Fatal("the fetcher is not due after the floor")
+	}
+	if _, err := s.verify(context.Background(), token); err != nil {
+		t.Fatalf("after the floor: %v", err)
+	}
+	if got := hits.Load(); got != 2 {
+		t.Fatalf("fetched %d times, want 2", got)
+	}
+
+	now = now.Add(-time.Second)
+	if !f.due() {
+		t.Error("the fetcher is not due after the clock went back")
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -14,10 +14,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
-
-	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/agentcap/agentcap/core"
 )
@@ -97,8 +97,8 @@ type VerifierConfig struct {
 }
 
 // Verifier verifies agent JWTs against a Directory and returns their
-// sessions. It is safe for concurrent use and caches one remote key set per
-// JWKS URL.
+// sessions. It is safe for concurrent use. It caches parsed inline keys by
+// their exact JWK bytes, and one remote key set per JWKS URL.
 type Verifier struct {
 	dir       Directory
 	audiences []string
@@ -107,6 +107,7 @@ type Verifier struct {
 	replay    ReplayCache
 	now       func() time.Time
 	keys      *keySets
+	inline    *inlineKeys
 }
 
 var _ SessionSource = (*Verifier)(nil)
@@ -154,6 +155,7 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		replay:    cfg.Replay,
 		now:       cfg.Now,
 		keys:      newKeySets(cfg.KeyFetch, cfg.Now),
+		inline:    newInlineKeys(maxInlineKeys),
 	}, nil
 }
 
@@ -163,6 +165,8 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 //
 //  1. Syntax: at most MaxTokenBytes, JWS compact serialization (three
 //     base64url segments, no padding), UTF-8 JSON header and payload.
+//     The JSON is read strictly: a surrogate escape that is not half of a
+//     pair, and nesting deeper than 1000 levels, are refused too.
 //     Failure: 401 invalid_jwt.
 //  2. Header: only the members "alg", "typ" and "kid", no duplicates; typ
 //     exactly "agent+jwt" (a host+jwt is token confusion); alg exactly
@@ -205,21 +209,20 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 // not enforced here: whether it allows the requested capability, and the
 // agent's grants, are checked when a capability is authorized.
 func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) {
-	// Steps 1 and 2.
-	tok, err := parseAgentToken(token)
-	if err != nil {
+	sc := getScratch()
+	defer putScratch(sc)
+
+	// Steps 1 and 2, and the claims of step 3.
+	if err := sc.parse(token); err != nil {
 		return nil, err
 	}
-	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.EdDSA})
-	if err != nil {
-		return nil, invalidToken(fmt.Errorf("agentauth: jws: %w", err))
-	}
+	tok := &sc.tok
 
 	// Step 3.
 	agent, err := v.dir.Agent(ctx, tok.claims.Subject)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			equalizeTiming(jws)
+			sc.equalizeTiming()
 			return nil, invalidToken(fmt.Errorf("agentauth: agent %q: %w", tok.claims.Subject, err))
 		}
 		return nil, internal(fmt.Errorf("agentauth: directory: agent %q: %w", tok.claims.Subject, err))
@@ -227,19 +230,15 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 	host, err := v.dir.Host(ctx, agent.HostID)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			equalizeTiming(jws)
+			sc.equalizeTiming()
 			return nil, invalidToken(fmt.Errorf("agentauth: host %q of agent %q: %w", agent.HostID, agent.ID, err))
 		}
 		return nil, internal(fmt.Errorf("agentauth: directory: host %q: %w", agent.HostID, err))
 	}
 
 	// Step 4.
-	payload, err := v.verifySignature(ctx, token, jws, tok.kid, agent)
-	if err != nil {
+	if err := v.verifySignature(ctx, token, sc, agent); err != nil {
 		return nil, err
-	}
-	if !bytes.Equal(payload, tok.payload) {
-		return nil, invalidToken(errors.New("agentauth: verified payload differs from the parsed payload"))
 	}
 
 	// Step 5.
@@ -252,7 +251,7 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 
 	// Step 6.
 	if tok.hasIss {
-		if err := checkIssuer(tok.claims.Issuer, host); err != nil {
+		if err := v.checkIssuer(tok.claims.Issuer, host); err != nil {
 			return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgIssuer).WithCause(err)
 		}
 	}
@@ -274,43 +273,51 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 	return &Session{Agent: agent, Host: host, Claims: tok.claims}, nil
 }
 
-func (v *Verifier) verifySignature(ctx context.Context, token string, jws *jose.JSONWebSignature, kid string, agent *Agent) ([]byte, error) {
+// verifySignature is step 4. An inline key is parsed once per distinct JWK
+// and checked with ed25519.Verify over the token's own signing input: the
+// bytes that were parsed are the bytes that are verified, so nothing is
+// decoded twice. A JWKS key is checked by go-oidc (see jwksKeySet), and
+// the payload it verified must be the payload that was parsed.
+func (v *Verifier) verifySignature(ctx context.Context, token string, sc *tokenScratch, agent *Agent) error {
 	switch {
 	case len(agent.PublicKey) > 0:
-		k, err := parsePublicJWK(agent.PublicKey)
+		k, err := v.inline.get(agent.PublicKey)
 		if err != nil {
-			return nil, internal(fmt.Errorf("agentauth: agent %q: public key: %w", agent.ID, err))
+			return internal(fmt.Errorf("agentauth: agent %q: public key: %w", agent.ID, err))
 		}
-		payload, err := jws.Verify(k.Key)
-		if err != nil {
-			return nil, invalidToken(fmt.Errorf("agentauth: signature of agent %q: %w", agent.ID, err))
+		if !ed25519.Verify(k.pub, sc.signingInput, sc.sig) {
+			return invalidToken(fmt.Errorf("agentauth: signature of agent %q does not verify", agent.ID))
 		}
-		return payload, nil
+		return nil
 	case agent.JWKSURL != "":
+		kid := sc.tok.kid
 		if kid == "" {
-			return nil, invalidToken(fmt.Errorf("agentauth: agent %q uses a JWKS URL and the token has no kid", agent.ID))
+			return invalidToken(fmt.Errorf("agentauth: agent %q uses a JWKS URL and the token has no kid", agent.ID))
 		}
 		if kid != agent.KID {
-			return nil, invalidToken(fmt.Errorf("agentauth: token kid %q is not agent %q's kid %q", kid, agent.ID, agent.KID))
+			return invalidToken(fmt.Errorf("agentauth: token kid %q is not agent %q's kid %q", kid, agent.ID, agent.KID))
 		}
-		payload, err := v.keys.get(agent.JWKSURL).VerifySignature(ctx, token)
+		payload, err := v.keys.get(agent.JWKSURL).verify(ctx, token)
 		if err != nil {
-			return nil, invalidToken(fmt.Errorf("agentauth: signature of agent %q (JWKS): %w", agent.ID, err))
+			return invalidToken(fmt.Errorf("agentauth: signature of agent %q (JWKS): %w", agent.ID, err))
 		}
-		return payload, nil
+		if string(payload) != sc.tok.payload {
+			return invalidToken(errors.New("agentauth: verified payload differs from the parsed payload"))
+		}
+		return nil
 	default:
-		return nil, internal(fmt.Errorf("agentauth: agent %q has no key", agent.ID))
+		return internal(fmt.Errorf("agentauth: agent %q has no key", agent.ID))
 	}
 }
 
 // timingKey is a fixed Ed25519 public key no token is signed with.
-var timingKey = ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public()
+var timingKey = ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
 
 // equalizeTiming spends on a token naming an unknown agent the time a
 // signature check would take, so that response times do not tell which
 // agent ids exist.
-func equalizeTiming(jws *jose.JSONWebSignature) {
-	_, _ = jws.Verify(timingKey)
+func (sc *tokenScratch) equalizeTiming() {
+	_ = ed25519.Verify(timingKey, sc.signingInput, sc.sig)
 }
 
 func agentStatusError(a *Agent) error {
@@ -353,23 +360,19 @@ func hostStatusError(h *Host) error {
 		WithCause(fmt.Errorf("agentauth: host %q is %s", h.ID, h.Status))
 }
 
-func checkIssuer(iss string, host *Host) error {
+func (v *Verifier) checkIssuer(iss string, host *Host) error {
 	if iss == host.ID {
 		return nil
 	}
 	if len(host.PublicKey) > 0 {
-		k, err := parsePublicJWK(host.PublicKey)
+		k, err := v.inline.get(host.PublicKey)
 		if err != nil {
 			return fmt.Errorf("agentauth: host %q: public key: %w", host.ID, err)
 		}
-		tp, err := jwkThumbprint(k)
-		if err != nil {
-			return fmt.Errorf("agentauth: host %q: thumbprint: %w", host.ID, err)
-		}
-		if iss == tp {
+		if iss == k.thumb {
 			return nil
 		}
-		return fmt.Errorf("agentauth: iss %q is neither host id %q nor its key thumbprint %q", iss, host.ID, tp)
+		return fmt.Errorf("agentauth: iss %q is neither host id %q nor its key thumbprint %q", iss, host.ID, k.thumb)
 	}
 	return fmt.Errorf("agentauth: iss %q is not host id %q", iss, host.ID)
 }
@@ -437,8 +440,9 @@ func internal(cause error) error {
 // agentToken is an agent JWT after the syntax, header and claim-type
 // checks, before its signature is verified.
 type agentToken struct {
-	kid     string
-	payload []byte
+	kid string
+	// payload is the decoded payload, the text the claims were read from.
+	payload string
 	claims  Claims
 	hasIss  bool
 	hasIat  bool
@@ -449,143 +453,697 @@ type agentToken struct {
 
 var b64 = base64.RawURLEncoding.Strict()
 
+// base64URL marks the bytes of the base64url alphabet.
+var base64URL = func() (t [256]bool) {
+	for _, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" {
+		t[c] = true
+	}
+	return t
+}()
+
+// tokenScratch holds one token's bytes while it is verified. It is pooled,
+// so that a request decodes into memory an earlier request used; nothing
+// that outlives the verification points into buf.
+type tokenScratch struct {
+	// buf holds a copy of the token, then its decoded header, payload and
+	// signature, in that order.
+	buf []byte
+	// signingInput is the JWS signing input: the token up to its second
+	// dot, in buf.
+	signingInput []byte
+	sig          []byte
+	tok          agentToken
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(tokenScratch) }}
+
+func getScratch() *tokenScratch { return scratchPool.Get().(*tokenScratch) }
+
+// putScratch returns sc to the pool. Its buffer is at most about twice
+// MaxTokenBytes, so every buffer is worth keeping.
+func putScratch(sc *tokenScratch) {
+	sc.signingInput, sc.sig = nil, nil
+	sc.tok = agentToken{}
+	scratchPool.Put(sc)
+}
+
 // parseAgentToken runs checks 1 and 2 of Verifier.Session and the claim
-// parsing of check 3.
+// parsing of check 3, for a caller that needs no signature check.
 func parseAgentToken(token string) (*agentToken, error) {
+	sc := getScratch()
+	defer putScratch(sc)
+	if err := sc.parse(token); err != nil {
+		return nil, err
+	}
+	tok := sc.tok
+	return &tok, nil
+}
+
+// parse runs checks 1 and 2 of Verifier.Session and the claim parsing of
+// check 3 on token, leaving the result in sc.tok and the signing input and
+// signature in sc. The header and the payload are copied to the heap once,
+// as one string, which the claims then share.
+func (sc *tokenScratch) parse(token string) error {
 	if len(token) > MaxTokenBytes {
-		return nil, invalidToken(fmt.Errorf("agentauth: token is %d bytes, limit %d", len(token), MaxTokenBytes))
+		return invalidToken(fmt.Errorf("agentauth: token is %d bytes, limit %d", len(token), MaxTokenBytes))
 	}
-	h, rest, ok1 := strings.Cut(token, ".")
-	p, s, ok2 := strings.Cut(rest, ".")
-	if !ok1 || !ok2 || strings.Contains(s, ".") {
-		return nil, invalidToken(errors.New("agentauth: token is not a JWS compact serialization (three segments)"))
+	d1 := strings.IndexByte(token, '.')
+	d2 := -1
+	if d1 >= 0 {
+		if i := strings.IndexByte(token[d1+1:], '.'); i >= 0 {
+			d2 = d1 + 1 + i
+		}
 	}
-	if h == "" || p == "" || s == "" {
-		return nil, invalidToken(errors.New("agentauth: token has an empty segment"))
+	if d2 < 0 || strings.IndexByte(token[d2+1:], '.') >= 0 {
+		return invalidToken(errors.New("agentauth: token is not a JWS compact serialization (three segments)"))
+	}
+	n := len(token)
+	if d1 == 0 || d2 == d1+1 || d2 == n-1 {
+		return invalidToken(errors.New("agentauth: token has an empty segment"))
 	}
 	// The decoder skips line breaks; the alphabet check keeps the parsed
 	// bytes exactly the signed bytes.
-	if i := strings.IndexFunc(token, notTokenChar); i >= 0 {
-		return nil, invalidToken(fmt.Errorf("agentauth: token has a byte outside the base64url alphabet at offset %d", i))
+	for i := 0; i < n; i++ {
+		if c := token[i]; !base64URL[c] && c != '.' {
+			return invalidToken(fmt.Errorf("agentauth: token has a byte outside the base64url alphabet at offset %d", i))
+		}
 	}
-	header, err := b64.DecodeString(h)
-	if err != nil {
-		return nil, invalidToken(fmt.Errorf("agentauth: header segment: %w", err))
-	}
-	payload, err := b64.DecodeString(p)
-	if err != nil {
-		return nil, invalidToken(fmt.Errorf("agentauth: payload segment: %w", err))
-	}
-	if _, err := b64.DecodeString(s); err != nil {
-		return nil, invalidToken(fmt.Errorf("agentauth: signature segment: %w", err))
-	}
-	kid, err := parseHeader(header)
-	if err != nil {
-		return nil, invalidToken(fmt.Errorf("agentauth: header: %w", err))
-	}
-	tok := &agentToken{kid: kid, payload: payload}
-	if err := tok.parseClaims(payload); err != nil {
-		return nil, invalidToken(fmt.Errorf("agentauth: claims: %w", err))
-	}
-	if tok.claims.Subject == "" {
-		return nil, invalidToken(errors.New(`agentauth: claims: "sub" is missing or empty`))
-	}
-	return tok, nil
-}
 
-func notTokenChar(r rune) bool {
-	return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+	hl, pl, sl := b64.DecodedLen(d1), b64.DecodedLen(d2-d1-1), b64.DecodedLen(n-d2-1)
+	need := n + hl + pl + sl
+	if cap(sc.buf) < need {
+		sc.buf = make([]byte, need)
+	}
+	buf := sc.buf[:need]
+	copy(buf, token)
+	hn, err := b64.Decode(buf[n:n+hl], buf[:d1])
+	if err != nil {
+		return invalidToken(fmt.Errorf("agentauth: header segment: %w", err))
+	}
+	pn, err := b64.Decode(buf[n+hn:n+hn+pl], buf[d1+1:d2])
+	if err != nil {
+		return invalidToken(fmt.Errorf("agentauth: payload segment: %w", err))
+	}
+	sigAt := n + hn + pn
+	sn, err := b64.Decode(buf[sigAt:sigAt+sl], buf[d2+1:n])
+	if err != nil {
+		return invalidToken(fmt.Errorf("agentauth: signature segment: %w", err))
+	}
+	sc.signingInput = buf[:d2]
+	sc.sig = buf[sigAt : sigAt+sn]
+
+	text := string(buf[n:sigAt])
+	t := &sc.tok
+	if t.kid, err = parseHeader(text[:hn]); err != nil {
+		return invalidToken(fmt.Errorf("agentauth: header: %w", err))
+	}
+	t.payload = text[hn:]
+	if err := t.parseClaims(t.payload); err != nil {
+		return invalidToken(fmt.Errorf("agentauth: claims: %w", err))
+	}
+	if t.claims.Subject == "" {
+		return invalidToken(errors.New(`agentauth: claims: "sub" is missing or empty`))
+	}
+	return nil
 }
 
 // parseHeader checks the protected header and returns its kid.
-func parseHeader(header []byte) (string, error) {
-	if !utf8.Valid(header) {
+func parseHeader(header string) (kid string, err error) {
+	if !utf8.ValidString(header) {
 		return "", errors.New("not UTF-8")
 	}
-	m, err := decodeObject(header)
+	c := jsonCursor{s: header}
+	empty, err := c.enter('{', '}')
 	if err != nil {
 		return "", err
 	}
-	for name := range m {
+	var alg, typ string
+	var seen uint
+	for more := !empty; more; {
+		name, err := c.name(true)
+		if err != nil {
+			return "", err
+		}
+		var dst *string
+		var bit uint
 		switch name {
-		case "alg", "typ", "kid":
+		case "alg":
+			dst, bit = &alg, 1
+		case "typ":
+			dst, bit = &typ, 2
+		case "kid":
+			dst, bit = &kid, 4
 		default:
 			return "", fmt.Errorf("member %q is not allowed", name)
 		}
+		if seen&bit != 0 {
+			return "", fmt.Errorf("duplicate member %q", name)
+		}
+		seen |= bit
+		if *dst, err = c.stringValue(name); err != nil {
+			return "", err
+		}
+		if more, err = c.next('}'); err != nil {
+			return "", err
+		}
 	}
-	typ, err := optString(m, "typ")
-	if err != nil {
+	if err := c.end(); err != nil {
 		return "", err
 	}
 	if typ != TypeAgentJWT {
 		return "", fmt.Errorf("typ is %q, want %q", typ, TypeAgentJWT)
 	}
-	alg, err := optString(m, "alg")
-	if err != nil {
-		return "", err
+	if alg != algEdDSA {
+		return "", fmt.Errorf("alg is %q, want %q", alg, algEdDSA)
 	}
-	if alg != string(jose.EdDSA) {
-		return "", fmt.Errorf("alg is %q, want %q", alg, jose.EdDSA)
-	}
-	return optString(m, "kid")
+	return kid, nil
 }
 
-// parseClaims decodes the registered claims with their JSON types. Other
-// claims are ignored; whether a claim is required is decided later.
-func (t *agentToken) parseClaims(payload []byte) error {
-	if !utf8.Valid(payload) {
+// algEdDSA is the only JWS algorithm an agent JWT may name.
+const algEdDSA = "EdDSA"
+
+// Registered claims, as bits of a set.
+const (
+	claimSub uint = 1 << iota
+	claimIss
+	claimAud
+	claimIat
+	claimExp
+	claimNbf
+	claimJti
+	claimCapabilities
+)
+
+func claimBit(name string) uint {
+	switch name {
+	case "sub":
+		return claimSub
+	case "iss":
+		return claimIss
+	case "aud":
+		return claimAud
+	case "iat":
+		return claimIat
+	case "exp":
+		return claimExp
+	case "nbf":
+		return claimNbf
+	case "jti":
+		return claimJti
+	case "capabilities":
+		return claimCapabilities
+	}
+	return 0
+}
+
+// parseClaims reads the registered claims with their JSON types. Other
+// claims are checked for syntax and skipped; whether a claim is required
+// is decided later. Strings without escapes are substrings of payload.
+func (t *agentToken) parseClaims(payload string) error {
+	if !utf8.ValidString(payload) {
 		return errors.New("not UTF-8")
 	}
-	m, err := decodeObject(payload)
+	c := jsonCursor{s: payload}
+	empty, err := c.enter('{', '}')
 	if err != nil {
 		return err
 	}
-	c := &t.claims
-	if c.Subject, err = optString(m, "sub"); err != nil {
-		return err
-	}
-	_, t.hasIss = m["iss"]
-	if c.Issuer, err = optString(m, "iss"); err != nil {
-		return err
-	}
-	if c.ID, err = optString(m, "jti"); err != nil {
-		return err
-	}
-	if raw, ok := m["aud"]; ok {
-		if c.Audience, err = parseAudience(raw); err != nil {
+	var seen uint
+	var others nameSet
+	for more := !empty; more; {
+		name, err := c.name(true)
+		if err != nil {
+			return err
+		}
+		if bit := claimBit(name); bit != 0 {
+			if seen&bit != 0 {
+				return fmt.Errorf("duplicate member %q", name)
+			}
+			seen |= bit
+			err = t.readClaim(&c, bit, name)
+		} else {
+			if !others.add(name) {
+				return fmt.Errorf("duplicate member %q", name)
+			}
+			err = c.skip()
+		}
+		if err != nil {
+			return err
+		}
+		if more, err = c.next('}'); err != nil {
 			return err
 		}
 	}
-	if c.IssuedAt, t.hasIat, err = optNumericDate(m, "iat"); err != nil {
-		return err
-	}
-	if c.ExpiresAt, t.hasExp, err = optNumericDate(m, "exp"); err != nil {
-		return err
-	}
-	if t.nbf, t.hasNbf, err = optNumericDate(m, "nbf"); err != nil {
-		return err
-	}
-	if raw, ok := m["capabilities"]; ok {
-		if c.Capabilities, err = parseStringArray(raw); err != nil {
-			return fmt.Errorf(`"capabilities": %w`, err)
+	return c.end()
+}
+
+// readClaim reads the value of the registered claim bit, called name.
+func (t *agentToken) readClaim(c *jsonCursor, bit uint, name string) error {
+	var err error
+	switch bit {
+	case claimSub:
+		t.claims.Subject, err = c.stringValue(name)
+	case claimIss:
+		t.hasIss = true
+		t.claims.Issuer, err = c.stringValue(name)
+	case claimJti:
+		t.claims.ID, err = c.stringValue(name)
+	case claimAud:
+		switch c.peek() {
+		case '"':
+			var aud string
+			aud, err = c.str(true)
+			t.claims.Audience = []string{aud}
+		case '[':
+			t.claims.Audience, err = c.stringArray()
+		default:
+			err = errors.New(`"aud" must be a string or an array of strings`)
 		}
+	case claimIat:
+		t.claims.IssuedAt, err = c.numericDate(name)
+		t.hasIat = err == nil
+	case claimExp:
+		t.claims.ExpiresAt, err = c.numericDate(name)
+		t.hasExp = err == nil
+	case claimNbf:
+		t.nbf, err = c.numericDate(name)
+		t.hasNbf = err == nil
+	case claimCapabilities:
+		if c.peek() != '[' {
+			return fmt.Errorf("%q is not an array", name)
+		}
+		t.claims.Capabilities, err = c.stringArray()
+	}
+	if err != nil {
+		return fmt.Errorf("%q: %w", name, err)
 	}
 	return nil
 }
 
-func parseAudience(raw json.RawMessage) ([]string, error) {
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf(`"aud": %w`, err)
+// nameSet holds the names of a token's unregistered claims, to refuse
+// duplicates without allocating for the few a token carries.
+type nameSet struct {
+	few  [8]string
+	n    int
+	many map[string]struct{}
+}
+
+// add records name and reports whether it was new.
+func (s *nameSet) add(name string) bool {
+	if s.many != nil {
+		if _, dup := s.many[name]; dup {
+			return false
 		}
-		return []string{s}, nil
+		s.many[name] = struct{}{}
+		return true
 	}
-	aud, err := parseStringArray(raw)
+	for _, n := range s.few[:s.n] {
+		if n == name {
+			return false
+		}
+	}
+	if s.n < len(s.few) {
+		s.few[s.n] = name
+		s.n++
+		return true
+	}
+	s.many = make(map[string]struct{}, 2*len(s.few))
+	for _, n := range s.few {
+		s.many[n] = struct{}{}
+	}
+	s.many[name] = struct{}{}
+	return true
+}
+
+// maxNumericDate is 9999-12-31T23:59:59Z; later dates are refused rather
+// than overflow time arithmetic.
+const maxNumericDate = 253402300799
+
+// maxJSONDepth bounds the nesting of arrays and objects in a token, as
+// internal/jsonvalue bounds request bodies: claims never nest deeply, and
+// jsonCursor.skip recurses once per level.
+const maxJSONDepth = 1000
+
+// jsonCursor reads JSON text (RFC 8259) that is known to be valid UTF-8,
+// value by value, without building a tree: strings without escapes come
+// back as substrings of the text, numbers as their text. Like
+// internal/jsonvalue, and unlike encoding/json, it refuses a surrogate
+// escape that is not half of a pair rather than decode it to U+FFFD, so
+// that two different texts never read as one name or value.
+type jsonCursor struct {
+	s     string
+	i     int
+	depth int
+}
+
+func (c *jsonCursor) fail(what string) error {
+	return fmt.Errorf("malformed JSON at offset %d: %s", c.i, what)
+}
+
+// peek skips whitespace and returns the next byte, or 0 at the end.
+func (c *jsonCursor) peek() byte {
+	for c.i < len(c.s) {
+		switch b := c.s[c.i]; b {
+		case ' ', '\t', '\n', '\r':
+			c.i++
+		default:
+			return b
+		}
+	}
+	return 0
+}
+
+// enter consumes the byte that opens an object or an array and reports
+// whether the container is empty, in which case its closing byte is
+// consumed too.
+func (c *jsonCursor) enter(open, close byte) (empty bool, err error) {
+	if c.peek() != open {
+		return false, c.fail(fmt.Sprintf("want %q", open))
+	}
+	if c.depth++; c.depth > maxJSONDepth {
+		return false, c.fail("nesting too deep")
+	}
+	c.i++
+	if c.peek() == close {
+		c.i++
+		c.depth--
+		return true, nil
+	}
+	return false, nil
+}
+
+// next consumes what follows an element of a container: a comma, and
+// reports that another element follows, or the closing byte.
+func (c *jsonCursor) next(close byte) (more bool, err error) {
+	switch c.peek() {
+	case ',':
+		c.i++
+		return true, nil
+	case close:
+		c.i++
+		c.depth--
+		return false, nil
+	}
+	return false, c.fail(fmt.Sprintf("want ',' or %q", close))
+}
+
+// name reads a member name and the colon after it. Unless decode is set,
+// a name with escapes is checked but not built.
+func (c *jsonCursor) name(decode bool) (string, error) {
+	if c.peek() != '"' {
+		return "", c.fail("member name is not a string")
+	}
+	name, err := c.str(decode)
 	if err != nil {
-		return nil, fmt.Errorf(`"aud" must be a string or an array of strings: %w`, err)
+		return "", err
 	}
-	return aud, nil
+	if c.peek() != ':' {
+		return "", c.fail("want ':' after a member name")
+	}
+	c.i++
+	return name, nil
+}
+
+// end checks that nothing but whitespace follows the value read.
+func (c *jsonCursor) end() error {
+	c.peek()
+	if c.i != len(c.s) {
+		return c.fail("data after the value")
+	}
+	return nil
+}
+
+// stringValue reads a value that must be a string; null is not one.
+func (c *jsonCursor) stringValue(name string) (string, error) {
+	if c.peek() != '"' {
+		return "", fmt.Errorf("%q is not a string", name)
+	}
+	return c.str(true)
+}
+
+// str reads the string whose opening quote is at c.i.
+func (c *jsonCursor) str(decode bool) (string, error) {
+	s := c.s
+	start := c.i + 1
+	for j := start; j < len(s); j++ {
+		switch b := s[j]; {
+		case b == '"':
+			c.i = j + 1
+			return s[start:j], nil
+		case b == '\\':
+			return c.escaped(start, j, decode)
+		case b < 0x20:
+			c.i = j
+			return "", c.fail("control character in string")
+		}
+	}
+	c.i = len(s)
+	return "", c.fail("unterminated string")
+}
+
+// escaped finishes str from the first backslash, at j, building the
+// unescaped string when decode is set.
+func (c *jsonCursor) escaped(start, j int, decode bool) (string, error) {
+	s := c.s
+	var out []byte
+	if decode {
+		out = append(make([]byte, 0, len(s)-start), s[start:j]...)
+	}
+	for j < len(s) {
+		b := s[j]
+		switch {
+		case b == '"':
+			c.i = j + 1
+			return string(out), nil
+		case b < 0x20:
+			c.i = j
+			return "", c.fail("control character in string")
+		case b != '\\':
+			if decode {
+				out = append(out, b)
+			}
+			j++
+			continue
+		}
+		if j+1 >= len(s) {
+			break
+		}
+		var r rune
+		switch e := s[j+1]; e {
+		case '"', '\\', '/':
+			r = rune(e)
+		case 'b':
+			r = '\b'
+		case 'f':
+			r = '\f'
+		case 'n':
+			r = '\n'
+		case 'r':
+			r = '\r'
+		case 't':
+			r = '\t'
+		case 'u':
+			var ok bool
+			if r, ok = hex4(s, j+2); !ok {
+				c.i = j
+				return "", c.fail(`invalid \u escape`)
+			}
+			if utf16.IsSurrogate(r) {
+				// Only a high surrogate directly followed by an escaped
+				// low one is a character.
+				var lo rune
+				if r < 0xDC00 && j+7 < len(s) && s[j+6] == '\\' && s[j+7] == 'u' {
+					lo, ok = hex4(s, j+8)
+				} else {
+					ok = false
+				}
+				if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					c.i = j
+					return "", c.fail("invalid surrogate escape")
+				}
+				r = utf16.DecodeRune(r, lo)
+				j += 6
+			}
+			j += 4
+		default:
+			c.i = j
+			return "", c.fail("invalid escape")
+		}
+		if decode {
+			out = utf8.AppendRune(out, r)
+		}
+		j += 2
+	}
+	c.i = len(s)
+	return "", c.fail("unterminated string")
+}
+
+// hex4 decodes the four hex digits at s[i:i+4].
+func hex4(s string, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, b := range []byte(s[i : i+4]) {
+		switch {
+		case b >= '0' && b <= '9':
+			r = r<<4 | rune(b-'0')
+		case b >= 'a' && b <= 'f':
+			r = r<<4 | rune(b-'a'+10)
+		case b >= 'A' && b <= 'F':
+			r = r<<4 | rune(b-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// number reads a number and returns its text.
+func (c *jsonCursor) number() (string, error) {
+	s := c.s
+	start, j := c.i, c.i
+	if j < len(s) && s[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(s) && s[j] == '0':
+		j++
+	case j < len(s) && s[j] >= '1' && s[j] <= '9':
+		j = digitsEnd(s, j+1)
+	default:
+		c.i = j
+		return "", c.fail("invalid number")
+	}
+	if j < len(s) && s[j] == '.' {
+		if j++; j >= len(s) || !isDigit(s[j]) {
+			c.i = j
+			return "", c.fail("invalid number")
+		}
+		j = digitsEnd(s, j)
+	}
+	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
+		if j++; j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		if j >= len(s) || !isDigit(s[j]) {
+			c.i = j
+			return "", c.fail("invalid number")
+		}
+		j = digitsEnd(s, j)
+	}
+	c.i = j
+	return s[start:j], nil
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+func digitsEnd(s string, j int) int {
+	for j < len(s) && isDigit(s[j]) {
+		j++
+	}
+	return j
+}
+
+// numericDate reads a JSON number of seconds since the epoch, integer or
+// decimal.
+func (c *jsonCursor) numericDate(name string) (time.Time, error) {
+	if b := c.peek(); b != '-' && !isDigit(b) {
+		return time.Time{}, fmt.Errorf("%q is not a number", name)
+	}
+	num, err := c.number()
+	if err != nil {
+		return time.Time{}, err
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f < 0 || f > maxNumericDate {
+		return time.Time{}, fmt.Errorf("%q is not a date between 1970 and 9999: %s", name, num)
+	}
+	sec := math.Floor(f)
+	return time.Unix(int64(sec), int64(math.Round((f-sec)*1e9))).UTC(), nil
+}
+
+// stringArray reads an array of strings. An empty array gives a non-nil empty
+// slice: an empty capabilities claim allows nothing, which differs from an
+// absent one.
+func (c *jsonCursor) stringArray() ([]string, error) {
+	empty, err := c.enter('[', ']')
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for more := !empty; more; {
+		if c.peek() != '"' {
+			return nil, fmt.Errorf("element %d is not a string", len(out))
+		}
+		s, err := c.str(true)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+		if more, err = c.next(']'); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// skip reads any value and drops it.
+func (c *jsonCursor) skip() error {
+	switch b := c.peek(); {
+	case b == '"':
+		_, err := c.str(false)
+		return err
+	case b == '{':
+		empty, err := c.enter('{', '}')
+		if err != nil {
+			return err
+		}
+		for more := !empty; more; {
+			if _, err := c.name(false); err != nil {
+				return err
+			}
+			if err := c.skip(); err != nil {
+				return err
+			}
+			if more, err = c.next('}'); err != nil {
+				return err
+			}
+		}
+		return nil
+	case b == '[':
+		empty, err := c.enter('[', ']')
+		if err != nil {
+			return err
+		}
+		for more := !empty; more; {
+			if err := c.skip(); err != nil {
+				return err
+			}
+			if more, err = c.next(']'); err != nil {
+				return err
+			}
+		}
+		return nil
+	case b == '-' || isDigit(b):
+		_, err := c.number()
+		return err
+	case b == 't':
+		return c.literal("true")
+	case b == 'f':
+		return c.literal("false")
+	case b == 'n':
+		return c.literal("null")
+	}
+	return c.fail("want a value")
+}
+
+func (c *jsonCursor) literal(lit string) error {
+	if !strings.HasPrefix(c.s[c.i:], lit) {
+		return c.fail("invalid literal")
+	}
+	c.i += len(lit)
+	return nil
 }
 
 // parseStringArray accepts a JSON array of strings, and returns a non-nil
@@ -611,29 +1169,6 @@ func parseStringArray(raw json.RawMessage) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, nil
-}
-
-// maxNumericDate is 9999-12-31T23:59:59Z; later dates are refused rather
-// than overflow time arithmetic.
-const maxNumericDate = 253402300799
-
-// optNumericDate reads a JSON number of seconds since the epoch, integer or
-// decimal.
-func optNumericDate(m map[string]json.RawMessage, name string) (time.Time, bool, error) {
-	raw, ok := m[name]
-	if !ok {
-		return time.Time{}, false, nil
-	}
-	if len(raw) == 0 || !(raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
-		return time.Time{}, false, fmt.Errorf("%q is not a number", name)
-	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || math.IsNaN(f) || f < 0 || f > maxNumericDate {
-		return time.Time{}, false, fmt.Errorf("%q is not a date between 1970 and 9999: %s", name, raw)
-	}
-	sec := math.Floor(f)
-	nsec := math.Round((f - sec) * 1e9)
-	return time.Unix(int64(sec), int64(nsec)).UTC(), true, nil
 }
 
 // optString returns the string member name of m, "" when absent. A member

@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"io"
 	"log"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +28,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
 // The helpers of this file start with "vf" so that they cannot collide
@@ -700,8 +703,15 @@ func (s *vfJWKSServer) set(body []byte) {
 	s.body = body
 }
 
+// policy trusts the server's certificate. Its timeout is far above what a
+// loopback fetch takes even on a loaded machine under the race detector,
+// so that no outcome depends on how fast the machine is.
 func (s *vfJWKSServer) policy() agentauth.FetchPolicy {
-	return agentauth.FetchPolicy{AllowLoopback: true, RootCAs: s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	return agentauth.FetchPolicy{
+		AllowLoopback: true,
+		RootCAs:       s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs,
+		Timeout:       time.Minute,
+	}
 }
 
 func vfJWKS(t testing.TB, keys ...jose.JSONWebKey) []byte {
@@ -807,7 +817,11 @@ func TestVerifierJWKS(t *testing.T) {
 
 // TestVerifierJWKSRefetchThrottle shows that forged tokens naming a JWKS
 // agent cannot make the verifier fetch the key owner's URL more than once
-// per ten seconds, and that a rotated key is picked up after that.
+// per ten seconds, and that a rotated key is picked up after that. Time
+// moves only by the verifier's clock, and each outcome is decided by it:
+// a token arriving just after a refresh is not answered from that
+// refresh's keys once the floor has passed (see TestJWKSKeySetRenews), so
+// the test needs no sleep and passes on a machine of any speed.
 func TestVerifierJWKSRefetchThrottle(t *testing.T) {
 	w, srv, key := vfJWKSWorld(t, func(k vfKey) []byte { return vfJWKS(t, vfPublicJWK(k, "k1")) }, nil)
 	ctx := context.Background()
@@ -844,6 +858,244 @@ func TestVerifierJWKSRefetchThrottle(t *testing.T) {
 	}
 	if got := srv.hits.Load(); got != 2 {
 		t.Fatalf("JWKS fetched %d times, want 2", got)
+	}
+}
+
+// vfCorpusEntry is one token of the differential corpus, with the outcome
+// Session gives it when the corpus is verified in order by one verifier.
+// These outcomes are the ones the verifier gave before it parsed tokens
+// itself (encoding/json for the claims, go-jose for the JWS).
+type vfCorpusEntry struct {
+	name  string
+	token string
+	want  vfOutcome
+}
+
+// vfCorpus is a directory of test identities from agentauthtest and the
+// tokens they mint: valid ones, each broken variant agentauthtest can
+// make, and every one-byte mutation of a valid token.
+type vfCorpus struct {
+	dir      *agentauth.MemoryDirectory
+	agentKey ed25519.PublicKey
+	entries  []vfCorpusEntry
+}
+
+func vfNewCorpus(t testing.TB) *vfCorpus {
+	t.Helper()
+	clock := func() time.Time { return vfNow }
+	seeded := func(seed byte) agentauthtest.HostOption {
+		return agentauthtest.WithRandom(mrand.NewChaCha8([32]byte{seed}))
+	}
+	host := agentauthtest.NewHost(vfHost, seeded(1), agentauthtest.WithClock(clock), agentauthtest.WithUser("usr_1"))
+	agent := host.NewAgent(vfAgent).Grant("check_balance", nil)
+	revoked := host.NewAgent("agt_revoked", agentauthtest.WithStatus(agentauth.StatusRevoked))
+	pendingHost := agentauthtest.NewHost("hst_pending", seeded(2), agentauthtest.WithClock(clock), agentauthtest.WithStatus(agentauth.StatusPending))
+	underPending := pendingHost.NewAgent("agt_under_pending")
+	stranger := agentauthtest.NewHost("hst_x", seeded(3), agentauthtest.WithClock(clock)).NewAgent("agt_x")
+	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{host, pendingHost}, []*agentauthtest.Agent{agent, revoked, underPending})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tok := func(opts ...agentauthtest.TokenOption) string { return agent.Token(vfAud, opts...) }
+	sec := func(d time.Duration) float64 { return float64(vfNow.Add(d).UnixMilli()) / 1000 }
+	good := tok(agentauthtest.WithJTI("replayed"))
+	entries := []vfCorpusEntry{
+		{"published client's token", tok(), vfOK},
+		{"capabilities claim", tok(agentauthtest.WithCapabilities("check_balance", "transfer")), vfOK},
+		{"empty capabilities claim", tok(agentauthtest.WithCapabilities()), vfOK},
+		{"iss the host thumbprint", tok(agentauthtest.WithIssuer(host.Thumbprint())), vfOK},
+		{"iss the host id", tok(agentauthtest.WithIssuer(vfHost)), vfOK},
+		{"aud array", tok(agentauthtest.WithClaim("aud", []string{"https://x.example", vfAud})), vfOK},
+		{"decimal times", tok(agentauthtest.WithClaim("iat", sec(-1500*time.Millisecond)), agentauthtest.WithClaim("exp", sec(58*time.Second))), vfOK},
+		{"nbf in the past", tok(agentauthtest.WithClaim("nbf", vfNow.Unix()-10)), vfOK},
+		{"escaped jti", tok(agentauthtest.WithJTI("<j&1>\u2028")), vfOK},
+		{"unregistered claims", tok(agentauthtest.WithClaim("scope", map[string]any{"a": []any{1.5, "<b>", nil, true}, "é": "😀"})), vfOK},
+		{"no kid", tok(agentauthtest.WithoutHeader("kid")), vfOK},
+		{"first use", good, vfOK},
+		{"replayed", good, vfReplayed},
+
+		{"typ host+jwt", tok(agentauthtest.WithType(agentauth.TypeHostJWT)), vfInvalid},
+		{"typ JWT", tok(agentauthtest.WithType("JWT")), vfInvalid},
+		{"no typ", tok(agentauthtest.WithoutHeader("typ")), vfInvalid},
+		{"no alg", tok(agentauthtest.WithoutHeader("alg")), vfInvalid},
+		{"alg none", tok(agentauthtest.WithAlgorithm("none")), vfInvalid},
+		{"HS256 keyed with the public key", tok(agentauthtest.WithAlgorithm("HS256")), vfInvalid},
+		{"HS384 keyed with the public key", tok(agentauthtest.WithAlgorithm("HS384")), vfInvalid},
+		{"HS512 keyed with the public key", tok(agentauthtest.WithAlgorithm("HS512")), vfInvalid},
+		{"ES256 label", tok(agentauthtest.WithAlgorithm("ES256")), vfInvalid},
+		{"RS256 label", tok(agentauthtest.WithAlgorithm("RS256")), vfInvalid},
+		{"signed by another key", tok(agentauthtest.WithSigningKey(stranger.Key)), vfInvalid},
+		{"signed by the host key", tok(agentauthtest.WithSigningKey(host.Key)), vfInvalid},
+		{"embedded jwk", tok(agentauthtest.WithHeader("jwk", json.RawMessage(stranger.PublicJWK()))), vfInvalid},
+		{"jku", tok(agentauthtest.WithHeader("jku", "https://evil.example/jwks")), vfInvalid},
+		{"x5u", tok(agentauthtest.WithHeader("x5u", "https://evil.example/cert")), vfInvalid},
+		{"x5c", tok(agentauthtest.WithHeader("x5c", []string{"MIIB"})), vfInvalid},
+		{"crit", tok(agentauthtest.WithHeader("crit", []string{"exp"})), vfInvalid},
+		{"b64", tok(agentauthtest.WithHeader("b64", false)), vfInvalid},
+		{"cty", tok(agentauthtest.WithHeader("cty", "JWT")), vfInvalid},
+		{"kid a number", tok(agentauthtest.WithHeader("kid", 7)), vfInvalid},
+		{"typ an array", tok(agentauthtest.WithHeader("typ", []string{agentauth.TypeAgentJWT})), vfInvalid},
+		{"host token", host.Token(vfAud), vfInvalid},
+		{"unknown agent", stranger.Token(vfAud), vfInvalid},
+		{"no sub", tok(agentauthtest.WithoutClaim("sub")), vfInvalid},
+		{"sub a number", tok(agentauthtest.WithClaim("sub", 7)), vfInvalid},
+		{"iat a string", tok(agentauthtest.WithClaim("iat", strconv.FormatInt(vfNow.Unix(), 10))), vfInvalid},
+		{"exp negative", tok(agentauthtest.WithClaim("exp", -1)), vfInvalid},
+		{"exp beyond year 9999", tok(agentauthtest.WithClaim("exp", 1e13)), vfInvalid},
+		{"nbf a string", tok(agentauthtest.WithClaim("nbf", "soon")), vfInvalid},
+		{"aud a number", tok(agentauthtest.WithClaim("aud", 1)), vfInvalid},
+		{"aud array with a number", tok(agentauthtest.WithClaim("aud", []any{vfAud, 1})), vfInvalid},
+		{"capabilities a string", tok(agentauthtest.WithClaim("capabilities", "check_balance")), vfInvalid},
+		{"capabilities null", tok(agentauthtest.WithClaim("capabilities", nil)), vfInvalid},
+		{"iss null", tok(agentauthtest.WithClaim("iss", nil)), vfInvalid},
+		{"jti a number", tok(agentauthtest.WithClaim("jti", 5)), vfInvalid},
+		{"revoked agent", revoked.Token(vfAud), vfOutcome{403, agentauth.CodeAgentRevoked, "agent revoked"}},
+		{"pending host", underPending.Token(vfAud), vfOutcome{403, agentauth.CodeHostPending, "host pending approval"}},
+		{"foreign iss", tok(agentauthtest.WithIssuer("hst_other")), vfIssuer},
+		{"wrong audience", agent.Token("https://elsewhere.example"), vfAudience},
+		{"no aud", tok(agentauthtest.WithoutClaim("aud")), vfAudience},
+		{"no iat", tok(agentauthtest.WithoutClaim("iat")), vfMissing},
+		{"no exp", tok(agentauthtest.WithoutClaim("exp")), vfMissing},
+		{"no jti", tok(agentauthtest.WithoutClaim("jti")), vfMissing},
+		{"empty jti", tok(agentauthtest.WithJTI("")), vfMissing},
+		{"issued in the future", tok(agentauthtest.WithIssuedAt(vfNow.Add(time.Minute))), vfFuture},
+		{"nbf in the future", tok(agentauthtest.WithClaim("nbf", vfNow.Unix()+30)), vfFuture},
+		{"issued ten minutes ago", tok(agentauthtest.WithIssuedAt(vfNow.Add(-10 * time.Minute))), vfTooOld},
+		{"expired", tok(agentauthtest.WithIssuedAt(vfNow.Add(-30*time.Second)), agentauthtest.WithLifetime(20*time.Second)), vfExpired},
+		{"lifetime of an hour", tok(agentauthtest.WithLifetime(time.Hour)), vfLifetime},
+		{"exp equals iat", tok(agentauthtest.WithLifetime(0)), vfLifetime},
+	}
+
+	// Every one-byte change of a valid token: each byte replaced by
+	// another of the alphabet, removed, or doubled.
+	base := tok(agentauthtest.WithJTI("mutated"))
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_."
+	for i := range len(base) {
+		other := alphabet[(strings.IndexByte(alphabet, base[i])+1)%len(alphabet)]
+		entries = append(entries,
+			vfCorpusEntry{fmt.Sprintf("byte %d replaced", i), base[:i] + string(other) + base[i+1:], vfInvalid},
+			vfCorpusEntry{fmt.Sprintf("byte %d removed", i), base[:i] + base[i+1:], vfInvalid},
+			vfCorpusEntry{fmt.Sprintf("byte %d doubled", i), base[:i+1] + base[i:], vfInvalid},
+		)
+	}
+	parts := strings.Split(base, ".")
+	entries = append(entries,
+		vfCorpusEntry{"padded", base + "=", vfInvalid},
+		vfCorpusEntry{"header and payload swapped", parts[1] + "." + parts[0] + "." + parts[2], vfInvalid},
+		vfCorpusEntry{"signature of another token", parts[0] + "." + parts[1] + "." + strings.Split(tok(), ".")[2], vfInvalid},
+		vfCorpusEntry{"signature truncated to 63 bytes", parts[0] + "." + parts[1] + "." + parts[2][:84], vfInvalid},
+	)
+	return &vfCorpus{dir: dir, agentKey: agent.Key.Public().(ed25519.PublicKey), entries: entries}
+}
+
+// TestVerifierTokenCorpus verifies the corpus in order with one verifier:
+// each token gets the outcome it got before the verifier parsed tokens
+// itself.
+func TestVerifierTokenCorpus(t *testing.T) {
+	c := vfNewCorpus(t)
+	v, err := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: c.dir, Audiences: []string{vfAud}, Now: func() time.Time { return vfNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range c.entries {
+		_, err := v.Session(context.Background(), e.token)
+		if diff := cmp.Diff(e.want, vfOutcomeOf(t, err)); diff != "" {
+			t.Errorf("%s: outcome (-want +got):\n%s\nerror: %v", e.name, diff, err)
+		}
+	}
+}
+
+// TestTokenParserMatchesReference checks the verifier's parser against
+// the encoding/json and go-jose decoding it replaced, on the corpus: both
+// accept or both refuse every token, and read what they accept alike,
+// down to whether the signature verifies with the agent's key.
+func TestTokenParserMatchesReference(t *testing.T) {
+	c := vfNewCorpus(t)
+	accepted := 0
+	for _, e := range c.entries {
+		got, err := agentauth.ParseTokenView(e.token, c.agentKey)
+		want, refErr := agentauth.ReferenceTokenView(e.token, c.agentKey)
+		switch {
+		case (err == nil) != (refErr == nil):
+			t.Errorf("%s: parser error %v, reference error %v", e.name, err, refErr)
+		case err == nil:
+			accepted++
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: parsed token (-reference +parser):\n%s", e.name, diff)
+			}
+		}
+		if err != nil && vfOutcomeOf(t, err) != vfInvalid {
+			t.Errorf("%s: parser error %v is not %v", e.name, err, vfInvalid)
+		}
+	}
+	// Most of the corpus is syntactically valid: the comparison covers
+	// the claims, not only refusals.
+	if accepted < 60 {
+		t.Errorf("only %d of %d tokens parsed", accepted, len(c.entries))
+	}
+}
+
+// TestVerifierInlineKeyCache shows that parsed keys are cached by their
+// content, not by agent or host id: a record whose key changes is
+// verified with its new key at once, and a key one agent shares with
+// another does not make either's tokens valid for the other.
+func TestVerifierInlineKeyCache(t *testing.T) {
+	w := vfNewWorld(t, nil)
+	ctx := context.Background()
+	if _, err := w.v.Session(ctx, w.mint(t, nil)); err != nil {
+		t.Fatal(err)
+	}
+	rotated := vfNewKey(t)
+	a := w.hostAgent
+	a.PublicKey = rotated.jwk
+	if err := w.dir.PutAgent(&a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.v.Session(ctx, w.mint(t, nil)); vfOutcomeOf(t, err) != vfInvalid {
+		t.Fatalf("token signed with the replaced key: %v", err)
+	}
+	if _, err := w.v.Session(ctx, vfMint(t, rotated.priv, "", vfClaims())); err != nil {
+		t.Fatalf("token signed with the new key: %v", err)
+	}
+
+	// The host's thumbprint as iss follows the host's key the same way.
+	newHostKey := vfNewKey(t)
+	h, err := w.dir.Host(ctx, vfHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.PublicKey = newHostKey.jwk
+	if err := w.dir.PutHost(h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.v.Session(ctx, vfMint(t, rotated.priv, "", func() map[string]any { c := vfClaims(); c["iss"] = w.hostKey.thumb; return c }())); vfOutcomeOf(t, err) != vfIssuer {
+		t.Fatalf("iss naming the host's former key: %v", err)
+	}
+	if _, err := w.v.Session(ctx, vfMint(t, rotated.priv, "", func() map[string]any { c := vfClaims(); c["iss"] = newHostKey.thumb; return c }())); err != nil {
+		t.Fatalf("iss naming the host's new key: %v", err)
+	}
+}
+
+// TestVerifierSessionAllocations guards the allocation budget of a
+// successful Session with an inline key and the memory replay cache.
+func TestVerifierSessionAllocations(t *testing.T) {
+	w := vfNewWorld(t, nil)
+	const runs = 50
+	tokens := make([]string, runs+1)
+	for i := range tokens {
+		tokens[i] = w.mint(t, vfSet("jti", fmt.Sprintf("alloc-%d", i)))
+	}
+	ctx := context.Background()
+	next := 0
+	allocs := testing.AllocsPerRun(runs, func() {
+		if _, err := w.v.Session(ctx, tokens[next]); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	})
+	if allocs > 25 {
+		t.Errorf("a successful Session allocates %.1f times, want at most 25", allocs)
 	}
 }
 
