@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -418,4 +420,85 @@ func FuzzTransferArguments(f *testing.F) {
 			}
 		}
 	})
+}
+
+// schemaPatterns returns every "pattern" keyword in a JSON Schema.
+func schemaPatterns(t *testing.T, schema json.RawMessage) []string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(schema, &v); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, c := range v {
+				if s, ok := c.(string); ok && k == "pattern" {
+					out = append(out, s)
+				}
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+// nonPortable finds regular expression syntax that RE2 (the server) reads
+// but ECMA-262 engines (JavaScript clients validating arguments before
+// they send them) refuse or read differently: inline flags and named
+// groups, which start with "(?" other than "(?:", and the \A, \z, \Q
+// escapes.
+var nonPortable = regexp.MustCompile(`\(\?[^:]|\\[AzZQE]`)
+
+// TestSchemaPatternsArePortable keeps every published pattern within the
+// syntax that JSON Schema clients in other languages compile.
+func TestSchemaPatternsArePortable(t *testing.T) {
+	n := 0
+	for _, d := range bank.Capabilities() {
+		def := d.Definition()
+		for _, schema := range []json.RawMessage{def.InputSchema(), def.OutputSchema()} {
+			for _, p := range schemaPatterns(t, schema) {
+				n++
+				if _, err := regexp.Compile(p); err != nil {
+					t.Errorf("%s: pattern %q: %v", def.Name(), p, err)
+				}
+				if loc := nonPortable.FindStringIndex(p); loc != nil {
+					t.Errorf("%s: pattern %q uses %q, which ECMA-262 engines do not accept", def.Name(), p, p[loc[0]:loc[1]])
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no pattern found: the walk is broken")
+	}
+}
+
+// TestCurrencyPattern checks that the published currency pattern admits
+// exactly what Currency decodes: the three codes in any letter case.
+func TestCurrencyPattern(t *testing.T) {
+	patterns := schemaPatterns(t, bank.TransferMoney.Definition().InputSchema())
+	if len(patterns) != 1 {
+		t.Fatalf("patterns %q, want one", patterns)
+	}
+	re := regexp.MustCompile(patterns[0])
+	_, exec := newExec(t)
+	for _, in := range []string{"USD", "usd", "uSd", "Eur", "gbP", "GBP", "jpy", "usdx", "xusd", " usd", "usd\n", "us", "", "USDEUR", "ＵＳＤ"} {
+		var cur bank.Currency
+		decodes := json.Unmarshal([]byte(strconv.Quote(in)), &cur) == nil
+		if got := re.MatchString(in); got != decodes {
+			t.Errorf("%q: the pattern matches: %v, Currency decodes: %v", in, got, decodes)
+		}
+		args := fmt.Sprintf(`{"source_account":"acc_123","destination_account":"acc_456","amount":0.01,"currency":%s}`, strconv.Quote(in))
+		r := run(t, exec, "user_alice", "transfer_money", args)
+		if (r.Status == 200) != decodes {
+			t.Errorf("%q: transfer %d %s", in, r.Status, r.Code)
+		}
+	}
 }

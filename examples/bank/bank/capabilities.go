@@ -109,7 +109,7 @@ const transferSchema = `{
     "source_account": {"type": "string", "minLength": 1, "maxLength": 64, "description": "The account to debit; it must belong to the user."},
     "destination_account": {"type": "string", "minLength": 1, "maxLength": 64, "description": "The account to credit."},
     "amount": {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.01, "description": "The amount to send, in currency, with at most two decimals."},
-    "currency": {"type": "string", "pattern": "^(?i:usd|eur|gbp)$", "description": "The currency of amount: USD, EUR or GBP, in any letter case."}
+    "currency": {"type": "string", "pattern": "^(?:[Uu][Ss][Dd]|[Ee][Uu][Rr]|[Gg][Bb][Pp])$", "description": "The currency of amount: USD, EUR or GBP, in any letter case."}
   },
   "required": ["source_account", "destination_account", "amount", "currency"],
   "additionalProperties": false
