@@ -1,0 +1,321 @@
+package jsonvalue
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// Kind is the JSON type of the value a Reader is about to read.
+type Kind uint8
+
+// The kinds of JSON values.
+const (
+	KindNull Kind = iota + 1
+	KindBool
+	KindNumber
+	KindString
+	KindArray
+	KindObject
+)
+
+// String names the kind as JSON Schema's "type" keyword does.
+func (k Kind) String() string {
+	switch k {
+	case KindNull:
+		return "null"
+	case KindBool:
+		return "boolean"
+	case KindNumber:
+		return "number"
+	case KindString:
+		return "string"
+	case KindArray:
+		return "array"
+	case KindObject:
+		return "object"
+	}
+	return "invalid"
+}
+
+// Reader reads one JSON document a token at a time, under exactly the
+// rules of Parse: the same grammar, the same string and number checks, the
+// same nesting bound, and duplicate keys are errors. It lets a caller that
+// only inspects a document, such as a validator, walk it without building a
+// tree.
+//
+// A document is read by calling Peek before each value and then the
+// method for its kind: ReadNull, ReadBool, ReadNumber, ReadString, Skip,
+// or BeginObject followed by NextMember until it reports false, or
+// BeginArray followed by NextElement until it reports false. Finish checks
+// that nothing but whitespace follows the top-level value. A duplicate key
+// is reported by the NextMember call that closes its object.
+//
+// Errors are *SyntaxError or *DuplicateKeyError; a DuplicateKeyError's Path
+// is always empty, since a Reader does not track where it is. After an
+// error the Reader must be Reset before further use. Strings and keys that
+// contain no escape sequence are substrings of one copy of the document
+// made by Reset.
+//
+// The zero Reader reads an empty document; Reset gives it one. A Reader
+// keeps its scratch space across Reset calls, so one reused Reader reads
+// documents without allocating beyond that copy.
+type Reader struct {
+	p parser
+	// keys holds the keys read so far in every open object, innermost
+	// last; opens holds, for each open object or array, where its keys
+	// start in keys and whether a member or element has been read.
+	keys  []string
+	opens []open
+}
+
+type open struct {
+	keyBase int
+	object  bool
+	started bool
+}
+
+// Reset makes r read data from its beginning.
+func (r *Reader) Reset(data []byte) {
+	r.p.s = string(data)
+	r.p.data = data
+	r.p.i = 0
+	r.p.depth = 0
+	clear(r.keys)
+	r.keys = r.keys[:0]
+	r.opens = r.opens[:0]
+}
+
+// Offset is the byte offset in the document where the next token starts,
+// once Peek has skipped the whitespace before it.
+func (r *Reader) Offset() int { return r.p.i }
+
+// Peek skips whitespace and reports the kind of the value that starts
+// there, without consuming it.
+func (r *Reader) Peek() (Kind, error) {
+	p := &r.p
+	p.skipSpace()
+	if p.i >= len(p.s) {
+		return 0, p.eof()
+	}
+	switch c := p.s[p.i]; c {
+	case '{':
+		return KindObject, nil
+	case '[':
+		return KindArray, nil
+	case '"':
+		return KindString, nil
+	case 't', 'f':
+		return KindBool, nil
+	case 'n':
+		return KindNull, nil
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			return KindNumber, nil
+		}
+		return 0, p.errAt(p.i, "invalid character "+describe(c)+" looking for beginning of value")
+	}
+}
+
+// ReadNull reads the literal null that Peek reported.
+func (r *Reader) ReadNull() error { return r.p.literal("null") }
+
+// ReadBool reads the literal true or false that Peek reported.
+func (r *Reader) ReadBool() (bool, error) {
+	if r.p.s[r.p.i] == 't' {
+		return true, r.p.literal("true")
+	}
+	return false, r.p.literal("false")
+}
+
+// ReadNumber reads the number that Peek reported, as its exact text.
+func (r *Reader) ReadNumber() (json.Number, error) { return r.p.number() }
+
+// ReadString reads the string that Peek reported, unescaped.
+func (r *Reader) ReadString() (string, error) { return r.p.str() }
+
+// BeginObject consumes the opening brace of the object that Peek reported.
+func (r *Reader) BeginObject() error {
+	return r.begin(true)
+}
+
+// BeginArray consumes the opening bracket of the array that Peek reported.
+func (r *Reader) BeginArray() error {
+	return r.begin(false)
+}
+
+func (r *Reader) begin(object bool) error {
+	p := &r.p
+	p.depth++
+	if p.depth > MaxDepth {
+		return p.errAt(p.i, MsgTooDeep)
+	}
+	p.i++
+	r.opens = append(r.opens, open{keyBase: len(r.keys), object: object})
+	return nil
+}
+
+// NextMember moves to the next member of the innermost open object. It
+// returns the member's key, with the reader positioned at its value, which
+// the caller must then read; or false once the object has closed.
+func (r *Reader) NextMember() (string, bool, error) {
+	p := &r.p
+	top := &r.opens[len(r.opens)-1]
+	p.skipSpace()
+	if p.i >= len(p.s) {
+		return "", false, p.eof()
+	}
+	c := p.s[p.i]
+	if !top.started {
+		top.started = true
+		if c == '}' {
+			p.i++
+			return "", false, r.close()
+		}
+	} else {
+		p.i++
+		switch c {
+		case '}':
+			return "", false, r.close()
+		case ',':
+		default:
+			return "", false, p.errAt(p.i-1, "invalid character "+describe(c)+" after object value")
+		}
+		p.skipSpace()
+		if p.i >= len(p.s) {
+			return "", false, p.eof()
+		}
+		c = p.s[p.i]
+	}
+	if c != '"' {
+		return "", false, p.errAt(p.i, "invalid character "+describe(c)+" looking for beginning of object key")
+	}
+	key, err := p.str()
+	if err != nil {
+		return "", false, err
+	}
+	p.skipSpace()
+	if p.i >= len(p.s) {
+		return "", false, p.eof()
+	}
+	if p.s[p.i] != ':' {
+		return "", false, p.errAt(p.i, "invalid character "+describe(p.s[p.i])+" after object key")
+	}
+	p.i++
+	r.keys = append(r.keys, key)
+	return key, true, nil
+}
+
+// NextElement moves to the next element of the innermost open array,
+// which the caller must then read; or reports false once the array has
+// closed.
+func (r *Reader) NextElement() (bool, error) {
+	p := &r.p
+	top := &r.opens[len(r.opens)-1]
+	p.skipSpace()
+	if p.i >= len(p.s) {
+		return false, p.eof()
+	}
+	c := p.s[p.i]
+	if !top.started {
+		top.started = true
+		if c == ']' {
+			p.i++
+			return false, r.close()
+		}
+		return true, nil
+	}
+	p.i++
+	switch c {
+	case ']':
+		return false, r.close()
+	case ',':
+		return true, nil
+	}
+	return false, p.errAt(p.i-1, "invalid character "+describe(c)+" after array element")
+}
+
+// close ends the innermost open object or array, checking an object's
+// keys for duplicates.
+func (r *Reader) close() error {
+	top := r.opens[len(r.opens)-1]
+	r.opens = r.opens[:len(r.opens)-1]
+	r.p.depth--
+	if !top.object {
+		return nil
+	}
+	keys := r.keys[top.keyBase:]
+	defer func() {
+		clear(keys)
+		r.keys = r.keys[:top.keyBase]
+	}()
+	if len(keys) <= 8 {
+		for i := 1; i < len(keys); i++ {
+			for j := range i {
+				if keys[i] == keys[j] {
+					return &DuplicateKeyError{Key: keys[i]}
+				}
+			}
+		}
+		return nil
+	}
+	// The keys are not needed in their order any more.
+	slices.Sort(keys)
+	for i := 1; i < len(keys); i++ {
+		if keys[i] == keys[i-1] {
+			return &DuplicateKeyError{Key: keys[i]}
+		}
+	}
+	return nil
+}
+
+// Skip reads one whole value, of any kind, checking it as Parse would.
+func (r *Reader) Skip() error {
+	k, err := r.Peek()
+	if err != nil {
+		return err
+	}
+	switch k {
+	case KindNull:
+		return r.ReadNull()
+	case KindBool:
+		_, err = r.ReadBool()
+	case KindNumber:
+		_, err = r.ReadNumber()
+	case KindString:
+		_, err = r.ReadString()
+	case KindObject:
+		if err = r.BeginObject(); err != nil {
+			return err
+		}
+		for {
+			_, more, err := r.NextMember()
+			if err != nil || !more {
+				return err
+			}
+			if err := r.Skip(); err != nil {
+				return err
+			}
+		}
+	case KindArray:
+		if err = r.BeginArray(); err != nil {
+			return err
+		}
+		for {
+			more, err := r.NextElement()
+			if err != nil || !more {
+				return err
+			}
+			if err := r.Skip(); err != nil {
+				return err
+			}
+		}
+	}
+	return err
+}
+
+// Finish checks that only whitespace follows the top-level value.
+func (r *Reader) Finish() error { return r.p.end() }
+
+// Raw returns the document's text from byte offset start to the current
+// position: after a value has been read from start, that value's text.
+func (r *Reader) Raw(start int) string { return r.p.s[start:r.p.i] }

@@ -1,0 +1,272 @@
+package jsonvalue_test
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcap/agentcap/internal/jsonvalue"
+)
+
+// readTree builds the tree of the value at r's position with nothing but
+// the Reader's methods, the way a caller walks a document.
+func readTree(r *jsonvalue.Reader) (any, error) {
+	k, err := r.Peek()
+	if err != nil {
+		return nil, err
+	}
+	switch k {
+	case jsonvalue.KindNull:
+		return nil, r.ReadNull()
+	case jsonvalue.KindBool:
+		return r.ReadBool()
+	case jsonvalue.KindNumber:
+		return r.ReadNumber()
+	case jsonvalue.KindString:
+		return r.ReadString()
+	case jsonvalue.KindArray:
+		if err := r.BeginArray(); err != nil {
+			return nil, err
+		}
+		out := []any{}
+		for {
+			more, err := r.NextElement()
+			if err != nil {
+				return nil, err
+			}
+			if !more {
+				return out, nil
+			}
+			v, err := readTree(r)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+	}
+	if err := r.BeginObject(); err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	for {
+		key, more, err := r.NextMember()
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return out, nil
+		}
+		v, err := readTree(r)
+		if err != nil {
+			return nil, err
+		}
+		out[key] = v
+	}
+}
+
+func readDocument(data []byte) (any, error) {
+	var r jsonvalue.Reader
+	r.Reset(data)
+	v, err := readTree(&r)
+	if err != nil {
+		return nil, err
+	}
+	return v, r.Finish()
+}
+
+func skipDocument(data []byte) error {
+	var r jsonvalue.Reader
+	r.Reset(data)
+	if err := r.Skip(); err != nil {
+		return err
+	}
+	return r.Finish()
+}
+
+// readerAgrees fails unless reading data with a Reader, both value by
+// value and with Skip, accepts exactly what Parse accepts, with the same
+// tree, and refuses with an error of the same type.
+func readerAgrees(t *testing.T, data []byte) {
+	t.Helper()
+	want, wantErr := jsonvalue.Parse(data)
+	got, gotErr := readDocument(data)
+	skipErr := skipDocument(data)
+	if wantErr == nil {
+		if gotErr != nil || skipErr != nil {
+			t.Fatalf("Parse accepts %q, the Reader refuses it: %v / %v", data, gotErr, skipErr)
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("Reader tree of %q differs (-Parse +Reader):\n%s", data, cmp.Diff(want, got))
+		}
+		return
+	}
+	if gotErr == nil || skipErr == nil {
+		t.Fatalf("Parse refuses %q (%v), the Reader accepts it (%v / %v)", data, wantErr, gotErr, skipErr)
+	}
+	var wantDup, gotDup, skipDup *jsonvalue.DuplicateKeyError
+	if errors.As(wantErr, &wantDup) != errors.As(gotErr, &gotDup) || errors.As(wantErr, &wantDup) != errors.As(skipErr, &skipDup) {
+		t.Fatalf("%q: Parse error %v, Reader errors %v / %v", data, wantErr, gotErr, skipErr)
+	}
+}
+
+func TestReader(t *testing.T) {
+	for _, doc := range []string{
+		`null`, ` true `, `false`, `-0.5e+10`, `"a\u00e9\ud83d\ude00"`, `{}`, `[]`, `[ ]`, `{ }`,
+		`{"a":[1,2,{"b":null}],"c":"d"}`, ` {"x" : { "y" : [ ] } , "z":[[],{}]} `,
+		`{"a":1,"a":2}`, `[{"k":1,"k":1}]`, `{"a":{"b":1},"c":{"b":2}}`,
+		`{"1":0,"2":0,"3":0,"4":0,"5":0,"6":0,"7":0,"8":0,"9":0,"10":0,"3":1}`,
+		`{"1":0,"2":0,"3":0,"4":0,"5":0,"6":0,"7":0,"8":0,"9":0,"10":0}`,
+		`[01]`, `"\ud800"`, "\"\xff\"", `{"a":1,}`, `[1,]`, `[1 2]`, `{"a" 1}`, `{"a":1 "b":2}`, `{1:2}`, `{,}`,
+		`1e`, `1e401`, `tru`, `nul`, `falsy`, `[`, `{`, `{"a"`, `{"a":`, `[1`, `"`, `}`, `]`, `1 2`, ``,
+		strings.Repeat(`[`, jsonvalue.MaxDepth) + strings.Repeat(`]`, jsonvalue.MaxDepth),
+		strings.Repeat(`[`, jsonvalue.MaxDepth+1) + strings.Repeat(`]`, jsonvalue.MaxDepth+1),
+		strings.Repeat(`{"a":`, jsonvalue.MaxDepth+1) + `1` + strings.Repeat(`}`, jsonvalue.MaxDepth+1),
+	} {
+		readerAgrees(t, []byte(doc))
+	}
+}
+
+func TestReaderRaw(t *testing.T) {
+	var r jsonvalue.Reader
+	r.Reset([]byte(`{"a": [1, {"b":"c"}] , "d":true}`))
+	if _, err := r.Peek(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.BeginObject(); err != nil {
+		t.Fatal(err)
+	}
+	key, more, err := r.NextMember()
+	if err != nil || !more || key != "a" {
+		t.Fatalf("NextMember = %q, %v, %v", key, more, err)
+	}
+	if _, err := r.Peek(); err != nil {
+		t.Fatal(err)
+	}
+	start := r.Offset()
+	if err := r.Skip(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Raw(start), `[1, {"b":"c"}]`; got != want {
+		t.Errorf("Raw = %q, want %q", got, want)
+	}
+	if key, more, err := r.NextMember(); err != nil || !more || key != "d" {
+		t.Fatalf("NextMember = %q, %v, %v", key, more, err)
+	}
+	if b, err := r.ReadBool(); err != nil || !b {
+		t.Fatalf("ReadBool = %v, %v", b, err)
+	}
+	if _, more, err := r.NextMember(); err != nil || more {
+		t.Fatalf("the object did not close: %v, %v", more, err)
+	}
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReaderReuse(t *testing.T) {
+	var r jsonvalue.Reader
+	r.Reset([]byte(`{"a":{"b":`))
+	if err := r.Skip(); err == nil {
+		t.Fatal("truncated document accepted")
+	}
+	// A Reader left inside an object by an error reads the next document
+	// from scratch: the keys of the first must not count as duplicates.
+	r.Reset([]byte(`{"a":{"b":1}}`))
+	if err := r.Skip(); err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(`{"k":[1,"x",{"y":null}],"z":false}`)
+	if allocs := testing.AllocsPerRun(100, func() {
+		r.Reset(data)
+		if err := r.Skip(); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs > 1 {
+		t.Errorf("a reused Reader allocates %v times per document, want at most the copy", allocs)
+	}
+}
+
+func TestKindString(t *testing.T) {
+	got := []string{}
+	for k := jsonvalue.Kind(0); k <= jsonvalue.KindObject; k++ {
+		got = append(got, k.String())
+	}
+	want := []string{"invalid", "null", "boolean", "number", "string", "array", "object"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("kind names (-want +got):\n%s", diff)
+	}
+}
+
+// FuzzReader checks the Reader against Parse: the same verdict, the same
+// tree, the same kind of error.
+func FuzzReader(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[]`, `null`, `true`, `-0.5e+10`, `"a\u00e9\ud83d\ude00"`, `{"a":[1,2,{"b":null}],"c":"d"}`,
+		`{"a":1,"a":2}`, `[01]`, `"\ud800"`, "\"\xff\"", `{"a":1,}`, `[1 2]`, ` {"x" : { "y" : [ ] } } `,
+		`{"1":0,"2":0,"3":0,"4":0,"5":0,"6":0,"7":0,"8":0,"9":0,"1":0}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		readerAgrees(t, data)
+	})
+}
+
+// FuzzAppend checks that Append writes text that Parse reads back as the
+// same tree, and that encoding/json reads the same way.
+func FuzzAppend(f *testing.F) {
+	for _, s := range []string{
+		`{"b":[1,"x\n\u0000\"\\",{"c":null}],"a":true}`, `"\u00e9\ud83d\ude00\u2028<>&"`, `-1.5e-300`, `[]`, `{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tree, err := jsonvalue.Parse(data)
+		if err != nil {
+			return
+		}
+		text := jsonvalue.Append(nil, tree)
+		back, err := jsonvalue.Parse(text)
+		if err != nil {
+			t.Fatalf("Append(%q) = %q, which Parse refuses: %v", data, text, err)
+		}
+		if !reflect.DeepEqual(tree, back) {
+			t.Fatalf("Append(%q) = %q reads back differently:\n%s", data, text, cmp.Diff(tree, back))
+		}
+		var std, stdBack any
+		if json.Unmarshal(data, &std) != nil || json.Unmarshal(text, &stdBack) != nil || !reflect.DeepEqual(std, stdBack) {
+			t.Fatalf("encoding/json reads %q and %q differently", data, text)
+		}
+	})
+}
+
+func TestAppend(t *testing.T) {
+	tests := []struct {
+		in   any
+		want string
+	}{
+		{nil, `null`},
+		{true, `true`},
+		{json.Number("-1.50e3"), `-1.50e3`},
+		{"a\"\\\n\r\t\x01é\u2028<", `"a\"\\\n\r\t\u0001é` + "\u2028" + `<"`},
+		{"bad\xffutf8", `"bad\ufffdutf8"`},
+		{[]any{}, `[]`},
+		{map[string]any{}, `{}`},
+		{map[string]any{"b": []any{json.Number("1"), nil}, "a": map[string]any{"z": false, "y": "x"}}, `{"a":{"y":"x","z":false},"b":[1,null]}`},
+	}
+	for _, tt := range tests {
+		if got := string(jsonvalue.Append([]byte("prefix:"), tt.in)); got != "prefix:"+tt.want {
+			t.Errorf("Append(%#v) = %s, want prefix:%s", tt.in, got, tt.want)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Append of a float64 did not panic")
+		}
+	}()
+	jsonvalue.Append(nil, 1.5)
+}
