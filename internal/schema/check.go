@@ -3,9 +3,8 @@ package schema
 import (
 	"encoding/json"
 	"hash/maphash"
-	"slices"
+	"math/big"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -139,7 +138,7 @@ func (n *nativeNode) check(r *run, v any) {
 		n.checkString(r, s)
 	case typeNumber:
 		if n.numeric {
-			n.checkNumber(r, v, num)
+			n.checkNumber(r, num, func() *big.Rat { return ratOf(v) })
 		}
 	}
 	if n.orNull != nil && t != typeNull {
@@ -153,23 +152,42 @@ func (n *nativeNode) check(r *run, v any) {
 }
 
 func (n *nativeNode) inEnum(v any, t jsonType, num decimal) bool {
+	switch t {
+	case typeString:
+		return n.inEnumString(v.(string))
+	case typeNumber:
+		return n.inEnumNumber(num)
+	}
 	if n.enumTypes&t == 0 {
 		return false
 	}
 	for _, item := range n.enum {
-		switch t {
-		case typeString:
-			if s, ok := item.(string); ok && s == v.(string) {
-				return true
-			}
-		case typeNumber:
-			if typeOfValue(item) == typeNumber && compareDecimals(num, decimalOf(item)) == 0 {
-				return true
-			}
-		default:
-			if equalValues(v, item) {
-				return true
-			}
+		if equalValues(v, item) {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *nativeNode) inEnumString(s string) bool {
+	if n.enumTypes&typeString == 0 {
+		return false
+	}
+	for _, item := range n.enum {
+		if e, ok := item.(string); ok && e == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *nativeNode) inEnumNumber(num decimal) bool {
+	if n.enumTypes&typeNumber == 0 {
+		return false
+	}
+	for _, item := range n.enum {
+		if typeOfValue(item) == typeNumber && compareDecimals(num, decimalOf(item)) == 0 {
+			return true
 		}
 	}
 	return false
@@ -223,9 +241,7 @@ func (n *nativeNode) checkObject(r *run, obj map[string]any) {
 }
 
 func (n *nativeNode) hasProperty(name string) bool {
-	_, ok := slices.BinarySearchFunc(n.properties, name, func(p nativeProperty, name string) int {
-		return strings.Compare(p.name, name)
-	})
+	_, ok := n.propertyIndex(name)
 	return ok
 }
 
@@ -266,21 +282,23 @@ func (n *nativeNode) checkString(r *run, s string) {
 	}
 }
 
-func (n *nativeNode) checkNumber(r *run, v any, num decimal) {
+// checkNumber applies the numeric keywords to num. got gives the number
+// as the library's messages take it; it is called only for a violation.
+func (n *nativeNode) checkNumber(r *run, num decimal, got func() *big.Rat) {
 	if b := n.minimum; b != nil && compareDecimals(num, b.dec) < 0 {
-		r.report(&kind.Minimum{Got: ratOf(v), Want: b.rat})
+		r.report(&kind.Minimum{Got: got(), Want: b.rat})
 	}
 	if b := n.maximum; b != nil && compareDecimals(num, b.dec) > 0 {
-		r.report(&kind.Maximum{Got: ratOf(v), Want: b.rat})
+		r.report(&kind.Maximum{Got: got(), Want: b.rat})
 	}
 	if b := n.exclMinimum; b != nil && compareDecimals(num, b.dec) <= 0 {
-		r.report(&kind.ExclusiveMinimum{Got: ratOf(v), Want: b.rat})
+		r.report(&kind.ExclusiveMinimum{Got: got(), Want: b.rat})
 	}
 	if b := n.exclMaximum; b != nil && compareDecimals(num, b.dec) >= 0 {
-		r.report(&kind.ExclusiveMaximum{Got: ratOf(v), Want: b.rat})
+		r.report(&kind.ExclusiveMaximum{Got: got(), Want: b.rat})
 	}
 	if b := n.multipleOf; b != nil && !num.isMultipleOf(b.dec) {
-		r.report(&kind.MultipleOf{Got: ratOf(v), Want: b.rat})
+		r.report(&kind.MultipleOf{Got: got(), Want: b.rat})
 	}
 }
 

@@ -270,6 +270,13 @@ func TestNativeKeywords(t *testing.T) {
 				if diff := cmp.Diff(reference.Validate(value), got); diff != "" {
 					t.Errorf("Validate(%s) differs from the library (-library +native):\n%s", c.in, diff)
 				}
+				fromText, err := native.ValidateJSON([]byte(c.in))
+				if err != nil {
+					t.Errorf("ValidateJSON(%s): %v", c.in, err)
+				}
+				if diff := cmp.Diff(got, fromText); diff != "" {
+					t.Errorf("ValidateJSON(%s) differs from Validate (-Validate +ValidateJSON):\n%s", c.in, diff)
+				}
 			}
 		})
 	}
