@@ -29,6 +29,10 @@ type jsonField struct {
 type fieldProblem struct {
 	goPath string
 	reason string
+	// unexportedPointer: an embedded pointer to an unexported struct
+	// type, which encoding/json cannot allocate; the other problems are
+	// names it ignores.
+	unexportedPointer bool
 }
 
 // jsonFields lists the fields encoding/json encodes and decodes for struct
@@ -79,14 +83,15 @@ func jsonFields(t reflect.Type) ([]jsonField, []fieldProblem) {
 				}
 				name, opts, _ := strings.Cut(tag, ",")
 				if name != "" && !validName(name) {
-					problems = append(problems, fieldProblem{goPath, "json tag name " + quote(name) + " is not a valid JSON field name"})
+					problems = append(problems, fieldProblem{goPath: goPath, reason: "json tag name " + quote(name) + " is not a valid JSON field name"})
 					name = ""
 				}
 				index := append(slices.Clip(lv.index), i)
 				if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
 					viaPtr := lv.viaPtr || sf.Type.Kind() == reflect.Pointer
 					if sf.Type.Kind() == reflect.Pointer && !sf.IsExported() {
-						problems = append(problems, fieldProblem{goPath, "embedded pointer to unexported struct type " + ft.String() + " cannot be decoded by encoding/json"})
+						problems = append(problems, fieldProblem{goPath: goPath, unexportedPointer: true,
+							reason: "embedded pointer to unexported struct type " + ft.String() + " cannot be decoded by encoding/json"})
 					}
 					next = append(next, level{typ: ft, index: index, goPath: goPath, viaPtr: viaPtr})
 					continue
@@ -154,7 +159,7 @@ func jsonFields(t reflect.Type) ([]jsonField, []fieldProblem) {
 					paths = append(paths, all[k].goPath)
 				}
 				slices.Sort(paths)
-				problems = append(problems, fieldProblem{paths[0], "fields " + strings.Join(paths, " and ") +
+				problems = append(problems, fieldProblem{goPath: paths[0], reason: "fields " + strings.Join(paths, " and ") +
 					" all map to JSON name " + quote(all[order[start]].name) + ", so encoding/json ignores them"})
 			}
 		}

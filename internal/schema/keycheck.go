@@ -14,9 +14,10 @@ import (
 //
 // It exists because encoding/json matches names case-insensitively: a key
 // "Amount" could otherwise slip past validation of "amount" and still set
-// the field. Maps, and types implementing json.Unmarshaler or
-// encoding.TextUnmarshaler, are not descended into: their keys are data or
-// their own business. A KeyChecker is safe for concurrent use.
+// the field. A map's keys are data, so only its values are checked; types
+// implementing json.Unmarshaler or encoding.TextUnmarshaler are not
+// descended into, their keys being their own business. A KeyChecker is
+// safe for concurrent use.
 type KeyChecker struct {
 	root *keyNode
 }
@@ -24,10 +25,14 @@ type KeyChecker struct {
 // keyNode checks one position of the value. A nil *keyNode checks nothing.
 type keyNode struct {
 	// fields maps each JSON field name of a struct to the checker of its
-	// value; nil for slices and arrays.
+	// value; nil for slices, arrays and maps.
 	fields map[string]*keyNode
 	names  []string // the field names, for case-insensitive suggestions
 	elem   *keyNode // the element checker of a slice or array
+	// length is an array's length: encoding/json ignores the items beyond
+	// it, so their keys are not checked either. -1 for slices.
+	length int
+	values *keyNode // the value checker of a map
 }
 
 // NewKeyChecker builds the checker for values decoded into t. Field names
@@ -49,7 +54,7 @@ func buildKeyNode(t reflect.Type, built map[reflect.Type]*keyNode) *keyNode {
 	if n, ok := built[t]; ok {
 		return n
 	}
-	if t.Kind() != reflect.Map && (implements(t, jsonUnmarshalerType) || implements(t, textUnmarshalerType)) {
+	if implements(t, jsonUnmarshalerType) || implements(t, textUnmarshalerType) {
 		return nil
 	}
 	switch t.Kind() {
@@ -66,11 +71,23 @@ func buildKeyNode(t reflect.Type, built map[reflect.Type]*keyNode) *keyNode {
 		if t.Kind() == reflect.Slice && isByteSlice(t) {
 			return nil
 		}
-		n := &keyNode{}
+		n := &keyNode{length: -1}
+		if t.Kind() == reflect.Array {
+			n.length = t.Len()
+		}
 		built[t] = n
 		n.elem = buildKeyNode(t.Elem(), built)
 		if n.elem == nil {
 			// Nothing below to check; later lookups of t share the nil.
+			built[t] = nil
+			return nil
+		}
+		return n
+	case reflect.Map:
+		n := &keyNode{}
+		built[t] = n
+		n.values = buildKeyNode(t.Elem(), built)
+		if n.values == nil {
 			built[t] = nil
 			return nil
 		}
@@ -116,9 +133,25 @@ func (n *keyNode) check(value any) []Violation {
 		}
 		return out
 	}
+	if n.values != nil {
+		obj, ok := value.(map[string]any)
+		if !ok {
+			return nil
+		}
+		var out []Violation
+		for key, v := range obj {
+			if vs := n.values.check(v); len(vs) > 0 {
+				out = prefixed(out, jsonvalue.Pointer("", key), vs)
+			}
+		}
+		return out
+	}
 	arr, ok := value.([]any)
 	if !ok || n.elem == nil {
 		return nil
+	}
+	if n.length >= 0 && len(arr) > n.length {
+		arr = arr[:n.length]
 	}
 	var out []Violation
 	for i, v := range arr {
@@ -137,10 +170,13 @@ func prefixed(out []Violation, prefix string, vs []Violation) []Violation {
 	return out
 }
 
-// unknown explains an unmatched key, naming the field encoding/json would
-// have filled with it anyway.
-func (n *keyNode) unknown(key string) string {
-	for _, name := range n.names {
+// unknown explains an unmatched key.
+func (n *keyNode) unknown(key string) string { return unknownField(n.names, key) }
+
+// unknownField explains a key that matches none of a struct's JSON field
+// names, naming the field encoding/json would have filled with it anyway.
+func unknownField(names []string, key string) string {
+	for _, name := range names {
 		if strings.EqualFold(name, key) {
 			return "unknown field; field names are case-sensitive, did you mean " + strconv.Quote(name) + "?"
 		}

@@ -47,7 +47,7 @@ func TestKeyChecker(t *testing.T) {
 			name: "exact names pass",
 			in: `{"id":"o1","Created":"2024-01-01T00:00:00Z","by":"x","customer":{"name":"A","email":"a@b"},` +
 				`"lines":[{"sku":"s","qty":1}],"backup":null,"grid":[[{"sku":"t"}],null],` +
-				`"labels":{"Any Key":{"SKU":"maps are not descended"}},"level":"low","when":"2024-01-01T00:00:00Z",` +
+				`"labels":{"Any Key":{"sku":"map keys are data"}},"level":"low","when":"2024-01-01T00:00:00Z",` +
 				`"extra":{"X":"y"}}`,
 		},
 		{
@@ -62,6 +62,21 @@ func TestKeyChecker(t *testing.T) {
 				{Path: "/grid/1/0/Sku", Message: `unknown field; field names are case-sensitive, did you mean "sku"?`},
 				{Path: "/lines/1/Qty", Message: `unknown field; field names are case-sensitive, did you mean "qty"?`},
 			},
+		},
+		{
+			// A map's keys are data, but the struct values it holds have
+			// field names like any other struct.
+			name: "map values",
+			in:   `{"labels":{"SKU":{"SKU":"x","qty":1},"b":{"sku":"y","Qty":2}},"extra":{"SKU":"z"}}`,
+			want: []schema.Violation{
+				{Path: "/labels/SKU/SKU", Message: `unknown field; field names are case-sensitive, did you mean "sku"?`},
+				{Path: "/labels/b/Qty", Message: `unknown field; field names are case-sensitive, did you mean "qty"?`},
+			},
+		},
+		{
+			// encoding/json ignores the items beyond an array's length.
+			name: "beyond an array",
+			in:   `{"grid":[[{"sku":"a"}],[],[{"SKU":"ignored"}]]}`,
 		},
 		{
 			name: "unknown keys",
@@ -128,7 +143,8 @@ func TestKeyCheckerSkips(t *testing.T) {
 		typ  reflect.Type
 		in   string
 	}{
-		{"map at the top", reflect.TypeFor[map[string]Line](), `{"a":{"SKU":1}}`},
+		{"map of scalars", reflect.TypeFor[map[string]int](), `{"A":1}`},
+		{"map of text unmarshalers", reflect.TypeFor[map[string]Level](), `{"A":"low"}`},
 		{"text unmarshaler", reflect.TypeFor[struct{ L Level }](), `{"L":{"Whatever":1}}`},
 		{"json unmarshaler", reflect.TypeFor[struct{ D Decoder }](), `{"D":{"Whatever":1}}`},
 		{"time", reflect.TypeFor[struct{ T *time.Time }](), `{"T":{"Whatever":1}}`},
