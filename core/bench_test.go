@@ -16,10 +16,14 @@ import (
 
 // The benchmarks compare ExecuteDynamic with the same work written by hand:
 //
-//   - "Floor" does exactly the executor's data work with the same parser,
-//     the same compiled schemas and the same decoder, and nothing else: it
-//     isolates what the executor itself adds (lookup, stages, hooks
-//     dispatch, error mapping, span and metrics calls, the timeout context).
+//   - "Floor" does exactly the executor's data work with the same
+//     primitives, and nothing else: the arguments parsed once into a tree
+//     (jsonvalue.ParseObject), validated (schema.Validator.Validate) and
+//     decoded from that tree with the key check (schema.Decoder), the
+//     handler, the result encoded (encoding/json) and validated as text
+//     (schema.Validator.ValidateJSON). It isolates what the executor itself
+//     adds: lookup, stages, hooks dispatch, error mapping, span and metrics
+//     calls, and the timeout context.
 //   - "ByHand" is what an application would write without agentcap:
 //     encoding/json into any, the same schema through santhosh-tekuri
 //     directly, encoding/json into the struct, the handler, encoding/json
@@ -125,7 +129,10 @@ func floorPath[In, Out any](b *testing.B, args []byte, handler func(context.Cont
 	if err != nil {
 		b.Fatal(err)
 	}
-	keys := schema.NewKeyChecker(reflect.TypeFor[In]())
+	dec, err := schema.NewDecoder(reflect.TypeFor[In]())
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -136,14 +143,13 @@ func floorPath[In, Out any](b *testing.B, args []byte, handler func(context.Cont
 		if v := inV.Validate(tree); v != nil {
 			b.Fatal(v)
 		}
-		if v := keys.Check(tree); v != nil {
-			b.Fatal(v)
+		in := new(In)
+		if v, err := dec.Decode(tree, in); v != nil || err != nil {
+			b.Fatal(v, err)
 		}
-		var in In
-		if err := json.Unmarshal(args, &in); err != nil {
-			b.Fatal(err)
-		}
-		out, err := handler(ctx, app{User: "u"}, in)
+		// The executor hands the value on as an any.
+		var boxed any = *in
+		out, err := handler(ctx, app{User: "u"}, boxed.(In))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -151,12 +157,8 @@ func floorPath[In, Out any](b *testing.B, args []byte, handler func(context.Cont
 		if err != nil {
 			b.Fatal(err)
 		}
-		outTree, err := jsonvalue.Parse(data)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if v := outV.Validate(outTree); v != nil {
-			b.Fatal(v)
+		if v, err := outV.ValidateJSON(data); v != nil || err != nil {
+			b.Fatal(v, err)
 		}
 	}
 }

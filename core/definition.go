@@ -78,9 +78,13 @@ type Definition struct {
 	outType reflect.Type
 
 	// Type-erased operations, bound to In and Out at definition time.
-	decode    func(data []byte) (any, error)
-	encodeIn  func(in any) ([]byte, error)
-	encodeOut func(out any) ([]byte, error)
+	// decodeTree fills In from the tree the arguments were validated as;
+	// it is nil for the few input types the tree decoder does not
+	// reproduce encoding/json for, which decode from the text instead.
+	decodeTree func(tree any) (any, []schema.Violation, error)
+	decode     func(data []byte) (any, error)
+	encodeIn   func(in any) ([]byte, error)
+	encodeOut  func(out any) ([]byte, error)
 	// call is a func(context.Context, C, any) (any, error): typed in the
 	// application context so the executor need not box it, erased in In
 	// and Out.
@@ -351,6 +355,15 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 	d.required = slices.Clone(o.required)
 	slices.Sort(d.required)
 
+	if dec, err := schema.NewDecoder(d.inType); err == nil {
+		d.decodeTree = func(tree any) (any, []schema.Violation, error) {
+			var in In
+			if violations, err := dec.Decode(tree, &in); violations != nil || err != nil {
+				return nil, violations, err
+			}
+			return in, nil, nil
+		}
+	}
 	d.decode = func(data []byte) (any, error) {
 		var in In
 		if err := json.Unmarshal(data, &in); err != nil {

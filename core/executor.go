@@ -255,9 +255,9 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 		timeout = e.timeout
 	}
 	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+		dc := newDeadlineContext(ctx, start.Add(timeout))
+		ctx = dc
+		defer dc.end()
 	}
 
 	var (
@@ -356,8 +356,22 @@ func (d *Definition) decodeDynamic(args []byte) (any, map[string]json.RawMessage
 	if err != nil {
 		return nil, nil, invalidInput(err, parseViolation(err))
 	}
-	if violations := mergeViolations(d.inValidator.Validate(tree), d.keys.Check(tree)); len(violations) > 0 {
-		return nil, nil, invalidInput(nil, violations)
+	if violations := d.inValidator.Validate(tree); len(violations) > 0 {
+		return nil, nil, invalidInput(nil, mergeViolations(violations, d.keys.Check(tree)))
+	}
+	if d.decodeTree != nil {
+		// The decoder checks the keys as it goes.
+		in, violations, err := d.decodeTree(tree)
+		if len(violations) > 0 {
+			return nil, nil, invalidInput(err, convertViolations(violations))
+		}
+		if err != nil {
+			return nil, nil, invalidInput(err, []Violation{{Message: "the arguments cannot be decoded"}})
+		}
+		return in, members, nil
+	}
+	if violations := d.keys.Check(tree); len(violations) > 0 {
+		return nil, nil, invalidInput(nil, mergeViolations(nil, violations))
 	}
 	in, err := d.decode(trimmed)
 	if err != nil {
@@ -372,30 +386,31 @@ func (d *Definition) checkTyped(in any) *Error {
 	if err != nil {
 		return invalidInput(err, []Violation{{Message: "the input cannot be encoded as JSON"}})
 	}
-	tree, err := jsonvalue.Parse(data)
+	violations, err := d.inValidator.ValidateJSON(data)
 	if err != nil {
 		return invalidInput(err, parseViolation(err))
 	}
-	if violations := d.inValidator.Validate(tree); len(violations) > 0 {
+	if len(violations) > 0 {
 		return invalidInput(nil, convertViolations(violations))
 	}
 	return nil
 }
 
-// checkOutput encodes and validates the handler's result. Violations are
-// kept in the hidden cause only.
+// checkOutput encodes and validates the handler's result. The encoded text
+// is validated as it stands, without a tree: it is exactly what a
+// transport will send. Violations are kept in the hidden cause only.
 func (d *Definition) checkOutput(out any) ([]byte, *Error) {
 	data, err := d.encodeOut(out)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidOutput, Stage: StageOutput, Message: msgInternal,
 			cause: fmt.Errorf("encoding the result: %w", err)}
 	}
-	tree, err := jsonvalue.Parse(data)
+	violations, err := d.outValidator.ValidateJSON(data)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidOutput, Stage: StageOutput, Message: msgInternal,
 			cause: fmt.Errorf("re-reading the encoded result: %w", err)}
 	}
-	if violations := d.outValidator.Validate(tree); len(violations) > 0 {
+	if len(violations) > 0 {
 		parts := make([]string, len(violations))
 		for i, v := range violations {
 			parts[i] = fmt.Sprintf("%s: %s", pathOrRoot(v.Path), v.Message)

@@ -1,0 +1,140 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcap/agentcap/core"
+)
+
+// currency normalises its value when decoded, as a money type might.
+type currency string
+
+func (c *currency) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	switch s = strings.ToUpper(s); s {
+	case "USD", "EUR":
+		*c = currency(s)
+		return nil
+	}
+	return errors.New("unknown currency " + s)
+}
+
+func (currency) JSONSchema() json.RawMessage {
+	return json.RawMessage(`{"type":"string","pattern":"^(?i:usd|eur)$"}`)
+}
+
+type lineIn struct {
+	SKU string `json:"sku"`
+	Qty uint8  `json:"qty"`
+}
+
+type orderIn struct {
+	Count    int               `json:"count"`
+	Big      int64             `json:"big,omitempty"`
+	Currency currency          `json:"currency"`
+	When     *time.Time        `json:"when,omitempty"`
+	Lines    []lineIn          `json:"lines,omitempty"`
+	ByKey    map[string]lineIn `json:"by_key,omitempty"`
+}
+
+func echoOrder(_ context.Context, _ app, in orderIn) (orderIn, error) { return in, nil }
+
+// TestDecodeViolations covers what the schema admits and the Go type does
+// not hold: each is an invalid_input violation at its own path.
+func TestDecodeViolations(t *testing.T) {
+	derived := core.MustDefine("order", "Echo an order.", echoOrder)
+	loose := core.MustDefine("loose_order", "Echo an order under a loose schema.", echoOrder,
+		core.WithInputSchema([]byte(`{"type":"object","properties":{"count":{"type":"number"},"currency":{"type":"string"}}}`)))
+	e := mustExec(t, core.ExecutorConfig[app, user]{}, derived, loose)
+	tests := []struct {
+		name, capability, args string
+		want                   []core.Violation
+	}{
+		{"integer written with a fraction", "order", `{"count":3.0,"currency":"usd"}`,
+			[]core.Violation{{Path: "/count", Message: "cannot be decoded as int"}}},
+		{"int64 out of range", "order", `{"count":1,"big":1e30,"currency":"usd"}`,
+			[]core.Violation{{Path: "/big", Message: "cannot be decoded as int64"}}},
+		{"nested, with the index", "order", `{"count":1,"currency":"usd","lines":[{"sku":"a","qty":1},{"sku":"b","qty":2.0}]}`,
+			[]core.Violation{{Path: "/lines/1/qty", Message: "cannot be decoded as uint8"}}},
+		{"a date-time time.Time refuses", "order", `{"count":1,"currency":"usd","when":"2016-12-31T23:59:60Z"}`,
+			[]core.Violation{{Path: "/when", Message: "cannot be decoded as time.Time"}}},
+		{"loose schema, every value reported, sorted by path", "loose_order", `{"count":0.5,"currency":"gbp","lines":"x"}`,
+			[]core.Violation{
+				{Path: "/count", Message: "cannot be decoded as int"},
+				{Path: "/currency", Message: "cannot be decoded as core_test.currency"},
+				{Path: "/lines", Message: "cannot be decoded as []core_test.lineIn"},
+			}},
+		{"loose schema, case-variant key in a map value", "loose_order", `{"count":1,"currency":"usd","by_key":{"a":{"SKU":"x"}}}`,
+			[]core.Violation{{Path: "/by_key/a/SKU", Message: `unknown field; field names are case-sensitive, did you mean "sku"?`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.ExecuteDynamic(context.Background(), tt.capability, user{ID: "a"}, []byte(tt.args), nil)
+			ce := coreErr(t, err)
+			if ce.Code != core.CodeInvalidInput || ce.Stage != core.StageInput {
+				t.Fatalf("got %+v", ce)
+			}
+			if diff := cmp.Diff(tt.want, ce.Details); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecodedValue checks that what reaches the handler is what
+// encoding/json would have built, normalising types included.
+func TestDecodedValue(t *testing.T) {
+	def := core.MustDefine("order", "Echo an order.", echoOrder)
+	e := mustExec(t, core.ExecutorConfig[app, user]{}, def)
+	args := `{"count":-3,"big":9007199254740993,"currency":"eur","when":"2024-07-01T12:00:00.5+02:00",` +
+		`"lines":[{"sku":"a","qty":255}],"by_key":{"k":{"sku":"b","qty":0}}}`
+	var seen orderIn
+	_, err := e.ExecuteDynamic(context.Background(), "order", user{ID: "a"}, []byte(args),
+		func(_ context.Context, inv *core.Invocation) error {
+			seen = inv.Input.(orderIn)
+			if got, _ := inv.Normalized("currency"); string(got) != `"EUR"` {
+				t.Errorf("Normalized(currency) = %s", got)
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want orderIn
+	if err := json.Unmarshal([]byte(args), &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("decoded input differs from encoding/json (-want +got):\n%s", diff)
+	}
+	if seen.Currency != "EUR" || seen.Big != 9007199254740993 {
+		t.Errorf("decoded %+v", seen)
+	}
+}
+
+// TestTextDecodedTypes: input types the tree decoder leaves to
+// encoding/json, under an explicit schema, still decode strictly.
+func TestTextDecodedTypes(t *testing.T) {
+	def := core.MustDefine("meta", "Echo metadata.", func(_ context.Context, _ app, in withAny) (echoOut, error) {
+		return echoOut{Text: in.Meta["k"].(string)}, nil
+	}, core.WithInputSchema([]byte(`{"type":"object","properties":{"meta":{"type":"object"}},"additionalProperties":true}`)))
+	e := mustExec(t, core.ExecutorConfig[app, user]{}, def)
+	out, err := e.ExecuteDynamic(context.Background(), "meta", user{ID: "a"}, []byte(`{"meta":{"k":"v"}}`), nil)
+	if err != nil || string(out) != `{"text":"v","user":""}` {
+		t.Fatalf("got %s, %v", out, err)
+	}
+	_, err = e.ExecuteDynamic(context.Background(), "meta", user{ID: "a"}, []byte(`{"Meta":{"k":"v"}}`), nil)
+	if ce := coreErr(t, err); ce.Code != core.CodeInvalidInput || len(ce.Details) != 1 || ce.Details[0].Path != "/Meta" {
+		t.Fatalf("got %+v", ce)
+	}
+}
