@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -316,12 +318,20 @@ func TestBank(t *testing.T) {
 		}
 	})
 
+	t.Run("one line per execution", func(t *testing.T) { testLogLines(t, bin, f) })
+
 	// Stop now to read the whole log.
 	p.stop(t)
 	logs := p.logs.String()
-	for _, leak := range []string{"s3cret", "acc_456", `"amount"`, "source_account"} {
+	// Account ids are argument values; none may reach the log.
+	for _, leak := range []string{"s3cret", "acc_", `"amount"`, "source_account", "ledger"} {
 		if strings.Contains(logs, leak) {
 			t.Errorf("the log holds %q:\n%s", leak, logs)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(logs, "\n"), "\n") {
+		if _, ok := parseLogLine(line); !ok {
+			t.Errorf("unexpected log line %q", line)
 		}
 	}
 	for _, line := range []string{
@@ -334,6 +344,126 @@ func TestBank(t *testing.T) {
 			t.Errorf("the log lacks %q:\n%s", line, logs)
 		}
 	}
+}
+
+// logLinePattern is the whole of a line the bank logs by default: the
+// start and the end of serving, and one line per execution.
+var logLinePattern = regexp.MustCompile(`^time=\S+ level=INFO (?:msg=listening addr=\S+ issuer=\S+|msg="shutting down"|msg=execution agent=(\S*) capability=(\S+) outcome=(\S+) duration=\S+)$`)
+
+// parseLogLine reads a line of the default log. For an execution line it
+// returns "agent capability outcome"; for the others "".
+func parseLogLine(line string) (string, bool) {
+	m := logLinePattern.FindStringSubmatch(line)
+	if m == nil {
+		return "", false
+	}
+	if m[3] == "" {
+		return "", true
+	}
+	return m[1] + " " + m[2] + " " + m[3], true
+}
+
+// testLogLines runs a known set of calls against a fresh bank and reads
+// its whole log: by default exactly one line per execution and nothing
+// from the arguments, even for an internal error whose hidden cause
+// quotes an account id; with -debug, that cause is logged too.
+func testLogLines(t *testing.T, bin string, f *fixture) {
+	calls := func(t *testing.T, p *bankProcess) {
+		aud := p.url + "/capability/execute"
+		alice := f.agents["agt_alice"]
+		steps := []struct {
+			capability, args string
+			status           int
+		}{
+			{"check_balance", `{"account_id":"acc_123"}`, 200},
+			{"check_balance", `{"account_id":"acc_999"}`, 500},
+			{"transfer_money", `{"source_account":"acc_123","destination_account":"acc_666","amount":1,"currency":"USD"}`, 403},
+			{"close_account", ``, 404},
+		}
+		for _, s := range steps {
+			if r := p.execute(t, alice.Token(aud), s.capability, s.args); r.status != s.status {
+				t.Fatalf("%s: %d %s", s.capability, r.status, r.body)
+			}
+		}
+		r := p.do(t, http.MethodPost, "/capability/batch-execute", alice.Token(aud), `{"requests":[
+			{"id":"a","capability":"check_balance","arguments":{"account_id":"acc_124"}},
+			{"id":"b","capability":"check_balance","arguments":{"account_id":"acc_999"}}]}`)
+		if r.status != 200 {
+			t.Fatalf("batch: %d %s", r.status, r.body)
+		}
+		// Refused before any execution: no line.
+		tok := alice.Token(aud)
+		p.execute(t, tok, "exchange_rate", `{"from":"USD","to":"EUR"}`)
+		if r := p.execute(t, tok, "exchange_rate", `{"from":"USD","to":"EUR"}`); r.status != 401 {
+			t.Fatalf("replay: %d %s", r.status, r.body)
+		}
+		if r := p.do(t, http.MethodGet, "/capability/list", "", ""); r.status != 200 {
+			t.Fatalf("list: %d %s", r.status, r.body)
+		}
+	}
+	wantExecutions := []string{
+		"agt_alice check_balance completed",
+		"agt_alice check_balance completed",
+		"agt_alice check_balance internal_error",
+		"agt_alice check_balance internal_error",
+		"agt_alice close_account capability_not_found",
+		"agt_alice exchange_rate completed",
+		"agt_alice transfer_money constraint_violated",
+	}
+
+	t.Run("default", func(t *testing.T) {
+		p := startBank(t, bin, f.file)
+		calls(t, p)
+		p.stop(t)
+		logs := p.logs.String()
+		lines := strings.Split(strings.TrimSuffix(logs, "\n"), "\n")
+		var executions []string
+		for _, line := range lines {
+			e, ok := parseLogLine(line)
+			if !ok {
+				t.Errorf("unexpected log line %q", line)
+			}
+			if e != "" {
+				executions = append(executions, e)
+			}
+		}
+		// Batch items run concurrently: compare in sorted order.
+		slices.Sort(executions)
+		if diff := cmp.Diff(wantExecutions, executions); diff != "" {
+			t.Errorf("executions (-want +got):\n%s\n%s", diff, logs)
+		}
+		if want := len(wantExecutions) + 2; len(lines) != want {
+			t.Errorf("%d lines, want %d (listening, one per execution, shutting down):\n%s", len(lines), want, logs)
+		}
+		for _, leak := range []string{"acc_", "s3cret", "ledger", "capability failed"} {
+			if strings.Contains(logs, leak) {
+				t.Errorf("the log holds %q:\n%s", leak, logs)
+			}
+		}
+	})
+
+	t.Run("debug", func(t *testing.T) {
+		p := startBank(t, bin, f.file, "-debug")
+		calls(t, p)
+		p.stop(t)
+		logs := p.logs.String()
+		causes := 0
+		for _, line := range strings.Split(strings.TrimSuffix(logs, "\n"), "\n") {
+			if _, ok := parseLogLine(line); ok {
+				continue
+			}
+			if !strings.Contains(line, "debug=true") || !strings.Contains(line, "acc_999") {
+				t.Errorf("unexpected log line %q", line)
+			}
+			causes++
+		}
+		if causes != 2 {
+			t.Errorf("%d debug lines, want one per internal error (2):\n%s", causes, logs)
+		}
+		if strings.Contains(logs, "s3cret") {
+			t.Errorf("the debug log holds the ledger password:\n%s", logs)
+		}
+	})
 }
 
 func testCommandLine(t *testing.T, bin string) {

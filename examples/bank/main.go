@@ -32,7 +32,9 @@
 // on loopback addresses are fetched only with -dev-allow-loopback-jwks.
 //
 // Each execution is logged on one line (agent, capability, outcome,
-// duration); arguments and results never are.
+// duration); arguments and results never are. The hidden causes of
+// internal errors, which can quote argument values (an account id in a
+// ledger error), are logged only with -debug.
 package main
 
 import (
@@ -67,9 +69,10 @@ type config struct {
 	issuer            string
 	directory         string
 	allowLoopbackJWKS bool
+	debug             bool
 }
 
-const usageText = `usage: bank -directory FILE [-addr HOST:PORT] [-issuer URL] [-dev-allow-loopback-jwks]
+const usageText = `usage: bank -directory FILE [-addr HOST:PORT] [-issuer URL] [-dev-allow-loopback-jwks] [-debug]
 
 bank serves the example bank's capabilities to Agent Auth agents.
 
@@ -83,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.issuer, "issuer", "", "issuer URL; capabilities are served at its path (default http:// + addr)")
 	fs.StringVar(&c.directory, "directory", "", "JSON file of the hosts and agents the bank trusts (required)")
 	fs.BoolVar(&c.allowLoopbackJWKS, "dev-allow-loopback-jwks", false, "fetch agent JWKS URLs on loopback addresses, over plain http too (development only)")
+	fs.BoolVar(&c.debug, "debug", false, "also log the hidden causes of internal errors, which may quote argument values (development only)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
 		fs.PrintDefaults()
@@ -127,8 +131,15 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: redactAttr}))
+	// The causes of internal errors go to their own logger: they are
+	// what a caller is never told, and may quote the arguments of the
+	// call that failed, which the execution log must not hold.
+	debug := slog.New(slog.DiscardHandler)
+	if cfg.debug {
+		debug = logger.With(slog.Bool("debug", true))
+	}
 
-	srv, err := newServer(cfg, logger)
+	srv, err := newServer(cfg, logger, debug)
 	if err != nil {
 		fmt.Fprintf(stderr, "bank: %v\n", err)
 		return 1
@@ -162,8 +173,9 @@ func run(args []string, stderr io.Writer) int {
 }
 
 // newServer wires the bank: directory, verifier, executor, handler and
-// discovery document.
-func newServer(cfg config, logger *slog.Logger) (*http.Server, error) {
+// discovery document. logger receives one line per execution; debug
+// receives the hidden causes of internal errors.
+func newServer(cfg config, logger, debug *slog.Logger) (*http.Server, error) {
 	dir, err := agentauth.LoadDirectoryFile(cfg.directory)
 	if err != nil {
 		return nil, err
@@ -184,7 +196,7 @@ func newServer(cfg config, logger *slog.Logger) (*http.Server, error) {
 	opts := bank.HTTPOptions()
 	opts.Sessions = verifier
 	opts.Issuer = cfg.issuer
-	opts.Logger = logger
+	opts.Logger = debug
 	hc, err := agentauth.HTTPConfig(opts)
 	if err != nil {
 		return nil, err
