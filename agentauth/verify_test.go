@@ -393,6 +393,11 @@ func TestVerifierHeaderAndSyntax(t *testing.T) {
 		{"signed by the host key", vfMint(t, w.hostKey.priv, "", vfClaims()), vfInvalid},
 		{"payload swapped", parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + parts[2], vfInvalid},
 		{"signature bit flipped", parts[0] + "." + parts[1] + "." + flipLast(parts[2]), vfInvalid},
+		{"escaped header members", hdr(`{"\u0061lg":"EdDSA","typ":"agent\u002bjwt"}`), vfOK},
+		{"escaped header member not allowed", hdr(`{"alg":"EdDSA","typ":"agent+jwt","\u006Awk":{}}`), vfInvalid},
+		{"lone surrogate in a claim", vfRaw(priv, `{"alg":"EdDSA","typ":"agent+jwt"}`, strings.Replace(payload, "{", `{"x":"\ud800",`, 1)), vfInvalid},
+		{"surrogate pair in a claim", vfRaw(priv, `{"alg":"EdDSA","typ":"agent+jwt"}`, strings.Replace(vfJSON(t, vfClaims()), "{", `{"x":"\ud83d\ude00",`, 1)), vfOK},
+		{"payload nested too deep", vfRaw(priv, `{"alg":"EdDSA","typ":"agent+jwt"}`, strings.Replace(vfJSON(t, vfClaims()), "{", `{"x":`+strings.Repeat("[", 1000)+strings.Repeat("]", 1000)+",", 1)), vfInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
