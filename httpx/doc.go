@@ -42,4 +42,13 @@
 // Every response is JSON with Content-Type application/json, ends in a
 // newline, and carries Cache-Control: successful list and describe
 // responses use [Config.ListCacheControl], everything else "no-store".
+//
+// # Memory
+//
+// Request bodies the handler reads and the answers it renders live in
+// reused buffers, so a request costs few allocations. A body is sized
+// from Content-Length when that is within the limit, and is handed back
+// once the answer is rendered: nothing may hold it after the call, which
+// is why [Config.Authorize] must copy any argument it keeps. An answer
+// from [Handler.Serve] is handed back by [Response.Release].
 package httpx

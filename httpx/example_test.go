@@ -67,3 +67,44 @@ func Example() {
 	// 200 {"data":{"greeting":"Hello Ada from acct-demo"}}
 	// 401 Bearer realm="example" {"error":"authentication_required","message":"authentication is required"}
 }
+
+// ExampleHandler_Serve answers through the transport-neutral pair, the way
+// a mount for another router does: fill a Request from the router's own
+// request, write the Response back, then release it.
+func ExampleHandler_Serve() {
+	ping := core.MustDefine("ping", "Answer pong",
+		func(context.Context, struct{}, core.NoInput) (struct {
+			Pong bool `json:"pong"`
+		}, error) {
+			return struct {
+				Pong bool `json:"pong"`
+			}{true}, nil
+		})
+	exec := core.MustExecutor(core.MustRegistry(ping), core.ExecutorConfig[struct{}, string]{
+		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+	})
+	h, err := httpx.New(exec, httpx.Config[string]{
+		Authenticate: func(_ context.Context, req *httpx.Request) (string, error) {
+			if req.Header("Authorization") != "Bearer demo" {
+				return "", httpx.ErrBadCredentials
+			}
+			return "demo", nil
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	headers := map[string]string{"Authorization": "Bearer demo", "Content-Type": "application/json"}
+	resp := h.Serve(&httpx.Request{
+		Method: "POST",
+		Path:   "capability/execute",
+		Header: func(name string) string { return headers[name] },
+		Body:   []byte(`{"capability":"ping"}`),
+	})
+	// Write Status, Header and Body to the router's response here; the
+	// body is valid until Release.
+	fmt.Print(resp.Status, " ", resp.Header.Get("Cache-Control"), " ", string(resp.Body))
+	resp.Release()
+	// Output:
+	// 200 no-store {"data":{"pong":true}}
+}
