@@ -30,16 +30,23 @@ import (
 // buildBank compiles the command into a temporary directory.
 func buildBank(t *testing.T) string {
 	t.Helper()
+	return buildCommand(t, ".", "bank")
+}
+
+// buildCommand compiles the command in pkg (relative to this directory)
+// into a temporary directory as name.
+func buildCommand(t *testing.T, pkg, name string) string {
+	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatalf("the go command is needed to build the bank: %v", err)
+		t.Fatalf("the go command is needed to build %s: %v", pkg, err)
 	}
-	bin := filepath.Join(t.TempDir(), "bank")
+	bin := filepath.Join(t.TempDir(), name)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, pkg).CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }
@@ -83,13 +90,24 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// startBank runs the binary on a free loopback port and waits until it
-// serves its discovery document. Another process may take the port
-// between freeAddr and the bank's listen, so a failed start is retried.
+// startBank runs the binary on a free loopback port with directory and
+// extra flags, and waits until it serves its discovery document.
 func startBank(t *testing.T, bin, directory string, extra ...string) *bankProcess {
 	t.Helper()
+	return startBankIn(t, bin, "", func(addr, url string) []string {
+		return append([]string{"-addr", addr, "-issuer", url, "-directory", directory}, extra...)
+	})
+}
+
+// startBankIn runs the binary in dir ("" for the test's directory) with
+// the arguments args builds for a free loopback address and its URL, and
+// waits until it serves its discovery document. Another process may take
+// the port between freeAddr and the bank's listen, so a failed start is
+// retried.
+func startBankIn(t *testing.T, bin, dir string, args func(addr, url string) []string) *bankProcess {
+	t.Helper()
 	for attempt := 0; ; attempt++ {
-		p, err := tryStart(t, bin, directory, extra)
+		p, err := tryStart(t, bin, dir, args)
 		if err == nil {
 			t.Cleanup(func() { p.stop(t) })
 			return p
@@ -100,17 +118,17 @@ func startBank(t *testing.T, bin, directory string, extra ...string) *bankProces
 	}
 }
 
-func tryStart(t *testing.T, bin, directory string, extra []string) (*bankProcess, error) {
+func tryStart(t *testing.T, bin, dir string, args func(addr, url string) []string) (*bankProcess, error) {
 	addr := freeAddr(t)
 	url := "http://" + addr
-	args := append([]string{"-addr", addr, "-issuer", url, "-directory", directory}, extra...)
 	p := &bankProcess{
 		url:    url,
-		cmd:    exec.Command(bin, args...),
+		cmd:    exec.Command(bin, args(addr, url)...),
 		logs:   &syncBuffer{},
 		done:   make(chan struct{}),
 		client: &http.Client{Timeout: 10 * time.Second},
 	}
+	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		return nil, err

@@ -31,6 +31,10 @@
 // Unknown members and malformed records stop the bank at start. JWKS URLs
 // on loopback addresses are fetched only with -dev-allow-loopback-jwks.
 //
+// testdata/directory.example.json is a directory to try the bank with;
+// its demo keys are committed next to it, and cmd/devtoken signs agent
+// JWTs with them (see the examples' README).
+//
 // Each execution is logged on one line (agent, capability, outcome,
 // duration); arguments and results never are. The hidden causes of
 // internal errors, which can quote argument values (an account id in a
