@@ -499,7 +499,7 @@ func testCommandLine(t *testing.T, bin string) {
 		code int
 		want string
 	}{
-		{"no directory", nil, 2, "-directory is required"},
+		{"no directory and no database", []string{"-db", ""}, 2, "-db must name a file"},
 		{"unknown flag", []string{"-nope"}, 2, "flag provided but not defined"},
 		{"missing file", []string{"-directory", filepath.Join(dir, "absent.json")}, 1, "absent.json"},
 		{"malformed file", []string{"-directory", write("bad.json", `{"hosts": [`)}, 1, "bad.json"},

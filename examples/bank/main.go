@@ -1,11 +1,22 @@
-// Command bank is an Agent Auth resource server: a small bank whose
-// capabilities agents list, describe and execute with agent JWTs.
+// Command bank is a small bank whose capabilities agents list, describe
+// and execute with agent JWTs.
 //
-// Usage:
+// Without -directory it is both the Agent Auth provider and the resource
+// server: agents register with it, users approve them on its approval
+// page (signing in through a development login offering Alice and Bob,
+// without password), and hosts, agents and grants are kept in the SQLite
+// database named by -db:
+//
+//	go run ./examples/bank [-addr 127.0.0.1:8080] [-issuer URL] [-db bank.db]
+//
+// The approval page is {issuer}/approve and the development login /login.
+//
+// With -directory it is a resource server only, trusting the hosts and
+// agents of a directory file:
 //
 //	go run ./examples/bank -addr 127.0.0.1:8080 -issuer http://127.0.0.1:8080 -directory agents.json
 //
-// It serves, relative to the issuer,
+// Either way it serves, relative to the issuer,
 //
 //	GET  /capability/list
 //	GET  /capability/describe?name=
@@ -59,6 +70,9 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/provider"
+	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/examples/bank/bank"
 	"github.com/agentcap/agentcap/httpx"
 )
@@ -72,13 +86,18 @@ type config struct {
 	addr              string
 	issuer            string
 	directory         string
+	db                string
 	allowLoopbackJWKS bool
 	debug             bool
 }
 
-const usageText = `usage: bank -directory FILE [-addr HOST:PORT] [-issuer URL] [-dev-allow-loopback-jwks] [-debug]
+const usageText = `usage: bank [-addr HOST:PORT] [-issuer URL] [-db FILE] [-dev-allow-loopback-jwks] [-debug]
+       bank -directory FILE [-addr HOST:PORT] [-issuer URL] [-dev-allow-loopback-jwks] [-debug]
 
-bank serves the example bank's capabilities to Agent Auth agents.
+bank serves the example bank's capabilities to Agent Auth agents. Without
+-directory it is also their Agent Auth provider, storing hosts, agents and
+grants in the SQLite database -db, with a development sign-in (no
+password) for its approval page.
 
 `
 
@@ -88,7 +107,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on")
 	fs.StringVar(&c.issuer, "issuer", "", "issuer URL; capabilities are served at its path (default http:// + addr)")
-	fs.StringVar(&c.directory, "directory", "", "JSON file of the hosts and agents the bank trusts (required)")
+	fs.StringVar(&c.directory, "directory", "", "JSON file of the hosts and agents the bank trusts; without it the bank is its own provider")
+	fs.StringVar(&c.db, "db", "bank.db", "SQLite database of the provider's hosts, agents and grants (without -directory)")
 	fs.BoolVar(&c.allowLoopbackJWKS, "dev-allow-loopback-jwks", false, "fetch agent JWKS URLs on loopback addresses, over plain http too (development only)")
 	fs.BoolVar(&c.debug, "debug", false, "also log the hidden causes of internal errors, which may quote argument values (development only)")
 	fs.Usage = func() {
@@ -107,8 +127,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q", fs.Arg(0))
 	}
-	if c.directory == "" {
-		return bad(`-directory is required: a JSON file of the hosts and agents to trust, {"hosts": [...], "agents": [...]}`)
+	if c.directory == "" && c.db == "" {
+		return bad("-db must name a file when the bank is its own provider (no -directory)")
 	}
 	if c.issuer == "" {
 		c.issuer = "http://" + c.addr
@@ -143,7 +163,22 @@ func run(args []string, stderr io.Writer) int {
 		debug = logger.With(slog.Bool("debug", true))
 	}
 
-	srv, err := newServer(cfg, logger, debug)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var srv *http.Server
+	if cfg.directory != "" {
+		srv, err = newServer(cfg, logger, debug)
+	} else {
+		var closeStore func() error
+		srv, closeStore, err = newProviderServer(ctx, cfg, logger, debug)
+		if closeStore != nil {
+			defer func() {
+				if err := closeStore(); err != nil {
+					fmt.Fprintf(stderr, "bank: closing %s: %v\n", cfg.db, err)
+				}
+			}()
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bank: %v\n", err)
 		return 1
@@ -153,12 +188,15 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bank: %v\n", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.issuer))
+	if cfg.directory == "" {
+		logger.Info("agents are approved at "+cfg.issuer+provider.PathApprove,
+			slog.String("db", cfg.db))
+		logger.Info("development sign-in without password at " + devLoginURL(cfg.issuer) + ": sign in as Alice (user_alice, accounts acc_123 and acc_124) or Bob (user_bob)")
+	}
 
 	select {
 	case err := <-served:
@@ -237,6 +275,87 @@ func newServer(cfg config, logger, debug *slog.Logger) (*http.Server, error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}, nil
+}
+
+// devLoginPath is where the development sign-in is served, at the
+// issuer's origin: the approval page sends users there.
+const devLoginPath = "/login"
+
+// devLoginURL is the development sign-in's URL for issuer, which
+// parseFlags checked.
+func devLoginURL(issuer string) string {
+	u, _ := url.Parse(issuer)
+	return u.Scheme + "://" + u.Host + devLoginPath
+}
+
+// lifetimes are the provider's agent clocks: an agent idle for a day, or
+// active for a week since it was last approved, must be reactivated; one
+// is revoked a month after it was created; an approval left pending for
+// an hour is dropped.
+var lifetimes = store.Policy{
+	SessionTTL:       24 * time.Hour,
+	MaxLifetime:      7 * 24 * time.Hour,
+	AbsoluteLifetime: 30 * 24 * time.Hour,
+	PendingTTL:       time.Hour,
+}
+
+// newProviderServer wires the bank as its own Agent Auth provider: the
+// SQLite store, the provider with the development sign-in, and the
+// capability location verifying agent JWTs against the provider's store,
+// replay cache and rate limits. It starts the sweeper of expired records,
+// which ends with ctx. The returned function closes the store; it is
+// non-nil once the store is open, even when err is not.
+func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*http.Server, func() error, error) {
+	exec, err := bank.NewExecutor(bank.NewStore(), bank.ExecutionLog(logger))
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := sqlitestore.Open(ctx, cfg.db)
+	if err != nil {
+		return nil, nil, err
+	}
+	dev := provider.NewDevLogin(
+		provider.User{ID: "user_alice", Name: "Alice"},
+		provider.User{ID: "user_bob", Name: "Bob"})
+	prov, err := provider.New(provider.Config{
+		Issuer:       cfg.issuer,
+		ProviderName: "bank",
+		Description:  "Example bank: accounts, balances, transfers and exchange rates",
+		Store:        st,
+		Registry:     exec.Registry(),
+		SignedInUser: dev.SignedInUser,
+		SignInURL:    devLoginPath,
+		Lifetimes:    lifetimes,
+		KeyFetch:     agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
+		Logger:       debug,
+	})
+	if err != nil {
+		return nil, st.Close, err
+	}
+	opts := bank.HTTPOptions()
+	opts.Logger = debug
+	hc, err := provider.HTTPConfig(prov, opts)
+	if err != nil {
+		return nil, st.Close, err
+	}
+	loc, err := httpx.New(exec, hc)
+	if err != nil {
+		return nil, st.Close, err
+	}
+	go prov.RunSweeper(ctx, time.Minute)
+
+	mux := http.NewServeMux()
+	mux.Handle(devLoginPath, dev)
+	mux.Handle("/", prov.Handler(loc))
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}, st.Close, nil
 }
 
 // credentialsInURL finds the password of a URL's user information, as
