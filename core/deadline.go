@@ -79,7 +79,9 @@ func (c *deadlineContext) Done() <-chan struct{} { return c.arm().done }
 func (c *deadlineContext) Err() error {
 	s := c.state.Load()
 	if s == nil {
-		if c.parent.Err() == nil && time.Now().Before(c.deadline) {
+		// time.Until reads only the monotonic clock when the deadline
+		// carries a monotonic reading, as deadlines made from time.Now do.
+		if c.parent.Err() == nil && time.Until(c.deadline) > 0 {
 			return nil
 		}
 		// Arming now makes the error, and the cause that the armed
@@ -122,8 +124,9 @@ func (c *deadlineContext) arm() *deadlineState {
 	return s
 }
 
-// end cancels the context when the execution is over.
-func (c *deadlineContext) end() {
+// end cancels the context when the execution is over, which was at time
+// at: the caller has just read the clock.
+func (c *deadlineContext) end(at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s := c.state.Load(); s != nil {
@@ -135,7 +138,7 @@ func (c *deadlineContext) end() {
 	switch err := c.parent.Err(); {
 	case err != nil:
 		c.state.Store(&deadlineState{done: closedChan, err: err})
-	case !time.Now().Before(c.deadline):
+	case !at.Before(c.deadline):
 		c.state.Store(endedDeadline)
 	default:
 		c.state.Store(endedCanceled)

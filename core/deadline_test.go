@@ -31,7 +31,7 @@ func waitClosed(t *testing.T, ch <-chan struct{}) {
 func TestDeadlineContextReportsDeadlineAtOnce(t *testing.T) {
 	d := time.Now().Add(time.Hour)
 	c := newDeadlineContext(context.Background(), d)
-	defer c.end()
+	defer c.end(time.Now())
 	if got, ok := c.Deadline(); !ok || !got.Equal(d) {
 		t.Errorf("Deadline = %v, %v; want %v", got, ok, d)
 	}
@@ -44,7 +44,7 @@ func TestDeadlineContextReportsDeadlineAtOnce(t *testing.T) {
 	parent, cancel := context.WithDeadline(context.Background(), early)
 	defer cancel()
 	c2 := newDeadlineContext(parent, d)
-	defer c2.end()
+	defer c2.end(time.Now())
 	if got, _ := c2.Deadline(); !got.Equal(early) {
 		t.Errorf("Deadline = %v, want the parent's %v", got, early)
 	}
@@ -52,7 +52,7 @@ func TestDeadlineContextReportsDeadlineAtOnce(t *testing.T) {
 
 func TestDeadlineContextErrWithoutTimer(t *testing.T) {
 	c := newDeadlineContext(context.Background(), time.Now().Add(20*time.Millisecond))
-	defer c.end()
+	defer c.end(time.Now())
 	if err := c.Err(); err != nil {
 		t.Fatalf("Err = %v before the deadline", err)
 	}
@@ -69,7 +69,7 @@ func TestDeadlineContextErrWithoutTimer(t *testing.T) {
 	if cause := context.Cause(c); !errors.Is(cause, context.DeadlineExceeded) {
 		t.Errorf("Cause = %v, want DeadlineExceeded", cause)
 	}
-	c.end()
+	c.end(time.Now())
 	if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Err = %v after the end, want DeadlineExceeded to stay", err)
 	}
@@ -77,7 +77,7 @@ func TestDeadlineContextErrWithoutTimer(t *testing.T) {
 
 func TestDeadlineContextDoneArmsTheTimer(t *testing.T) {
 	c := newDeadlineContext(context.Background(), time.Now().Add(20*time.Millisecond))
-	defer c.end()
+	defer c.end(time.Now())
 	done := c.Done()
 	if c.state.Load() == nil {
 		t.Fatal("Done did not arm the timer")
@@ -116,7 +116,7 @@ func TestDeadlineContextParentCanceled(t *testing.T) {
 		if got := context.Cause(c); got != cause {
 			t.Errorf("armed=%v: Cause = %v, want the parent's", armed, got)
 		}
-		c.end()
+		c.end(time.Now())
 		if err := c.Err(); !errors.Is(err, context.Canceled) {
 			t.Errorf("armed=%v: Err = %v after the end", armed, err)
 		}
@@ -130,7 +130,7 @@ func TestDeadlineContextEnd(t *testing.T) {
 		if armed {
 			done = c.Done()
 		}
-		c.end()
+		c.end(time.Now())
 		if armed {
 			waitClosed(t, done)
 		}
@@ -144,7 +144,7 @@ func TestDeadlineContextEnd(t *testing.T) {
 
 	// The deadline passed before the end: the end does not hide it.
 	c := newDeadlineContext(context.Background(), time.Now().Add(-time.Second))
-	c.end()
+	c.end(time.Now())
 	if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Err = %v, want DeadlineExceeded", err)
 	}
@@ -160,7 +160,7 @@ func TestDeadlineContextValue(t *testing.T) {
 	if got := c.Value(ctxKey{}); got != "v" {
 		t.Errorf("Value = %v after arming", got)
 	}
-	c.end()
+	c.end(time.Now())
 	if got := c.Value(ctxKey{}); got != "v" {
 		t.Errorf("Value = %v after the end", got)
 	}
@@ -180,7 +180,7 @@ func TestDeadlineContextDerived(t *testing.T) {
 	if child.Err() != nil {
 		t.Fatal("child done early")
 	}
-	c.end()
+	c.end(time.Now())
 	waitClosed(t, child.Done())
 	waitClosed(t, ran)
 	if !errors.Is(child.Err(), context.Canceled) {
@@ -188,7 +188,7 @@ func TestDeadlineContextDerived(t *testing.T) {
 	}
 
 	short := newDeadlineContext(context.Background(), time.Now().Add(10*time.Millisecond))
-	defer short.end()
+	defer short.end(time.Now())
 	grandchild, cancel2 := context.WithTimeout(short, time.Hour)
 	defer cancel2()
 	waitClosed(t, grandchild.Done())
@@ -219,7 +219,7 @@ func TestDeadlineContextConcurrent(t *testing.T) {
 				}
 			})
 		}
-		wg.Go(c.end)
+		wg.Go(func() { c.end(time.Now()) })
 		wg.Wait()
 		if c.Err() == nil || !isClosed(c.Done()) {
 			t.Fatal("context not done after the end")

@@ -254,10 +254,13 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 	if timeout == 0 {
 		timeout = e.timeout
 	}
+	// took is set when the execution finishes, before hooks run; the
+	// deadline context ends with it, saving a read of the clock.
+	var took time.Duration
 	if timeout > 0 {
 		dc := newDeadlineContext(ctx, start.Add(timeout))
 		ctx = dc
-		defer dc.end()
+		defer func() { dc.end(start.Add(took)) }()
 	}
 
 	var (
@@ -269,7 +272,7 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 		appDone   bool
 	)
 	fail := func(e2 *Error) (any, []byte, *Error) {
-		took := time.Since(start)
+		took = time.Since(start)
 		e.tel.finish(ctx, span, def, took, e2)
 		if len(e.hooks) > 0 {
 			ev := Event{Phase: PhaseError, Stage: e2.Stage, Capability: name, Definition: def,
@@ -291,7 +294,7 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 		in = typed.v
 		err = def.checkTyped(in)
 	} else {
-		in, members, err = def.decodeDynamic(args)
+		in, members, err = def.decodeDynamic(args, authorize != nil)
 	}
 	if err != nil {
 		return fail(err)
@@ -336,7 +339,7 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 		return fail(err)
 	}
 
-	took := time.Since(start)
+	took = time.Since(start)
 	e.tel.finish(ctx, span, def, took, nil)
 	if len(e.hooks) > 0 {
 		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseEnd, Stage: StageOutput, Capability: name, Definition: def,
@@ -346,13 +349,23 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 }
 
 // decodeDynamic parses, validates and decodes raw arguments, once. It
-// returns the decoded input and the raw top-level members.
-func (d *Definition) decodeDynamic(args []byte) (any, map[string]json.RawMessage, *Error) {
+// returns the decoded input and, when withMembers asks for them (for an
+// authorize callback), the raw top-level members.
+func (d *Definition) decodeDynamic(args []byte, withMembers bool) (any, map[string]json.RawMessage, *Error) {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		trimmed = []byte("{}")
 	}
-	tree, members, err := jsonvalue.ParseObject(trimmed)
+	var (
+		tree    any
+		members map[string]json.RawMessage
+		err     error
+	)
+	if withMembers {
+		tree, members, err = jsonvalue.ParseObject(trimmed)
+	} else {
+		tree, err = parseObject(trimmed)
+	}
 	if err != nil {
 		return nil, nil, invalidInput(err, parseViolation(err))
 	}
@@ -378,6 +391,31 @@ func (d *Definition) decodeDynamic(args []byte) (any, map[string]json.RawMessage
 		return nil, nil, invalidInput(err, decodeViolation(err))
 	}
 	return in, members, nil
+}
+
+// parseObject is jsonvalue.ParseObject without the members map, which
+// costs a map per call and is only needed by authorize callbacks.
+func parseObject(data []byte) (any, error) {
+	tree, err := jsonvalue.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	got := ""
+	switch tree.(type) {
+	case map[string]any:
+		return tree, nil
+	case []any:
+		got = "array"
+	case string:
+		got = "string"
+	case json.Number:
+		got = "number"
+	case bool:
+		got = "boolean"
+	default:
+		got = "null"
+	}
+	return nil, &jsonvalue.NotObjectError{Got: got}
 }
 
 // checkTyped validates a typed input through its JSON encoding.

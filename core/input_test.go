@@ -138,3 +138,25 @@ func TestTextDecodedTypes(t *testing.T) {
 		t.Fatalf("got %+v", ce)
 	}
 }
+
+// TestArgumentsParsedAlikeWithAndWithoutAuthorize: the arguments are
+// parsed without their raw members when no authorize callback needs them;
+// the answers must not change.
+func TestArgumentsParsedAlikeWithAndWithoutAuthorize(t *testing.T) {
+	e := mustExec(t, core.ExecutorConfig[app, user]{}, transferCap)
+	allow := func(context.Context, *core.Invocation) error { return nil }
+	for _, args := range []string{
+		`[1,2]`, `"x"`, `1.5`, `true`, `{"amount":`, `{} x`, `{"a":1,"a":2}`, `{"source_account":"\ud800"}`,
+		`{"source_account":"a","destination_account":"b","amount":1,"currency":"USD","Memo":"x"}`,
+	} {
+		_, without := e.ExecuteDynamic(context.Background(), "transfer_money", user{ID: "a"}, []byte(args), nil)
+		_, with := e.ExecuteDynamic(context.Background(), "transfer_money", user{ID: "a"}, []byte(args), allow)
+		a, b := coreErr(t, without), coreErr(t, with)
+		if a.Code != core.CodeInvalidInput || len(a.Details) == 0 {
+			t.Errorf("%s: got %+v", args, a)
+		}
+		if diff := cmp.Diff(a.Details, b.Details); diff != "" || a.Code != b.Code {
+			t.Errorf("%s: answers differ with an authorize callback (-without +with):\n%s", args, diff)
+		}
+	}
+}
