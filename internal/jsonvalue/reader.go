@@ -74,7 +74,8 @@ type open struct {
 	started bool
 }
 
-// Reset makes r read data from its beginning.
+// Reset makes r read data from its beginning. Scratch space grown by an
+// unusually large document is released rather than kept.
 func (r *Reader) Reset(data []byte) {
 	r.p.s = string(data)
 	r.p.data = data
@@ -83,6 +84,9 @@ func (r *Reader) Reset(data []byte) {
 	clear(r.keys)
 	r.keys = r.keys[:0]
 	r.opens = r.opens[:0]
+	if cap(r.keys) > maxPooledScratch || cap(r.opens) > maxPooledScratch || cap(r.p.buf) > 16*maxPooledScratch {
+		r.keys, r.opens, r.p.buf = nil, nil, nil
+	}
 }
 
 // Offset is the byte offset in the document where the next token starts,

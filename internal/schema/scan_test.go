@@ -2,8 +2,10 @@ package schema_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -21,8 +23,9 @@ func validateTree(v *schema.Validator, data []byte) ([]schema.Violation, error) 
 }
 
 // sameResult fails unless ValidateJSON gives what parsing and validating
-// gives: the same error text, or the same violations.
-func sameResult(t testing.TB, v *schema.Validator, label string, data []byte) {
+// gives: the same error text, or the same violations. It reports whether
+// there were violations.
+func sameResult(t testing.TB, v *schema.Validator, label string, data []byte) bool {
 	t.Helper()
 	want, wantErr := validateTree(v, data)
 	got, gotErr := v.ValidateJSON(data)
@@ -32,6 +35,7 @@ func sameResult(t testing.TB, v *schema.Validator, label string, data []byte) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("%s, %q: ValidateJSON differs from Parse and Validate (-tree +text):\n%s", label, data, diff)
 	}
+	return len(got) > 0
 }
 
 func TestValidateJSON(t *testing.T) {
@@ -192,5 +196,98 @@ func TestValidateJSONOfEncodedValues(t *testing.T) {
 			}
 			sameResult(t, v, "schema "+string(rune('0'+i)), data)
 		}
+	}
+}
+
+// outSample is an output type whose zero value is valid and whose
+// generated values often are not.
+type outSample struct {
+	Status string         `json:"status,omitempty" enum:"ok,failed"`
+	Count  int8           `json:"count" minimum:"0"`
+	Ratio  float64        `json:"ratio,omitempty" maximum:"1"`
+	Name   string         `json:"name" maxLength:"3"`
+	Tags   []string       `json:"tags,omitempty" maxItems:"2" uniqueItems:"true"`
+	Lines  []outLine      `json:"lines,omitempty"`
+	Meta   map[string]int `json:"meta,omitempty" maxProperties:"2"`
+	When   *time.Time     `json:"when,omitempty"`
+	Level  Level          `json:"level"`
+	Email  string         `json:"email,omitempty" format:"email"`
+	Blob   []byte         `json:"blob,omitempty"`
+}
+
+type outLine struct {
+	SKU string `json:"sku" pattern:"^[a-z]*$"`
+	Qty uint8  `json:"qty" maximum:"100"`
+}
+
+// outTypes are the Go types whose encoded values FuzzValidateJSONOfValues
+// checks, each with the schema For derives for it.
+var outTypes = []reflect.Type{
+	reflect.TypeFor[outSample](), reflect.TypeFor[everyTag](), reflect.TypeFor[invoice](), reflect.TypeFor[coreNestedIn](), reflect.TypeFor[Transfer](),
+}
+
+// FuzzValidateJSONOfValues checks ValidateJSON on what output validation
+// sees: encoding/json's encoding of Go values, here values of the fuzz
+// types filled from generated documents. The text path must give the same
+// verdict and violations as parsing the encoding and validating the tree.
+func FuzzValidateJSONOfValues(f *testing.F) {
+	validators := make([]*schema.Validator, len(outTypes))
+	for i, typ := range outTypes {
+		validators[i] = mustValidator(f, typ)
+	}
+	for _, seed := range []string{"", "\x02\x05\x07\x03\x03\x03", "abcdefghijklmnopqrstuvwxyz0123456789", strings.Repeat("\x04\x02", 40)} {
+		for i := range outTypes {
+			f.Add(uint8(i), []byte(seed))
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		i := int(which) % len(outTypes)
+		checkEncodedValue(t, validators[i], outTypes[i], data)
+	})
+}
+
+// checkEncodedValue fills a value of typ from a document generated from
+// data, as far as encoding/json manages, encodes it and compares the two
+// validation paths on the encoding.
+func checkEncodedValue(t *testing.T, v *schema.Validator, typ reflect.Type, data []byte) (violations bool) {
+	t.Helper()
+	doc := jsonvalue.Append(nil, genValue(newGenSource(data), typ, 4))
+	value := reflect.New(typ)
+	_ = json.Unmarshal(doc, value.Interface())
+	encoded, err := json.Marshal(value.Interface())
+	if err != nil {
+		return false
+	}
+	return sameResult(t, v, typ.String(), encoded)
+}
+
+// TestValidateJSONOfGeneratedValues runs checkEncodedValue over a fixed
+// series of generated values, so that every test run compares the two
+// paths on many encodings.
+func TestValidateJSONOfGeneratedValues(t *testing.T) {
+	validators := make([]*schema.Validator, len(outTypes))
+	for i, typ := range outTypes {
+		validators[i] = mustValidator(t, typ)
+	}
+	var state uint64 = 7
+	data := make([]byte, 256)
+	invalid := 0
+	const total = 2000
+	for n := range total {
+		for k := range data {
+			state ^= state << 13
+			state ^= state >> 7
+			state ^= state << 17
+			data[k] = byte(state)
+		}
+		i := n % len(outTypes)
+		if checkEncodedValue(t, validators[i], outTypes[i], data) {
+			invalid++
+		}
+	}
+	// Both verdicts must be common for the comparison to mean much.
+	t.Logf("%d of %d generated values violate their schema", invalid, total)
+	if invalid < total/10 || total-invalid < 50 {
+		t.Errorf("%d of %d generated values violate their schema", invalid, total)
 	}
 }
