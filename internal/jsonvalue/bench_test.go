@@ -67,3 +67,24 @@ func BenchmarkParse(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReader reads the documents with a reused Reader, building
+// nothing: what a validator of text pays for the reading itself.
+func BenchmarkReader(b *testing.B) {
+	for _, doc := range []struct {
+		name string
+		data []byte
+	}{{"small", smallDoc}, {"nested20", nestedDoc}} {
+		b.Run(doc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(doc.data)))
+			var r jsonvalue.Reader
+			for b.Loop() {
+				r.Reset(doc.data)
+				if err := r.Skip(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

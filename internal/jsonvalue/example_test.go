@@ -45,3 +45,65 @@ func ExampleParse() {
 	// A-1 2
 	// jsonvalue: leading zero in number at offset 9
 }
+
+// A Reader walks a document without building a tree: here it sums the
+// numbers of an array.
+func ExampleReader() {
+	var r jsonvalue.Reader
+	r.Reset([]byte(`{"amounts": [1.5, 2, 3.25], "currency": "EUR"}`))
+	sum := 0.0
+	if _, err := r.Peek(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := r.BeginObject(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for {
+		key, more, err := r.NextMember()
+		if err != nil || !more {
+			break
+		}
+		if key != "amounts" {
+			if err := r.Skip(); err != nil {
+				fmt.Println(err)
+				return
+			}
+			continue
+		}
+		if _, err := r.Peek(); err != nil {
+			fmt.Println(err)
+			return
+		}
+		if err := r.BeginArray(); err != nil {
+			fmt.Println(err)
+			return
+		}
+		for {
+			more, err := r.NextElement()
+			if err != nil || !more {
+				break
+			}
+			if _, err := r.Peek(); err != nil {
+				fmt.Println(err)
+				return
+			}
+			n, err := r.ReadNumber()
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			f, _ := n.Float64()
+			sum += f
+		}
+	}
+	fmt.Println(sum, r.Finish())
+	// Output: 6.75 <nil>
+}
+
+func ExampleAppend() {
+	tree, _ := jsonvalue.Parse([]byte(`{ "b": [1, "x\u0041"], "a": null }`))
+	fmt.Println(string(jsonvalue.Append(nil, tree)))
+	// Output: {"a":null,"b":[1,"xA"]}
+}

@@ -1,6 +1,7 @@
 package schema_test
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -203,5 +204,61 @@ func BenchmarkFor(b *testing.B) {
 		if _, err := schema.For(reflect.TypeFor[invoice]()); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDecode compares filling the Go value from the tree the input
+// was validated as with decoding its text a second time with
+// encoding/json.
+func BenchmarkDecode(b *testing.B) {
+	for _, in := range benchInputs {
+		d := mustDecoder(b, in.typ)
+		value := mustParse(b, in.doc)
+		data := []byte(in.doc)
+		b.Run("tree/"+in.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				target := reflect.New(in.typ)
+				if vs, err := d.Decode(value, target.Interface()); vs != nil || err != nil {
+					b.Fatal(vs, err)
+				}
+			}
+		})
+		b.Run("encoding-json/"+in.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				target := reflect.New(in.typ)
+				if err := json.Unmarshal(data, target.Interface()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkValidateJSON compares the two ways of validating encoded
+// output: reading the text once with ValidateJSON, and parsing it into a
+// tree that Validate then walks.
+func BenchmarkValidateJSON(b *testing.B) {
+	for _, in := range benchInputs {
+		v := mustValidator(b, in.typ)
+		data := []byte(in.doc)
+		b.Run("text/"+in.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if vs, err := v.ValidateJSON(data); vs != nil || err != nil {
+					b.Fatal(vs, err)
+				}
+			}
+		})
+		b.Run("tree/"+in.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				value, err := jsonvalue.Parse(data)
+				if err != nil || v.Validate(value) != nil {
+					b.Fatal("rejected")
+				}
+			}
+		})
 	}
 }

@@ -86,3 +86,21 @@ func ExampleProperties() {
 	fmt.Println(names, err)
 	// Output: [to amount] <nil>
 }
+
+// ValidateJSON validates encoded text, such as a capability's output,
+// without building a tree of it.
+func ExampleValidator_ValidateJSON() {
+	type Receipt struct {
+		ID     string `json:"id" pattern:"^tr_"`
+		Status string `json:"status" enum:"completed,pending"`
+	}
+	doc, _ := schema.For(reflect.TypeFor[Receipt]())
+	v, _ := schema.Compile(doc)
+	violations, err := v.ValidateJSON([]byte(`{"id":"tr_1","status":"completed"}`))
+	fmt.Println(violations, err)
+	violations, err = v.ValidateJSON([]byte(`{"id":"x","status":"lost"}`))
+	fmt.Println(violations, err)
+	// Output:
+	// [] <nil>
+	// [{/id 'x' does not match pattern '^tr_'} {/status value must be one of 'completed', 'pending'}] <nil>
+}
