@@ -244,11 +244,12 @@ func (k *keySets) get(jwksURL string) *jwksKeySet {
 // and refetches on a miss; every fetch goes through one jwksFetcher, which
 // holds the refresh floor.
 //
-// The remote key set parses the token again with go-jose: go-oidc takes
-// the compact serialization, not a parsed token or a key. That second
-// parse costs the JWKS path what the inline-key path saves, and is kept
-// because the JWKS path is the less common one and go-oidc's caching,
-// kid lookup and fetch sharing are worth more than the parse.
+// The remote key set parses the token again, with go-jose: go-oidc takes
+// the compact serialization, neither a parsed token nor a key, and does
+// not hand out the keys it caches. So a JWKS-keyed agent still pays that
+// second parse, which an inline key no longer does. It is kept on the
+// less common path because go-oidc's key cache, kid lookup and shared
+// fetches are worth more than the parse.
 type jwksKeySet struct {
 	url     string
 	fetcher *jwksFetcher
