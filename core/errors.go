@@ -317,6 +317,11 @@ func classify(err error, stage Stage, fallback Code) *Error {
 		}
 		return &Error{Code: Code(ae.Code), Stage: stage, Message: msg, app: ae, cause: err}
 	}
+	// A panic is a failure of the code, never a refusal, whatever the stage.
+	var pe *panicError
+	if errors.As(err, &pe) {
+		return &Error{Code: CodeExecutionFailed, Stage: stage, Message: msgInternal, cause: err}
+	}
 	switch {
 	case errors.Is(err, ErrForbidden):
 		return &Error{Code: CodeForbidden, Stage: stage, Message: msgForbidden, cause: err}

@@ -290,12 +290,15 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 
 	// input
 	var members map[string]json.RawMessage
-	if typed != nil {
-		in = typed.v
-		err = def.checkTyped(in)
-	} else {
-		in, members, err = def.decodeDynamic(args, authorize != nil)
-	}
+	err = guard(StageInput, func() *Error {
+		if typed != nil {
+			in = typed.v
+			return def.checkTyped(in)
+		}
+		var derr *Error
+		in, members, derr = def.decodeDynamic(args, authorize != nil)
+		return derr
+	})
 	if err != nil {
 		return fail(err)
 	}
@@ -335,7 +338,12 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 	}
 
 	// output
-	if data, err = def.checkOutput(out); err != nil {
+	err = guard(StageOutput, func() *Error {
+		var oerr *Error
+		data, oerr = def.checkOutput(out)
+		return oerr
+	})
+	if err != nil {
 		return fail(err)
 	}
 
@@ -468,6 +476,20 @@ func pathOrRoot(p string) string {
 
 func invalidInput(cause error, details []Violation) *Error {
 	return &Error{Code: CodeInvalidInput, Stage: StageInput, Message: "the arguments are invalid", Details: details, cause: cause}
+}
+
+// guard runs a stage of the executor's own that calls application code
+// indirectly (UnmarshalJSON, MarshalJSON and TextMarshaler methods of the
+// input and output types), turning a panic into a redacted failure of that
+// stage.
+func guard(stage Stage, f func() *Error) (err *Error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &Error{Code: CodeExecutionFailed, Stage: stage, Message: msgInternal,
+				cause: &panicError{value: r, stack: debug.Stack()}}
+		}
+	}()
+	return f()
 }
 
 // protect runs f, turning a panic into an error that classify redacts.

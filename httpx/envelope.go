@@ -403,6 +403,7 @@ const (
 	msgNotObject      = "must be a JSON object"
 	msgUnknownMember  = "unknown member"
 	msgDuplicateKey   = "duplicate key"
+	msgTooManyMembers = "the request object has too many members"
 	msgNeedName       = "must be a non-empty string"
 	msgArgsNotObject  = "must be a JSON object or null"
 	msgIDNotString    = "must be a string"
@@ -450,6 +451,12 @@ func checkArguments(val []byte, path string, vs []core.Violation) ([]byte, []cor
 	return val, vs
 }
 
+// maxEnvelopeMembers bounds the members of a request object. A valid
+// envelope has at most three; the bound keeps the duplicate-key check,
+// which compares every key with those before it, from growing
+// quadratically with a hostile body, and the answer short.
+const maxEnvelopeMembers = 16
+
 // parseExecute reads {"capability": name, "arguments": {...}}. The
 // returned arguments alias body.
 func parseExecute(body []byte) (name string, args []byte, err *core.Error) {
@@ -461,10 +468,13 @@ func parseExecute(body []byte) (name string, args []byte, err *core.Error) {
 		vs      []core.Violation
 		hasName bool
 	)
-	for {
+	for members := 0; ; members++ {
 		key, val, dup, more := sc.next()
 		if !more {
 			break
+		}
+		if members == maxEnvelopeMembers {
+			return "", nil, badRequest(core.Violation{Message: msgTooManyMembers})
 		}
 		switch {
 		case dup:
@@ -503,10 +513,13 @@ func parseBatch(body []byte, maxBatch int) ([]core.BatchCall, *core.Error) {
 		items       []byte
 		hasRequests bool
 	)
-	for {
+	for members := 0; ; members++ {
 		key, val, dup, more := sc.next()
 		if !more {
 			break
+		}
+		if members == maxEnvelopeMembers {
+			return nil, badRequest(core.Violation{Message: msgTooManyMembers})
 		}
 		switch {
 		case dup:
@@ -568,9 +581,13 @@ func parseBatchItems(arr []byte, vs []core.Violation) ([]core.BatchCall, []core.
 			vs = append(vs, core.Violation{Path: base, Message: msgNotObject})
 		} else {
 			hasName := false
-			for {
+			for members := 0; ; members++ {
 				key, val, dup, more := sc.next()
 				if !more {
+					break
+				}
+				if members == maxEnvelopeMembers {
+					vs = append(vs, core.Violation{Path: base, Message: msgTooManyMembers})
 					break
 				}
 				switch {

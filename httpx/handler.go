@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -376,7 +377,18 @@ func (h *handlerBase) fail(ctx context.Context, buf *buffer, env envelope) reply
 }
 
 // handle runs the checks in their fixed order and dispatches to a route.
-func (h *Handler[C, P]) handle(req *Request, buf *buffer) replyMeta {
+func (h *Handler[C, P]) handle(req *Request, buf *buffer) (meta replyMeta) {
+	// The executor recovers panics of handlers and resolvers; this covers
+	// the application's other callbacks (authenticator, authorizer,
+	// visibility, grant status), which under routers without a recovery
+	// middleware of their own would otherwise take the server down.
+	defer func() {
+		if r := recover(); r != nil {
+			h.logger.LogAttrs(context.Background(), slog.LevelError, "httpx: panic while serving a request",
+				slog.String("path", req.Path), slog.String("panic", fmt.Sprint(r)), slog.String("stack", string(debug.Stack())))
+			meta = h.fail(context.Background(), buf, internalEnvelope)
+		}
+	}()
 	ctx := req.Context
 	if ctx == nil {
 		ctx = context.Background()
