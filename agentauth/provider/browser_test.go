@@ -1,3 +1,5 @@
+//go:build unix
+
 package provider_test
 
 import (
@@ -12,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -135,13 +138,22 @@ func startChromium(t *testing.T) string {
 		}
 		t.Skip("chromium is not installed")
 	}
-	dir := t.TempDir()
+	// Not t.TempDir: Chromium's helper processes may still be writing to
+	// the profile for a moment after the browser is gone, which would fail
+	// the test's own cleanup.
+	dir, err := os.MkdirTemp("", "agentcap-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin,
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
 		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=*",
 		"--user-data-dir="+dir, "--window-size=900,1200", "about:blank")
+	// Its own process group, so that stopping it stops its helpers too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -150,6 +162,13 @@ func startChromium(t *testing.T) string {
 	t.Cleanup(func() {
 		cancel()
 		_ = cmd.Wait()
+		for range 50 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("could not remove the browser profile %s", dir)
 	})
 	// Chromium prints the browser endpoint on stderr once it listens.
 	found := make(chan string, 1)
