@@ -8,7 +8,8 @@
 //
 // Fiber reuses its request and context objects and buffers once a handler
 // returns, so the mount copies what the capability may read: the body
-// (decoded from gzip, deflate or br Content-Encoding, within the handler's
+// (decoded from gzip or deflate Content-Encoding, the encodings httpx
+// decodes for every other router, within the handler's
 // body limit, into memory the mount reuses once the answer is rendered),
 // the headers (in one piece, read without allocating) and the values
 // middleware stored with c.Locals. The snapshot copies the Locals map, not the values: a string
@@ -32,7 +33,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/andybalholm/brotli"
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
@@ -46,6 +46,12 @@ import (
 // The capability context is c.UserContext() (values a middleware put
 // there with c.SetUserContext) whose Value also sees a snapshot of the
 // c.Locals values, taken when the request reaches the mount.
+//
+// fasthttp reads a whole request body, up to fiber.Config.BodyLimit (4 MiB
+// by default), before any handler runs, and answers a larger one itself in
+// plain text. Set BodyLimit to h.MaxBodyBytes() so that Fiber buffers no
+// more than httpx accepts; httpx then answers every oversize body with its
+// own 413 envelope, as on the other routers.
 func Mount[C, P any](r fiber.Router, h *httpx.Handler[C, P]) {
 	for _, route := range h.Routes() {
 		r.All("/"+route, handler(h, route))
@@ -247,8 +253,6 @@ func decodeBody(dst, raw []byte, encoding string, limit int64) ([]byte, bool, er
 		}
 		defer zr.Close()
 		src = zr
-	case "br":
-		src = brotli.NewReader(bytes.NewReader(raw))
 	default:
 		return dst, false, errUnsupportedEncoding
 	}

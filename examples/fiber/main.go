@@ -38,7 +38,8 @@ func run(ctx context.Context, addr string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
-	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 30 * time.Second})
+	// Fiber buffers no more than the capability handler accepts.
+	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 30 * time.Second, BodyLimit: int(agent.MaxBodyBytes())})
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok\n") })
 	app.Get("/", func(c *fiber.Ctx) error {
 		return c.SendString("issue tracker; agents use /agent/capability/...\n")
