@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -10,6 +11,24 @@ import (
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/core"
 )
+
+// agentRequest reads the JSON body of a request about one of the calling
+// host's agents (named by "agent_id") and resolves the host and the agent.
+func (p *Provider) agentRequest(ctx context.Context, r *http.Request, access hostAccess) (map[string]json.RawMessage, *hostAuth, *store.Agent, error) {
+	m, err := readObject(r)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	id, err := optString(m, "agent_id")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h, a, err := p.hostAgent(ctx, r, access, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return m, h, a, nil
+}
 
 // hostAgent authenticates a host request and loads the agent it names,
 // which must be registered under that host.
@@ -82,15 +101,7 @@ func waiting(a *store.Agent) bool {
 // for clients that want its error codes rather than the status document.
 func (p *Provider) approvalPoll(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	m, err := readObject(r)
-	if err != nil {
-		return err
-	}
-	id, err := optString(m, "agent_id")
-	if err != nil {
-		return err
-	}
-	_, a, err := p.hostAgent(ctx, r, hostKnownOrPending, id)
+	_, _, a, err := p.agentRequest(ctx, r, hostKnownOrPending)
 	if err != nil {
 		return err
 	}
@@ -116,15 +127,7 @@ func (p *Provider) approvalPoll(w http.ResponseWriter, r *http.Request) error {
 // agent again answers the same, so that a retried revocation succeeds.
 func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	m, err := readObject(r)
-	if err != nil {
-		return err
-	}
-	id, err := optString(m, "agent_id")
-	if err != nil {
-		return err
-	}
-	_, a, err := p.hostAgent(ctx, r, hostKnownOrPending, id)
+	_, _, a, err := p.agentRequest(ctx, r, hostKnownOrPending)
 	if err != nil {
 		return err
 	}
@@ -172,15 +175,7 @@ func (p *Provider) revokeHost(w http.ResponseWriter, r *http.Request) error {
 // is never reset: past it, the agent is revoked.
 func (p *Provider) reactivate(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	m, err := readObject(r)
-	if err != nil {
-		return err
-	}
-	id, err := optString(m, "agent_id")
-	if err != nil {
-		return err
-	}
-	h, a, err := p.hostAgent(ctx, r, hostKnownActive, id)
+	_, h, a, err := p.agentRequest(ctx, r, hostKnownActive)
 	if err != nil {
 		return err
 	}
@@ -267,15 +262,7 @@ func (p *Provider) reactivate(w http.ResponseWriter, r *http.Request) error {
 // rotateKey serves POST /agent/rotate-key (protocol §5.8).
 func (p *Provider) rotateKey(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	m, err := readObject(r)
-	if err != nil {
-		return err
-	}
-	id, err := optString(m, "agent_id")
-	if err != nil {
-		return err
-	}
-	h, a, err := p.hostAgent(ctx, r, hostKnownActive, id)
+	m, h, a, err := p.agentRequest(ctx, r, hostKnownActive)
 	if err != nil {
 		return err
 	}
