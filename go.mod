@@ -3,6 +3,7 @@ module github.com/agentcap/agentcap
 go 1.26.0
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-jose/go-jose/v4 v4.1.9

@@ -291,10 +291,11 @@ func (s *jwksKeySet) verify(ctx context.Context, token string) ([]byte, error) {
 // arbitrary entry makes room for each new key: a miss only costs a parse.
 const maxInlineKeys = 4096
 
-// inlineKey is an inline Ed25519 JWK after parsePublicJWK, with the RFC
-// 7638 thumbprint an "iss" claim may name.
+// inlineKey is an inline Ed25519 JWK after parsePublicJWK: the key with
+// its curve point decoded, and the RFC 7638 thumbprint an "iss" claim may
+// name.
 type inlineKey struct {
-	pub   ed25519.PublicKey
+	ed    *edKey
 	thumb string
 }
 
@@ -330,7 +331,11 @@ func (c *inlineKeys) get(raw []byte) (*inlineKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("JWK thumbprint: %w", err)
 	}
-	k = &inlineKey{pub: jwk.Key.(ed25519.PublicKey), thumb: thumb}
+	ed, err := newEdKey(jwk.Key.(ed25519.PublicKey))
+	if err != nil {
+		return nil, err
+	}
+	k = &inlineKey{ed: ed, thumb: thumb}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[string(raw)]; !ok && len(c.m) >= c.max {

@@ -129,7 +129,7 @@ func TestInlineKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.thumb != rfc8037Thumb || len(k.pub) != ed25519.PublicKeySize {
+	if k.thumb != rfc8037Thumb || len(k.ed.pub) != ed25519.PublicKeySize {
 		t.Fatalf("key = %+v", k)
 	}
 	if again, _ := c.get([]byte(rfc8037JWK)); again != k {
@@ -143,7 +143,7 @@ func TestInlineKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if other == k || !other.pub.Equal(k.pub) {
+	if other == k || !other.ed.pub.Equal(k.ed.pub) {
 		t.Errorf("respelled JWK: got entry %p (first %p)", other, k)
 	}
 

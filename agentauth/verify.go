@@ -273,8 +273,9 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 	return &Session{Agent: agent, Host: host, Claims: tok.claims}, nil
 }
 
-// verifySignature is step 4. An inline key is parsed once per distinct JWK
-// and checked with ed25519.Verify over the token's own signing input: the
+// verifySignature is step 4. An inline key is parsed, and its curve point
+// decoded, once per distinct JWK; the signature is checked (see edKey)
+// over the token's own signing input: the
 // bytes that were parsed are the bytes that are verified, so nothing is
 // decoded twice. A JWKS key is checked by go-oidc (see jwksKeySet), and
 // the payload it verified must be the payload that was parsed.
@@ -285,7 +286,7 @@ func (v *Verifier) verifySignature(ctx context.Context, token string, sc *tokenS
 		if err != nil {
 			return internal(fmt.Errorf("agentauth: agent %q: public key: %w", agent.ID, err))
 		}
-		if !ed25519.Verify(k.pub, sc.signingInput, sc.sig) {
+		if !k.ed.verify(sc.signingInput, sc.sig) {
 			return invalidToken(fmt.Errorf("agentauth: signature of agent %q does not verify", agent.ID))
 		}
 		return nil
@@ -310,14 +311,21 @@ func (v *Verifier) verifySignature(ctx context.Context, token string, sc *tokenS
 	}
 }
 
-// timingKey is a fixed Ed25519 public key no token is signed with.
-var timingKey = ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
+// timingKey is a fixed Ed25519 public key no token is signed with,
+// decoded like a cached inline key.
+var timingKey = func() *edKey {
+	k, err := newEdKey(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
 
 // equalizeTiming spends on a token naming an unknown agent the time a
 // signature check would take, so that response times do not tell which
 // agent ids exist.
 func (sc *tokenScratch) equalizeTiming() {
-	_ = ed25519.Verify(timingKey, sc.signingInput, sc.sig)
+	_ = timingKey.verify(sc.signingInput, sc.sig)
 }
 
 func agentStatusError(a *Agent) error {
