@@ -17,9 +17,9 @@ import (
 	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
-// DeriveError reports why For cannot describe a Go type.
+// DeriveError reports why For or ForOutput cannot describe a Go type.
 type DeriveError struct {
-	// Type is the type given to For.
+	// Type is the type given to For or ForOutput.
 	Type reflect.Type
 	// Field is the Go path of the offending field, "" for Type itself:
 	// field names joined by ".", "[]" for a slice or array element and
@@ -59,11 +59,12 @@ func implements(t, iface reflect.Type) bool {
 	return t.Implements(iface) || (t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(iface))
 }
 
-// For derives the JSON Schema (draft 2020-12) of t and returns it marshaled,
-// with a deterministic layout. t must be a struct or a pointer to one: the
-// inputs and outputs it describes are JSON objects. It fails for types that
-// cannot be described and for struct tags that do not fit their field; the
-// *DeriveError names the field path and the reason.
+// For derives the JSON Schema (draft 2020-12) of a capability's input type
+// t and returns it marshaled, with a deterministic layout. t must be a
+// struct or a pointer to one: capability arguments are a JSON object. It
+// fails for types that cannot be described and for struct tags that do not
+// fit their field; the *DeriveError names the field path and the reason.
+// ForOutput describes result types, which need not be objects.
 //
 // Derivation follows encoding/json. Structs become closed objects
 // (additionalProperties false) with properties in Go field order; a field is
@@ -92,7 +93,7 @@ func For(t reflect.Type) ([]byte, error) {
 		st = st.Elem()
 	}
 	if st.Kind() != reflect.Struct {
-		return nil, &DeriveError{Type: t, Reason: "must be a struct or a pointer to a struct, got " + kindName(st)}
+		return nil, &DeriveError{Type: t, Reason: "must be a struct or a pointer to a struct, since arguments are a JSON object; got " + kindName(st)}
 	}
 	d := deriver{top: t, visiting: map[reflect.Type]bool{}}
 	n, err := d.schemaOf(st, "")
@@ -102,10 +103,14 @@ func For(t reflect.Type) ([]byte, error) {
 	if !n.object {
 		return nil, &DeriveError{Type: t, Reason: "must be described by a JSON object, not a " + n.base()}
 	}
+	return finish(t, n)
+}
+
+// finish marshals the top-level node of t's schema and compiles it.
+// Derivation builds only schemas that compile; checking costs little at
+// definition time and guards against a derivation bug reaching requests.
+func finish(t reflect.Type, n *node) ([]byte, error) {
 	out := n.marshal(true)
-	// Derivation builds only schemas that compile; checking costs little
-	// at definition time and guards against a derivation bug reaching
-	// requests.
 	if _, err := Compile(out); err != nil {
 		return nil, &DeriveError{Type: t, Reason: "derived schema does not compile: " + err.Error()}
 	}
@@ -139,6 +144,11 @@ func (d *deriver) schemaOf(t reflect.Type, path string) (*node, error) {
 		return n, nil
 	}
 	switch {
+	case t.Kind() == reflect.Interface:
+		// An interface is described by the dynamic value it holds; there
+		// is none at definition time, even when its method set promises a
+		// JSONSchema, MarshalJSON or MarshalText method.
+		return nil, d.fail(path, "interface type "+t.String()+" cannot be described: any JSON value would fit")
 	case t == timeType:
 		return &node{types: []string{"string"}, format: "date-time"}, nil
 	case t == rawMessageType:
@@ -205,8 +215,6 @@ func (d *deriver) schemaOf(t reflect.Type, path string) (*node, error) {
 		})
 	case reflect.Struct:
 		return d.guard(t, path, func() (*node, error) { return d.structSchema(t, path) })
-	case reflect.Interface:
-		return nil, d.fail(path, "interface type "+t.String()+" cannot be described: any JSON value would fit")
 	default:
 		return nil, d.fail(path, t.Kind().String()+" type "+t.String()+" has no JSON form")
 	}

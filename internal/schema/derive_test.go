@@ -596,7 +596,7 @@ func TestDeriveErrorMessage(t *testing.T) {
 		t.Errorf("error = %v\nwant    %s", err, want)
 	}
 	_, err = schema.For(reflect.TypeFor[int]())
-	if want := "schema: int: must be a struct or a pointer to a struct, got int"; err == nil || err.Error() != want {
+	if want := "schema: int: must be a struct or a pointer to a struct, since arguments are a JSON object; got int"; err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %s", err, want)
 	}
 }

@@ -13,9 +13,11 @@
 // validation and for types a Decoder does not fill. Reflection happens
 // when these are built.
 //
-// On an output, ValidateJSON checks the encoded text directly, reading it
-// once without building a tree, and reports exactly what Validate reports
-// for the parsed text.
+// On an output, ForOutput derives the schema of any describable result
+// type (an array of objects as well as an object), NilEncoding says what a
+// nil slice or map result is sent as, and ValidateJSON checks the encoded
+// text directly, reading it once without building a tree, and reports
+// exactly what Validate reports for the parsed text.
 //
 // Compile runs schemas in the vocabulary For derives on a native validator,
 // for which a value that passes allocates nothing; any other schema runs on

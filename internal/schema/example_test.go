@@ -24,6 +24,25 @@ func ExampleFor() {
 	// {"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"amount":{"type":"number","description":"in euros","exclusiveMinimum":0},"currency":{"type":"string","enum":["EUR","USD"]},"memo":{"type":["string","null"],"maxLength":140}},"required":["amount","currency"],"additionalProperties":false}
 }
 
+func ExampleForOutput() {
+	type Account struct {
+		ID   string `json:"id"`
+		Type string `json:"type" enum:"checking,savings"`
+	}
+	t := reflect.TypeFor[[]Account]()
+	doc, err := schema.ForOutput(t)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(doc))
+	// A nil slice is sent as [], which the schema admits; null it does not.
+	fmt.Println(string(schema.NilEncoding(t)))
+	// Output:
+	// {"$schema":"https://json-schema.org/draft/2020-12/schema","type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"type":{"type":"string","enum":["checking","savings"]}},"required":["id","type"],"additionalProperties":false}}
+	// []
+}
+
 func ExampleValidator_Validate() {
 	type Payment struct {
 		Amount   float64 `json:"amount" exclusiveMinimum:"0"`

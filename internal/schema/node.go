@@ -144,7 +144,9 @@ func (w *writer) rawList(k string, vs []string) {
 }
 
 func (w *writer) node(n *node, top bool) {
-	if n.raw != nil && !top {
+	// A schema a type supplied is a whole document already, also at the
+	// top (a result type with its own schema).
+	if n.raw != nil {
 		if n.rawNull {
 			w.buf = append(w.buf, `{"anyOf":[`...)
 			w.buf = append(w.buf, n.raw...)
