@@ -41,8 +41,9 @@ const (
 type NoInput struct{}
 
 // Handler is the typed use case behind a capability. C is the application
-// context built by the executor's context resolver, In and Out are plain Go
-// structs whose JSON Schemas are derived when the capability is defined.
+// context built by the executor's context resolver. In is a plain Go struct
+// and Out a plain Go type (a struct, a slice of structs, ...); their JSON
+// Schemas are derived when the capability is defined.
 type Handler[C, In, Out any] func(ctx context.Context, app C, in In) (Out, error)
 
 // Definer is implemented by everything that can be registered: a
@@ -218,7 +219,9 @@ func WithInputSchema(schemaJSON []byte) Option {
 	return func(o *options) { o.inputSchema = slices.Clone(schemaJSON) }
 }
 
-// WithOutputSchema replaces the derived output schema.
+// WithOutputSchema replaces the derived output schema. It may describe any
+// JSON value, not only an object. The result is still encoded from the Go
+// type, a nil slice or map as [] or {} (see Define).
 func WithOutputSchema(schemaJSON []byte) Option {
 	return func(o *options) { o.outputSchema = slices.Clone(schemaJSON) }
 }
@@ -264,7 +267,24 @@ func (e *DefinitionError) Error() string {
 //	JSONSchema() json.RawMessage
 //
 // returning a schema object for its values. Interfaces, channels, funcs,
-// maps with non-string keys and recursive types cannot be described.
+// complex numbers, maps with non-string keys and recursive types cannot be
+// described.
+//
+// In must be a struct or a pointer to one, since the arguments of a call
+// are a JSON object. Out may be any type that can be described: a struct,
+// a slice or array (the result is a JSON array), a map with string keys,
+// or a basic type. Nil results are sent as follows:
+//
+//   - A nil slice or map is sent as [] or {}, never null, and the derived
+//     schema does not admit null: an empty listing is an empty array.
+//     []byte is the exception: it is a base64 string, and nil is null.
+//   - A nil pointer is null, which the schema of the value it points to
+//     does not admit: the call fails with CodeInvalidOutput, redacted as
+//     an internal error, as a result the handler forgot to fill.
+//
+// The value itself is not changed: Execute returns, and hooks see, what
+// the handler returned (a nil slice stays nil); Event.OutputJSON holds the
+// text that was sent.
 func Define[C, In, Out any](name, description string, handler Handler[C, In, Out], opts ...Option) (*Capability[C, In, Out], error) {
 	var o options
 	for _, opt := range opts {
@@ -328,17 +348,16 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 	}
 
 	var err error
-	if d.inputSchema, d.inValidator, err = buildSchema(d.inType, o.inputSchema); err != nil {
+	if d.inputSchema, d.inValidator, err = buildSchema(d.inType, o.inputSchema, schema.For); err != nil {
 		return fail("", "input: %v", err)
 	}
-	if d.outputSchema, d.outValidator, err = buildSchema(d.outType, o.outputSchema); err != nil {
+	if d.outputSchema, d.outValidator, err = buildSchema(d.outType, o.outputSchema, schema.ForOutput); err != nil {
 		return fail("", "output: %v", err)
 	}
+	// Only the input must be an object: constraints and authorization
+	// read its top-level fields. A result may be any JSON value.
 	if d.inputProps, err = schema.Properties(d.inputSchema); err != nil {
 		return fail("", "input schema: %v", err)
-	}
-	if _, err := schema.Properties(d.outputSchema); err != nil {
-		return fail("", "output schema: %v", err)
 	}
 	d.keys = schema.NewKeyChecker(d.inType)
 
@@ -375,6 +394,16 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 	// boxing the values a second time.
 	d.encodeIn = func(in any) ([]byte, error) { return json.Marshal(in) }
 	d.encodeOut = func(out any) ([]byte, error) { return json.Marshal(out) }
+	if empty := schema.NilEncoding(d.outType); empty != nil {
+		// encoding/json writes null for a nil slice or map, which the
+		// derived schema refuses; the caller sees an empty collection.
+		d.encodeOut = func(out any) ([]byte, error) {
+			if reflect.ValueOf(out).IsNil() {
+				return slices.Clone(empty), nil
+			}
+			return json.Marshal(out)
+		}
+	}
 	d.call = func(ctx context.Context, app C, in any) (any, error) {
 		return handler(ctx, app, in.(In))
 	}
@@ -391,13 +420,13 @@ func MustDefine[C, In, Out any](name, description string, handler Handler[C, In,
 	return c
 }
 
-// buildSchema derives the schema of t, or uses the explicit one, and
-// compiles it.
-func buildSchema(t reflect.Type, explicit json.RawMessage) (json.RawMessage, *schema.Validator, error) {
+// buildSchema derives the schema of t with derive, or uses the explicit
+// one, and compiles it.
+func buildSchema(t reflect.Type, explicit json.RawMessage, derive func(reflect.Type) ([]byte, error)) (json.RawMessage, *schema.Validator, error) {
 	doc := explicit
 	if doc == nil {
 		var err error
-		if doc, err = schema.For(t); err != nil {
+		if doc, err = derive(t); err != nil {
 			return nil, nil, err
 		}
 	} else if !json.Valid(doc) {
