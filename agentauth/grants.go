@@ -1,6 +1,7 @@
 package agentauth
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -244,7 +245,7 @@ func transformedFields(g *Grant, call Call) []string {
 		// A field that was missing when checked but has a value after
 		// decoding (a default, for example) changed too: not_in passed on
 		// absence, not on that value.
-		if hasRaw != hasNorm || (hasRaw && !equalRawJSON(raw, norm)) {
+		if hasRaw != hasNorm || (hasRaw && !bytes.Equal(raw, norm) && !equalRawJSON(raw, norm)) {
 			changed = append(changed, f)
 		}
 	}

@@ -179,8 +179,14 @@ type Invocation struct {
 
 // Normalized returns the JSON encoding of a top-level field of the decoded
 // input. Comparing it with Arguments shows whether decoding changed a value
-// (for example a type whose UnmarshalJSON normalises case).
+// (for example a type whose UnmarshalJSON normalises case). The text is
+// the value as encoding/json would write it, though string escapes may
+// differ: compare JSON values, not bytes. The second result is false when
+// the encoded input has no such field (an omitempty zero value, say).
 func (inv *Invocation) Normalized(field string) (json.RawMessage, bool) {
+	if data, ok, known := normalizedField(inv.Input, field); known {
+		return data, ok
+	}
 	inv.normOnce.Do(func() {
 		data, err := inv.Definition.encodeIn(inv.Input)
 		if err != nil {

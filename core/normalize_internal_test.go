@@ -1,0 +1,193 @@
+package core
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentcap/agentcap/internal/jsonvalue"
+	"github.com/google/go-cmp/cmp"
+)
+
+// normalizedField must give, for every field it answers for, the value
+// the whole encoding has; these types cover every rule of its plan.
+
+type upperValue string
+
+func (u upperValue) MarshalJSON() ([]byte, error) {
+	return json.Marshal(strings.ToUpper(string(u)))
+}
+
+type upperPointer string
+
+func (u *upperPointer) MarshalJSON() ([]byte, error) {
+	return json.Marshal(strings.ToUpper(string(*u)))
+}
+
+type textValue int
+
+func (t textValue) MarshalText() ([]byte, error) { return []byte("n" + string(rune('0'+int(t)))), nil }
+
+type plainIn struct {
+	Name     string         `json:"name"`
+	HTML     string         `json:"html"`
+	Amount   float64        `json:"amount"`
+	Count    int            `json:"count,omitempty"`
+	Big      int64          `json:"big"`
+	Flag     bool           `json:"flag,omitempty"`
+	Tags     []string       `json:"tags,omitempty"`
+	Meta     map[string]any `json:"meta"`
+	When     time.Time      `json:"when"`
+	Upper    upperValue     `json:"upper"`
+	Text     textValue      `json:"text"`
+	Any      any            `json:"any"`
+	Ptr      *string        `json:"ptr,omitempty"`
+	Untagged string
+	Skipped  string            `json:"-"`
+	Dash     string            `json:"-,"`
+	Nested   struct{ A int }   `json:"nested"`
+	Raw      json.RawMessage   `json:"raw"`
+	Ints     map[int]string    `json:"ints"`
+	Bytes    []byte            `json:"bytes"`
+	Array    [2]float32        `json:"array"`
+	Strs     map[string]string `json:"strs,omitempty"`
+	hidden   string
+}
+
+type embedded struct{ E string }
+
+type withEmbedded struct {
+	embedded
+	X string `json:"x"`
+}
+
+type withStringOpt struct {
+	N int `json:"n,string"`
+}
+
+type withOmitZero struct {
+	T time.Time `json:"t,omitzero"`
+}
+
+// withDuplicates names "A" twice: encoding/json lets the tagged field win,
+// which the plan leaves to encoding/json.
+type withDuplicates struct {
+	A string
+	B string `json:"A"`
+	C string `json:"c"`
+}
+
+type withPointerMarshaler struct {
+	U upperPointer `json:"u"`
+}
+
+type selfMarshaling struct{ A string }
+
+func (selfMarshaling) MarshalJSON() ([]byte, error) { return []byte(`{"A":"other"}`), nil }
+
+func TestNormalizedFieldMatchesWholeEncoding(t *testing.T) {
+	s := "pointed"
+	full := plainIn{
+		Name: "acc_456", HTML: "<a href=\"x\">&amp;</a>\u2028", Amount: 250.75, Count: 3,
+		Big: 1 << 60, Flag: true, Tags: []string{"a", "b"}, Meta: map[string]any{"k": []any{1.5, "x"}},
+		When: time.Date(2026, 11, 30, 10, 0, 0, 5, time.UTC), Upper: "eur", Text: 4, Any: map[string]int{"z": 1},
+		Ptr: &s, Untagged: "u", Skipped: "s", Dash: "d", Raw: json.RawMessage(`{"r":[1,2]}`),
+		Ints: map[int]string{2: "two"}, Bytes: []byte{0, 1, 2}, Array: [2]float32{0.1, 3}, Strs: map[string]string{"a": "b"},
+		hidden: "h",
+	}
+	full.Nested.A = 7
+	inputs := map[string]any{
+		"plain":                             full,
+		"plain zero":                        plainIn{},
+		"pointer":                           &full,
+		"nil pointer":                       (*plainIn)(nil),
+		"invalid utf-8":                     plainIn{Name: "a\xffb"},
+		"embedded":                          withEmbedded{embedded{"e"}, "x"},
+		"string option":                     withStringOpt{N: 5},
+		"omitzero":                          withOmitZero{},
+		"duplicates":                        withDuplicates{"1", "2", "3"},
+		"pointer marshaler":                 withPointerMarshaler{U: "gbp"},
+		"pointer marshaler through pointer": &withPointerMarshaler{U: "gbp"},
+		"self marshaling":                   selfMarshaling{A: "mine"},
+		"not a struct":                      map[string]any{"a": 1},
+	}
+	fields := []string{"name", "html", "amount", "count", "big", "flag", "tags", "meta", "when", "upper", "text",
+		"any", "ptr", "Untagged", "Skipped", "-", "nested", "raw", "ints", "bytes", "array", "strs", "hidden",
+		"E", "x", "n", "t", "a", "c", "u", "A", "missing"}
+	for name, in := range inputs {
+		t.Run(name, func(t *testing.T) {
+			whole, err := json.Marshal(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var members map[string]json.RawMessage
+			if _, m, err := jsonvalue.ParseObject(whole); err == nil {
+				members = m
+			}
+			for _, f := range fields {
+				got, ok, known := normalizedField(in, f)
+				if !known {
+					continue
+				}
+				want, wantOK := members[f]
+				if ok != wantOK {
+					t.Errorf("field %q: present = %v, whole encoding %s says %v", f, ok, whole, wantOK)
+					continue
+				}
+				if ok && !sameJSON(t, got, want) {
+					t.Errorf("field %q = %s, whole encoding has %s", f, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestNormalizedFieldPlans(t *testing.T) {
+	// Which types are answered field by field, and which fall back.
+	for _, c := range []struct {
+		in    any
+		whole bool
+	}{
+		{plainIn{}, false},
+		{&plainIn{}, false},
+		{withEmbedded{}, true},
+		{withStringOpt{}, true},
+		{withOmitZero{}, true},
+		{withDuplicates{}, true},
+		{withPointerMarshaler{}, true},
+		{selfMarshaling{}, true},
+		{map[string]any{}, true},
+	} {
+		_, _, known := normalizedField(c.in, "name")
+		if known == c.whole {
+			t.Errorf("%T: answered field by field = %v, want %v", c.in, known, !c.whole)
+		}
+	}
+}
+
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var va, vb any
+	if err := json.Unmarshal(a, &va); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &vb); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return cmp.Equal(va, vb)
+}
+
+func BenchmarkInvocationNormalized(b *testing.B) {
+	in := plainIn{Name: "acc_456", Amount: 250.75}
+	b.ReportAllocs()
+	for b.Loop() {
+		inv := &Invocation{Input: in}
+		if _, ok := inv.Normalized("name"); !ok {
+			b.Fatal("no name")
+		}
+		if _, ok := inv.Normalized("amount"); !ok {
+			b.Fatal("no amount")
+		}
+	}
+}
