@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/agentcap/agentcap/internal/benchcpu"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -141,13 +142,13 @@ func BenchmarkExecute(b *testing.B) {
 				b.Fatalf("status %d: %s", status, body)
 			}
 			b.ReportAllocs()
-			cpu0, cpuOK := processCPU()
+			cpu0, cpuOK := benchcpu.Process()
 			for b.Loop() {
 				if status, body := d.do(); status != http.StatusOK {
 					b.Fatalf("status %d: %s", status, body)
 				}
 			}
-			if cpu1, ok := processCPU(); ok && cpuOK {
+			if cpu1, ok := benchcpu.Process(); ok && cpuOK {
 				b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/internal/benchcpu"
 	"github.com/agentcap/agentcap/internal/jsonvalue"
 	"github.com/agentcap/agentcap/internal/schema"
 )
@@ -100,17 +101,6 @@ func benchExecutor(b *testing.B) *core.Executor[app, user] {
 	})
 }
 
-// reportCPU starts measuring the process CPU time of a benchmark; the
-// function it returns, deferred, reports it per operation as cpu-ns/op.
-func reportCPU(b *testing.B) func() {
-	cpu0, ok := processCPU()
-	return func() {
-		if cpu1, ok1 := processCPU(); ok && ok1 && b.N > 0 {
-			b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
-		}
-	}
-}
-
 func BenchmarkExecuteDynamic(b *testing.B) {
 	e := benchExecutor(b)
 	ctx := context.Background()
@@ -120,7 +110,7 @@ func BenchmarkExecuteDynamic(b *testing.B) {
 	}{{"small", smallArgs}, {"nested", nestedArgs}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			defer reportCPU(b)()
+			defer benchcpu.Report(b)()
 			for b.Loop() {
 				if _, err := e.ExecuteDynamic(ctx, bc.name, user{ID: "u"}, bc.args, nil); err != nil {
 					b.Fatal(err)
@@ -148,7 +138,7 @@ func floorPath[In, Out any](b *testing.B, args []byte, handler func(context.Cont
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
-	defer reportCPU(b)()
+	defer benchcpu.Report(b)()
 	for b.Loop() {
 		tree, err := jsonvalue.Parse(args)
 		if _, isObject := tree.(map[string]any); err != nil || !isObject {
@@ -214,7 +204,7 @@ func byHandPath[In, Out any](b *testing.B, args []byte, handler func(context.Con
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
-	defer reportCPU(b)()
+	defer benchcpu.Report(b)()
 	for b.Loop() {
 		if err := inS.Validate(decodeAny(args)); err != nil {
 			b.Fatal(err)
