@@ -252,6 +252,8 @@ func newFixture(t *testing.T) *fixture {
 	}
 	alice := host("hst_alice", agentauthtest.WithUser("user_alice"))
 	bob := host("hst_bob", agentauthtest.WithUser("user_bob"))
+	// Dave is a user of the bank without accounts.
+	dave := host("hst_dave", agentauthtest.WithUser("user_dave"))
 	robots := host("hst_robots")
 	revoked := host("hst_revoked", agentauthtest.WithUser("user_alice"), agentauthtest.WithStatus(agentauth.StatusRevoked))
 	pending := host("hst_pending", agentauthtest.WithUser("user_alice"), agentauthtest.WithStatus(agentauth.StatusPending))
@@ -284,6 +286,7 @@ func newFixture(t *testing.T) *fixture {
 		}),
 		jwksAgent,
 		everyday(bob.NewAgent("agt_bob")).Grant("transfer_money", map[string]any{"destination_account": "acc_123"}),
+		everyday(dave.NewAgent("agt_dave")),
 		robots.NewAgent("agt_robot", agentauthtest.WithMode(agentauth.ModeAutonomous)).
 			Grant("exchange_rate", nil).Grant("check_balance", nil),
 		everyday(alice.NewAgent("agt_revoked", agentauthtest.WithStatus(agentauth.StatusRevoked))),
@@ -298,7 +301,7 @@ func newFixture(t *testing.T) *fixture {
 		f.agents[a.ID] = a
 	}
 	f.file = filepath.Join(t.TempDir(), "directory.json")
-	if err := agentauthtest.WriteDirectoryFile(f.file, []*agentauthtest.Host{alice, bob, robots, revoked, pending}, agents); err != nil {
+	if err := agentauthtest.WriteDirectoryFile(f.file, []*agentauthtest.Host{alice, bob, dave, robots, revoked, pending}, agents); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -597,6 +600,14 @@ func testListing(t *testing.T, p *bankProcess, token func(string, ...agentauthte
 		if currency["pattern"] != "^(?:[Uu][Ss][Dd]|[Ee][Uu][Rr]|[Gg][Bb][Pp])$" {
 			t.Errorf("currency schema %v", currency)
 		}
+		// list_accounts answers a bare array of account summaries.
+		r = p.do(t, http.MethodGet, "/capability/describe?name=list_accounts", token("agt_alice"), "")
+		output, _ := r.m["output"].(map[string]any)
+		items, _ := output["items"].(map[string]any)
+		if r.status != 200 || output["type"] != "array" || items["type"] != "object" ||
+			!cmp.Equal(items["required"], []any{"account_id", "name", "type", "currency"}) {
+			t.Errorf("list_accounts output schema: %d %s", r.status, r.body)
+		}
 		if r := p.do(t, http.MethodGet, "/capability/describe?name=exchange_rate", "", ""); r.status != 200 {
 			t.Errorf("anonymous describe of exchange_rate: %d", r.status)
 		}
@@ -612,7 +623,10 @@ func testHappyPaths(t *testing.T, p *bankProcess, token func(string, ...agentaut
 		want                          string
 	}{
 		{"list accounts", "agt_alice", "list_accounts", "",
-			`{"accounts":[{"account_id":"acc_123","name":"Everyday checking","type":"checking","currency":"USD"},{"account_id":"acc_124","name":"Rainy day savings","type":"savings","currency":"EUR"}]}`},
+			`[{"account_id":"acc_123","name":"Everyday checking","type":"checking","currency":"USD"},{"account_id":"acc_124","name":"Rainy day savings","type":"savings","currency":"EUR"}]`},
+		{"bob's accounts", "agt_bob", "list_accounts", "",
+			`[{"account_id":"acc_456","name":"Main checking","type":"checking","currency":"USD"}]`},
+		{"a user without accounts", "agt_dave", "list_accounts", "", `[]`},
 		{"balance", "agt_alice", "check_balance", `{"account_id":"acc_123"}`, `{"account_id":"acc_123","balance":5000,"currency":"USD"}`},
 		{"balance in euros", "agt_alice", "check_balance", `{"account_id":"acc_124"}`, `{"account_id":"acc_124","balance":1200,"currency":"EUR"}`},
 		{"bob's balance", "agt_bob", "check_balance", `{"account_id":"acc_456"}`, `{"account_id":"acc_456","balance":300,"currency":"USD"}`},

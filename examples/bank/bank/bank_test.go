@@ -65,12 +65,12 @@ func TestCapabilities(t *testing.T) {
 		args       any
 		want       result
 	}{
-		{"alice's accounts", "user_alice", "list_accounts", nil, result{200, "", `{"accounts":[` +
+		{"alice's accounts", "user_alice", "list_accounts", nil, result{200, "", `[` +
 			`{"account_id":"acc_123","name":"Everyday checking","type":"checking","currency":"USD"},` +
-			`{"account_id":"acc_124","name":"Rainy day savings","type":"savings","currency":"EUR"}]}`}},
-		{"bob's accounts", "user_bob", "list_accounts", nil, result{200, "", `{"accounts":[` +
-			`{"account_id":"acc_456","name":"Main checking","type":"checking","currency":"USD"}]}`}},
-		{"a user without accounts", "user_nobody", "list_accounts", nil, result{200, "", `{"accounts":[]}`}},
+			`{"account_id":"acc_124","name":"Rainy day savings","type":"savings","currency":"EUR"}]`}},
+		{"bob's accounts", "user_bob", "list_accounts", nil, result{200, "", `[` +
+			`{"account_id":"acc_456","name":"Main checking","type":"checking","currency":"USD"}]`}},
+		{"a user without accounts", "user_nobody", "list_accounts", nil, result{200, "", `[]`}},
 		{"list refuses arguments", "user_alice", "list_accounts", `{"user":"user_bob"}`, result{400, "invalid_request", ""}},
 
 		{"balance", "user_alice", "check_balance", `{"account_id":"acc_123"}`, result{200, "", `{"account_id":"acc_123","balance":5000,"currency":"USD"}`}},

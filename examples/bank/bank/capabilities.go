@@ -47,17 +47,14 @@ func (c *Currency) UnmarshalJSON(data []byte) error {
 // NoInput is the input of capabilities without arguments.
 type NoInput = core.NoInput
 
-// AccountSummary is one account in a listing.
+// AccountSummary is one account in a listing. list_accounts answers a
+// JSON array of them, [{account_id, name, type, currency}], in account id
+// order; a user without accounts gets [].
 type AccountSummary struct {
 	AccountID string `json:"account_id"`
 	Name      string `json:"name"`
 	Type      string `json:"type" enum:"checking,savings"`
 	Currency  string `json:"currency" enum:"USD,EUR,GBP"`
-}
-
-// AccountList is the output of list_accounts.
-type AccountList struct {
-	Accounts []AccountSummary `json:"accounts"`
 }
 
 // BalanceQuery is the input of check_balance.
@@ -161,10 +158,10 @@ func accountNotFound() *core.AppError {
 	return core.NotFound(CodeAccountNotFound, "no such account among the user's accounts")
 }
 
-func listAccounts(_ context.Context, app *App, _ NoInput) (AccountList, error) {
-	out := AccountList{Accounts: make([]AccountSummary, 0, len(app.Accounts))}
+func listAccounts(_ context.Context, app *App, _ NoInput) ([]AccountSummary, error) {
+	out := make([]AccountSummary, 0, len(app.Accounts))
 	for _, a := range app.Accounts {
-		out.Accounts = append(out.Accounts, AccountSummary{AccountID: a.ID, Name: a.Name, Type: a.Type, Currency: a.Currency})
+		out = append(out, AccountSummary{AccountID: a.ID, Name: a.Name, Type: a.Type, Currency: a.Currency})
 	}
 	return out, nil
 }

@@ -5,7 +5,7 @@
 //
 // Capabilities:
 //
-//	list_accounts    the user's accounts                         (acts for a user)
+//	list_accounts    the user's accounts, as a JSON array        (acts for a user)
 //	check_balance    the balance of one of them                  (acts for a user)
 //	transfer_money   send money, converted at fixed rates        (acts for a user; webauthn, high risk,
 //	                                                              grants must constrain destination_account)
