@@ -43,6 +43,7 @@ var topFieldPlans sync.Map // reflect.Type → *topFields
 var (
 	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	jsonNumberType    = reflect.TypeFor[json.Number]()
 )
 
 func topFieldsOf(t reflect.Type) *topFields {
@@ -99,7 +100,8 @@ func planTopFields(t reflect.Type) *topFields {
 		if !hasMarshaler(f.Type) && hasMarshaler(reflect.PointerTo(f.Type)) {
 			return whole
 		}
-		tf.plainString = f.Type.Kind() == reflect.String && !hasMarshaler(f.Type)
+		// json.Number is string-kinded but written as a number.
+		tf.plainString = f.Type.Kind() == reflect.String && f.Type != jsonNumberType && !hasMarshaler(f.Type)
 		seen[name]++
 		p.byName[name] = tf
 	}

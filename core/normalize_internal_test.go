@@ -29,8 +29,12 @@ type textValue int
 
 func (t textValue) MarshalText() ([]byte, error) { return []byte("n" + string(rune('0'+int(t)))), nil }
 
+type namedString string
+
 type plainIn struct {
 	Name     string         `json:"name"`
+	Number   json.Number    `json:"number"`
+	Named    namedString    `json:"named"`
 	HTML     string         `json:"html"`
 	Amount   float64        `json:"amount"`
 	Count    int            `json:"count,omitempty"`
@@ -89,7 +93,7 @@ func (selfMarshaling) MarshalJSON() ([]byte, error) { return []byte(`{"A":"other
 func TestNormalizedFieldMatchesWholeEncoding(t *testing.T) {
 	s := "pointed"
 	full := plainIn{
-		Name: "acc_456", HTML: "<a href=\"x\">&amp;</a>\u2028", Amount: 250.75, Count: 3,
+		Name: "acc_456", Number: "100.50", Named: "n", HTML: "<a href=\"x\">&amp;</a>\u2028", Amount: 250.75, Count: 3,
 		Big: 1 << 60, Flag: true, Tags: []string{"a", "b"}, Meta: map[string]any{"k": []any{1.5, "x"}},
 		When: time.Date(2026, 11, 30, 10, 0, 0, 5, time.UTC), Upper: "eur", Text: 4, Any: map[string]int{"z": 1},
 		Ptr: &s, Untagged: "u", Skipped: "s", Dash: "d", Raw: json.RawMessage(`{"r":[1,2]}`),
@@ -112,7 +116,7 @@ func TestNormalizedFieldMatchesWholeEncoding(t *testing.T) {
 		"self marshaling":                   selfMarshaling{A: "mine"},
 		"not a struct":                      map[string]any{"a": 1},
 	}
-	fields := []string{"name", "html", "amount", "count", "big", "flag", "tags", "meta", "when", "upper", "text",
+	fields := []string{"name", "number", "named", "html", "amount", "count", "big", "flag", "tags", "meta", "when", "upper", "text",
 		"any", "ptr", "Untagged", "Skipped", "-", "nested", "raw", "ints", "bytes", "array", "strs", "hidden",
 		"E", "x", "n", "t", "a", "c", "u", "A", "missing"}
 	for name, in := range inputs {
