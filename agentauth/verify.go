@@ -78,7 +78,9 @@ type VerifierConfig struct {
 	// must exactly equal one of them (a string, or an array with one
 	// matching entry).
 	Audiences []string
-	// Skew is the clock skew tolerated on iat and exp. Zero means
+	// Skew is the clock skew tolerated on iat (and nbf): a token may be
+	// issued up to Skew in the future and be up to MaxAge plus Skew old.
+	// exp gets no tolerance: a token is refused from its exp on. Zero means
 	// DefaultSkew; negative values and values above MaxSkew are
 	// configuration errors.
 	Skew time.Duration
@@ -194,10 +196,10 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 //     Failure: 401 invalid_jwt.
 //  7. Claims, all 401 invalid_jwt: "aud" matches one configured audience;
 //     "iat" present and at most Skew in the future; now - iat at most
-//     MaxAge + Skew; "exp" present and now before exp + Skew (the same
-//     tolerance as iat, so the accepted window is at most MaxAge + 2*Skew
-//     long); exp after iat and exp - iat at most MaxAge; "nbf", if
-//     present, at most Skew in the future; "jti" present and non-empty.
+//     MaxAge + Skew; "exp" present, after iat and exp - iat at most
+//     MaxAge; now before exp, with no skew (so a token is accepted for at
+//     most MaxAge + Skew, from Skew before its iat); "nbf", if present, at
+//     most Skew in the future; "jti" present and non-empty.
 //  8. Replay: the jti is recorded with ReplayCache.CheckAndSet under
 //     ReplayKeyPrefix + agent id + ":" + jti for MaxAge + 2*Skew, which
 //     covers the whole window in which the token is acceptable. It runs
@@ -408,13 +410,15 @@ func (v *Verifier) checkTimesAndAudience(tok *agentToken) error {
 		return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgTooOld).
 			WithCause(fmt.Errorf("agentauth: token age %v exceeds %v", age, v.maxAge+v.skew))
 	}
-	if !now.Before(c.ExpiresAt.Add(v.skew)) {
-		return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgExpired).
-			WithCause(fmt.Errorf("agentauth: exp %v passed (now %v, skew %v)", c.ExpiresAt, now, v.skew))
-	}
 	if life := c.ExpiresAt.Sub(c.IssuedAt); life <= 0 || life > v.maxAge {
 		return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgLifetime).
 			WithCause(fmt.Errorf("agentauth: exp - iat is %v, must be in (0, %v]", life, v.maxAge))
+	}
+	// exp is the client's own promise about its token: honoured as
+	// written, with no skew added.
+	if !now.Before(c.ExpiresAt) {
+		return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgExpired).
+			WithCause(fmt.Errorf("agentauth: exp %v passed (now %v)", c.ExpiresAt, now))
 	}
 	if tok.hasNbf && tok.nbf.After(now.Add(v.skew)) {
 		return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgNotYetValid).

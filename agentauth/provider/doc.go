@@ -30,7 +30,7 @@
 // agentauth.Verifier: syntax and header (typ host+jwt, alg EdDSA), claim
 // types, aud equal to the issuer, the host by iss (its key's RFC 7638
 // thumbprint) or its JWKS URL, for a new host iss equal to the presented
-// key's thumbprint, the signature, iat and exp within the skew, and jti
+// key's thumbprint, the signature, iat within the skew, exp not passed (no skew), and jti
 // replay. Pending hosts may register, poll status and revoke; revoked and
 // rejected hosts nothing.
 //

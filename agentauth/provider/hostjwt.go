@@ -255,11 +255,13 @@ func (p *Provider) checkTimes(tok *hostToken) error {
 		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostNotYetValid)
 	case now.Sub(tok.iat) > p.maxAge+p.skew:
 		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostTooOld)
-	case !now.Before(tok.exp.Add(p.skew)):
-		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostExpired)
 	}
 	if life := tok.exp.Sub(tok.iat); life <= 0 || life > p.maxAge {
 		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostLifetime)
+	}
+	// As for agent JWTs, exp is honoured as written, with no skew.
+	if !now.Before(tok.exp) {
+		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostExpired)
 	}
 	return nil
 }

@@ -120,8 +120,8 @@ type Config struct {
 	// Replay records host and agent JWT ids. Nil means an in-memory cache;
 	// several instances must share one (package agentauth/redisreplay).
 	Replay agentauth.ReplayCache
-	// Skew is the clock skew tolerated on iat and exp; zero means
-	// agentauth.DefaultSkew.
+	// Skew is the clock skew tolerated on iat (exp gets none, as in
+	// agentauth.Verifier); zero means agentauth.DefaultSkew.
 	Skew time.Duration
 	// KeyFetch is the policy for fetching host and agent JWKS URLs.
 	KeyFetch agentauth.FetchPolicy

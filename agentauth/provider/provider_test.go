@@ -72,6 +72,10 @@ func TestHostJWTVerification(t *testing.T) {
 			c["iat"] = e.clock.Now().Add(-2 * time.Minute).Unix()
 			c["exp"] = e.clock.Now().Add(-time.Minute).Unix()
 		}), 401, agentauth.CodeInvalidJWT},
+		{"exp passed a second ago: no skew on exp", e.hostToken(h, newKey(t), func(_, c map[string]any) {
+			c["iat"] = e.clock.Now().Add(-30 * time.Second).Unix()
+			c["exp"] = e.clock.Now().Add(-time.Second).Unix()
+		}), 401, agentauth.CodeInvalidJWT},
 		{"issued in the future", e.hostToken(h, newKey(t), func(_, c map[string]any) {
 			c["iat"] = e.clock.Now().Add(time.Minute).Unix()
 			c["exp"] = e.clock.Now().Add(2 * time.Minute).Unix()
