@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -481,8 +482,19 @@ func pathOrRoot(p string) string {
 }
 
 func invalidInput(cause error, details []Violation) *Error {
-	return &Error{Code: CodeInvalidInput, Stage: StageInput, Message: "the arguments are invalid", Details: details, cause: cause}
+	msg := "the arguments are invalid"
+	if n := len(details); n > MaxViolations {
+		details = details[:MaxViolations:MaxViolations]
+		msg = "the arguments are invalid (the first " + strconv.Itoa(MaxViolations) + " of " + strconv.Itoa(n) + " violations are listed)"
+	}
+	return &Error{Code: CodeInvalidInput, Stage: StageInput, Message: msg, Details: details, cause: cause}
 }
+
+// MaxViolations bounds the violations an invalid_input error lists, so
+// that an error answer stays small whatever the arguments: input with
+// thousands of unknown or wrong members gets the first MaxViolations and
+// a message giving the total.
+const MaxViolations = 50
 
 // guard runs a stage of the executor's own that calls application code
 // indirectly (UnmarshalJSON, MarshalJSON and TextMarshaler methods of the
