@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"sync"
-	"sync/atomic"
+	"math"
+	"strings"
 	"time"
+
+	"github.com/agentcap/agentcap/agentauth/internal/ttlmap"
 )
 
 // ReplayCache records token ids. CheckAndSet atomically records key for ttl
@@ -16,6 +18,36 @@ import (
 // closed on errors.
 type ReplayCache interface {
 	CheckAndSet(ctx context.Context, key string, ttl time.Duration) (fresh bool, err error)
+}
+
+// ReplayKey returns the key under which a token id is recorded in a
+// ReplayCache: prefix (ReplayKeyPrefix for agent JWTs), then the id of
+// the token's signer with every ':' and '%' percent-encoded, then ':' and
+// jti. The encoding keeps two different (id, jti) pairs from sharing a
+// key even when an id holds the separator: joined plainly, agent "a:b"
+// with jti "c" and agent "a" with jti "b:c" would both record "a:b:c",
+// and one agent could use up another's token ids. An id without ':' or
+// '%' is written as it is, so such keys are the plain join.
+func ReplayKey(prefix, id, jti string) string {
+	if !strings.ContainsAny(id, ":%") {
+		return prefix + id + ":" + jti
+	}
+	var b strings.Builder
+	b.Grow(len(prefix) + len(id) + 2*(strings.Count(id, ":")+strings.Count(id, "%")) + 1 + len(jti))
+	b.WriteString(prefix)
+	for i := range len(id) {
+		switch c := id[i]; c {
+		case ':':
+			b.WriteString("%3A")
+		case '%':
+			b.WriteString("%25")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte(':')
+	b.WriteString(jti)
+	return b.String()
 }
 
 // ErrReplayCacheFull is returned by MemoryReplayCache when it holds its
@@ -34,8 +66,6 @@ const DefaultReplayCacheEntries = 1 << 20
 // default bound that is at most about 100 MiB.
 const ReplayCacheEntryBytes = 100
 
-const replayShards = 64
-
 // MemoryReplayCache is an in-process ReplayCache, safe for concurrent use.
 // It is bounded: when it holds maxEntries unexpired entries, CheckAndSet
 // fails with ErrReplayCacheFull until some expire. Expired entries are
@@ -50,26 +80,13 @@ const replayShards = 64
 // A MemoryReplayCache only protects one process. Applications running
 // several instances share a cache through Redis (package redisreplay).
 type MemoryReplayCache struct {
-	max    int64
-	count  atomic.Int64
-	now    func() time.Time
-	seeds  [2]maphash.Seed
-	shards [replayShards]replayShard
+	seeds   [2]maphash.Seed
+	entries *ttlmap.Map[replayHash]
 }
 
-type replayKey [2]uint64
-
-type replayEntry struct {
-	key replayKey
-	exp int64 // unix nanoseconds
-}
-
-type replayShard struct {
-	mu   sync.Mutex
-	keys map[replayKey]int64
-	heap []replayEntry // min-heap by exp
-	_    [40]byte      // keep neighbouring shard locks off one cache line
-}
+// replayHash is a key as the cache stores it: two independent 64-bit
+// hashes, so that memory per entry does not depend on key length.
+type replayHash [2]uint64
 
 // NewMemoryReplayCache returns a cache holding at most maxEntries
 // unexpired entries (DefaultReplayCacheEntries if maxEntries <= 0), about
@@ -78,30 +95,27 @@ func NewMemoryReplayCache(maxEntries int) *MemoryReplayCache {
 	if maxEntries <= 0 {
 		maxEntries = DefaultReplayCacheEntries
 	}
-	c := &MemoryReplayCache{
-		max:   int64(maxEntries),
-		now:   time.Now,
+	return &MemoryReplayCache{
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		entries: ttlmap.New(ttlmap.Config[replayHash]{
+			Max: maxEntries,
+			// The first hash is already uniform: it picks the shard as it is.
+			Hash: func(h replayHash) uint64 { return h[0] },
+		}),
 	}
-	for i := range c.shards {
-		c.shards[i].keys = make(map[replayKey]int64)
-	}
-	return c
 }
 
 // WithClock makes c read the time from now instead of time.Now, and
 // returns c. It must be called before c is first used; tests use it to
 // move time without sleeping.
 func (c *MemoryReplayCache) WithClock(now func() time.Time) *MemoryReplayCache {
-	if now != nil {
-		c.now = now
-	}
+	c.entries.SetClock(now)
 	return c
 }
 
 // Len returns the number of entries held, including expired entries not
 // yet swept.
-func (c *MemoryReplayCache) Len() int { return int(c.count.Load()) }
+func (c *MemoryReplayCache) Len() int { return c.entries.Len() }
 
 // CheckAndSet implements ReplayCache. A ttl that is not positive is an
 // error.
@@ -109,108 +123,19 @@ func (c *MemoryReplayCache) CheckAndSet(_ context.Context, key string, ttl time.
 	if ttl <= 0 {
 		return false, fmt.Errorf("agentauth: replay cache: ttl %v is not positive", ttl)
 	}
-	h := replayKey{maphash.String(c.seeds[0], key), maphash.String(c.seeds[1], key)}
-	s := &c.shards[h[0]%replayShards]
-	now := c.now().UnixNano()
-	exp := now + int64(ttl)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c.sweep(s, now)
-	if _, seen := s.keys[h]; seen {
-		return false, nil
+	h := replayHash{maphash.String(c.seeds[0], key), maphash.String(c.seeds[1], key)}
+	var fresh bool
+	ok := c.entries.Update(h, func(now, exp int64) int64 {
+		if fresh = exp <= now; !fresh {
+			return exp
+		}
+		if now > math.MaxInt64-int64(ttl) {
+			return math.MaxInt64
+		}
+		return now + int64(ttl)
+	})
+	if !ok {
+		return false, fmt.Errorf("%w: %d unexpired entries", ErrReplayCacheFull, c.entries.Max())
 	}
-	if !c.reserve() {
-		// Other shards may hold expired entries. Sweeping them needs their
-		// locks, which must not be taken while holding this one.
-		s.mu.Unlock()
-		c.sweepAll(now)
-		s.mu.Lock()
-		c.sweep(s, now)
-		if _, seen := s.keys[h]; seen {
-			return false, nil
-		}
-		if !c.reserve() {
-			return false, fmt.Errorf("%w: %d unexpired entries", ErrReplayCacheFull, c.max)
-		}
-	}
-	s.keys[h] = exp
-	s.push(replayEntry{key: h, exp: exp})
-	return true, nil
-}
-
-// reserve takes one slot of the bound, or reports that none is left.
-func (c *MemoryReplayCache) reserve() bool {
-	for {
-		n := c.count.Load()
-		if n >= c.max {
-			return false
-		}
-		if c.count.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
-
-func (c *MemoryReplayCache) sweepAll(now int64) {
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		c.sweep(s, now)
-		s.mu.Unlock()
-	}
-}
-
-// sweep removes the entries of s that expired at or before now. s.mu must
-// be held.
-func (c *MemoryReplayCache) sweep(s *replayShard, now int64) {
-	removed := 0
-	for len(s.heap) > 0 && s.heap[0].exp <= now {
-		delete(s.keys, s.pop().key)
-		removed++
-	}
-	if removed > 0 {
-		c.count.Add(int64(-removed))
-		if len(s.keys) == 0 {
-			// A map never shrinks; replacing an empty one returns the
-			// memory of a past burst.
-			s.keys = make(map[replayKey]int64)
-			s.heap = nil
-		}
-	}
-}
-
-func (s *replayShard) push(e replayEntry) {
-	s.heap = append(s.heap, e)
-	i := len(s.heap) - 1
-	for i > 0 {
-		parent := (i - 1) / 2
-		if s.heap[parent].exp <= s.heap[i].exp {
-			break
-		}
-		s.heap[parent], s.heap[i] = s.heap[i], s.heap[parent]
-		i = parent
-	}
-}
-
-func (s *replayShard) pop() replayEntry {
-	top := s.heap[0]
-	last := len(s.heap) - 1
-	s.heap[0] = s.heap[last]
-	s.heap = s.heap[:last]
-	i := 0
-	for {
-		l, r, min := 2*i+1, 2*i+2, i
-		if l < last && s.heap[l].exp < s.heap[min].exp {
-			min = l
-		}
-		if r < last && s.heap[r].exp < s.heap[min].exp {
-			min = r
-		}
-		if min == i {
-			return top
-		}
-		s.heap[i], s.heap[min] = s.heap[min], s.heap[i]
-		i = min
-	}
+	return fresh, nil
 }

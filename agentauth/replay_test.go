@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -206,6 +208,101 @@ func BenchmarkMemoryReplayCache(b *testing.B) {
 	})
 }
 
+func TestReplayKey(t *testing.T) {
+	tests := []struct {
+		prefix, id, jti, want string
+	}{
+		{agentauth.ReplayKeyPrefix, "agt_1", "j1", "agentauth:jti:agt_1:j1"},
+		{agentauth.ReplayKeyPrefix, "agt_1", "a:b", "agentauth:jti:agt_1:a:b"},
+		{agentauth.ReplayKeyPrefix, "a:b", "c", "agentauth:jti:a%3Ab:c"},
+		{agentauth.ReplayKeyPrefix, "50%", "c", "agentauth:jti:50%25:c"},
+		{agentauth.ReplayKeyPrefix, "%3A", "", "agentauth:jti:%253A:"},
+		{"p:", "", "j", "p::j"},
+		{"", "::", "", "%3A%3A:"},
+	}
+	for _, tt := range tests {
+		if got := agentauth.ReplayKey(tt.prefix, tt.id, tt.jti); got != tt.want {
+			t.Errorf("ReplayKey(%q, %q, %q) = %q, want %q", tt.prefix, tt.id, tt.jti, got, tt.want)
+		}
+	}
+}
+
+// replayCollisions are (agent id, jti) pairs whose plain join
+// ReplayKeyPrefix + id + ":" + jti is the same key.
+var replayCollisions = [][2][2]string{
+	{{"a:b", "c"}, {"a", "b:c"}},
+	{{"agt_1:", "x"}, {"agt_1", ":x"}},
+	{{"h:o:s:t", ""}, {"h", "o:s:t:"}},
+}
+
+// TestReplayKeyNoCollision shows that pairs which collide when joined
+// plainly are told apart by ReplayKey, and so by a MemoryReplayCache: a
+// token of one agent does not use up the id of another's.
+func TestReplayKeyNoCollision(t *testing.T) {
+	for _, pair := range replayCollisions {
+		a, b := pair[0], pair[1]
+		if plainA, plainB := agentauth.ReplayKeyPrefix+a[0]+":"+a[1], agentauth.ReplayKeyPrefix+b[0]+":"+b[1]; plainA != plainB {
+			t.Fatalf("%q and %q do not collide when joined plainly", a, b)
+		}
+		ka, kb := agentauth.ReplayKey(agentauth.ReplayKeyPrefix, a[0], a[1]), agentauth.ReplayKey(agentauth.ReplayKeyPrefix, b[0], b[1])
+		if ka == kb {
+			t.Fatalf("%q and %q share the key %q", a, b, ka)
+		}
+		c := agentauth.NewMemoryReplayCache(0)
+		for _, k := range []string{ka, kb} {
+			if fresh, err := c.CheckAndSet(context.Background(), k, time.Minute); !fresh || err != nil {
+				t.Fatalf("%q: fresh = %v, err = %v; want a fresh key", k, fresh, err)
+			}
+		}
+		if fresh, _ := c.CheckAndSet(context.Background(), ka, time.Minute); fresh {
+			t.Fatalf("%q: recorded key reported fresh", ka)
+		}
+	}
+}
+
+// FuzzReplayKey checks that ReplayKey is one-to-one: the id and jti can
+// be read back from the key, so no two pairs share one.
+func FuzzReplayKey(f *testing.F) {
+	for _, pair := range replayCollisions {
+		f.Add(pair[0][0], pair[0][1], pair[1][0], pair[1][1])
+	}
+	f.Add("agt_1", "j1", "agt_1", "j1")
+	f.Add("%3A", "x", ":", "x")
+	f.Fuzz(func(t *testing.T, id1, jti1, id2, jti2 string) {
+		k1 := agentauth.ReplayKey(agentauth.ReplayKeyPrefix, id1, jti1)
+		k2 := agentauth.ReplayKey(agentauth.ReplayKeyPrefix, id2, jti2)
+		if (k1 == k2) != (id1 == id2 && jti1 == jti2) {
+			t.Fatalf("(%q, %q) -> %q and (%q, %q) -> %q", id1, jti1, k1, id2, jti2, k2)
+		}
+		rest, ok := strings.CutPrefix(k1, agentauth.ReplayKeyPrefix)
+		if !ok {
+			t.Fatalf("%q lacks the prefix", k1)
+		}
+		escaped, jti, ok := strings.Cut(rest, ":")
+		if !ok || jti != jti1 {
+			t.Fatalf("%q: jti %q, want %q", k1, jti, jti1)
+		}
+		id, err := url.PathUnescape(escaped)
+		if err != nil || id != id1 {
+			t.Fatalf("%q: id %q (%v), want %q", k1, id, err, id1)
+		}
+		if !strings.ContainsAny(id1, ":%") && k1 != agentauth.ReplayKeyPrefix+id1+":"+jti1 {
+			t.Fatalf("%q: an id without ':' or '%%' is not written as it is", k1)
+		}
+	})
+}
+
+func BenchmarkReplayKey(b *testing.B) {
+	for _, id := range []string{"agt_k7x9m2", "urn:agent:k7x9m2"} {
+		b.Run(id, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = agentauth.ReplayKey(agentauth.ReplayKeyPrefix, id, "0f8e2a4c-5b1d-4e7a-9c3f-2d6b8a1e4f70")
+			}
+		})
+	}
+}
+
 func ExampleNewMemoryReplayCache() {
 	c := agentauth.NewMemoryReplayCache(0)
 	ctx := context.Background()
@@ -213,4 +310,15 @@ func ExampleNewMemoryReplayCache() {
 	again, _ := c.CheckAndSet(ctx, "agentauth:jti:agt_1:j1", time.Minute)
 	fmt.Println(first, again)
 	// Output: true false
+}
+
+func ExampleReplayKey() {
+	fmt.Println(agentauth.ReplayKey(agentauth.ReplayKeyPrefix, "agt_1", "j1"))
+	// An id holding the separator cannot be confused with another pair.
+	fmt.Println(agentauth.ReplayKey(agentauth.ReplayKeyPrefix, "a:b", "c"))
+	fmt.Println(agentauth.ReplayKey(agentauth.ReplayKeyPrefix, "a", "b:c"))
+	// Output:
+	// agentauth:jti:agt_1:j1
+	// agentauth:jti:a%3Ab:c
+	// agentauth:jti:a:b:c
 }

@@ -1,6 +1,19 @@
 // Package redisreplay is an agentauth.ReplayCache shared through Redis, for
 // applications that verify agent JWTs on more than one instance: a token
 // id recorded by one instance is refused by every other.
+//
+// # Keys
+//
+// A recorded token id is the Redis string key prefix + key, holding "1",
+// which Redis expires after the ttl. The key is the one the caller passes
+// to CheckAndSet; for agent JWTs it is agentauth.ReplayKey's:
+// ReplayKeyPrefix ("agentauth:jti:"), the agent id with every ':' and
+// '%' percent-encoded, ':' and the jti. With the prefix
+// "bank:agentauth:", the token "j1" of agent "agt_1" is the key
+// "bank:agentauth:agentauth:jti:agt_1:j1", and the token "c" of agent
+// "a:b" is "bank:agentauth:agentauth:jti:a%3Ab:c", which the token "b:c"
+// of agent "a" ("...:jti:a:b:c") cannot share. The cache itself adds
+// nothing but the prefix, so keys that differ stay different in Redis.
 package redisreplay
 
 import (

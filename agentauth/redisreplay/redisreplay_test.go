@@ -101,6 +101,34 @@ func TestCache(t *testing.T) {
 	}
 }
 
+// TestCacheKeysDoNotCollide shows that (agent id, jti) pairs whose plain
+// join ReplayKeyPrefix + id + ":" + jti is the same are recorded apart:
+// the token of one agent does not use up the id of another.
+func TestCacheKeysDoNotCollide(t *testing.T) {
+	client, prefix := redisClient(t)
+	c := redisreplay.New(client, prefix)
+	ctx := context.Background()
+	for _, pair := range [][2][2]string{
+		{{"a:b", "c"}, {"a", "b:c"}},
+		{{"agt_1:", "x"}, {"agt_1", ":x"}},
+	} {
+		for i, p := range pair {
+			key := agentauth.ReplayKey(agentauth.ReplayKeyPrefix, p[0], p[1])
+			if fresh, err := c.CheckAndSet(ctx, key, time.Minute); !fresh || err != nil {
+				t.Fatalf("pair %d (%q): fresh = %v, err = %v; want fresh", i, p, fresh, err)
+			}
+		}
+		key := agentauth.ReplayKey(agentauth.ReplayKeyPrefix, pair[0][0], pair[0][1])
+		if fresh, err := c.CheckAndSet(ctx, key, time.Minute); fresh || err != nil {
+			t.Fatalf("%q again: fresh = %v, err = %v; want replayed", pair[0], fresh, err)
+		}
+	}
+	// The Redis key is the documented one.
+	if n, err := client.Exists(ctx, prefix+"agentauth:jti:a%3Ab:c", prefix+"agentauth:jti:a:b:c").Result(); err != nil || n != 2 {
+		t.Fatalf("documented keys: %d of 2 exist (%v)", n, err)
+	}
+}
+
 func TestCacheExpiry(t *testing.T) {
 	client, prefix := redisClient(t)
 	c := redisreplay.New(client, prefix)
