@@ -2,66 +2,18 @@ package httpx
 
 import (
 	"sync"
-	"unicode/utf8"
+
+	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. It escapes like encoding/json
-// does by default (HTML-sensitive characters, U+2028 and U+2029 included)
-// and replaces invalid UTF-8 with U+FFFD, so hand-written envelopes and
-// encoding/json output can never disagree about one value.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendString appends s as a JSON string. It is the project's one JSON
+// string encoder, internal/jsonvalue's: it escapes what RFC 8259 requires
+// (the quote, the backslash and control characters) and writes invalid
+// UTF-8 as U+FFFD, as encoding/json does. It leaves <, >, & and U+2028
+// alone where encoding/json escapes them for HTML: answers are JSON sent
+// with X-Content-Type-Options: nosniff, never HTML, and both forms decode
+// to the same string.
+func appendString(dst []byte, s string) []byte { return jsonvalue.AppendString(dst, s) }
 
 // appendStrings appends a JSON array of strings.
 func appendStrings(dst []byte, ss []string) []byte {
