@@ -31,8 +31,11 @@ type exchange struct {
 	tenant string
 	ctype  string
 	body   string
-	gzip   bool
-	status int
+	// encoding is the Content-Encoding header. The body is gzipped for
+	// "gzip"; for any other coding it is sent as it is, since no mount
+	// decodes it.
+	encoding string
+	status   int
 }
 
 const (
@@ -58,7 +61,12 @@ func cases() []exchange {
 	withTenant := post("execute/middleware value reaches CreateContext", alice, exec("echo", `{"text":"hi"}`), 200)
 	withTenant.tenant = "acme"
 	gz := post("execute/gzip body", alice, exec("echo", `{"text":"zipped"}`), 200)
-	gz.gzip = true
+	gz.encoding = "gzip"
+	// Brotli is not among the codings httpx decodes (identity, gzip,
+	// deflate); every mount must refuse it the same way rather than read
+	// the bytes as JSON.
+	br := post("execute/br body refused", alice, exec("echo", `{"text":"brotli"}`), 400)
+	br.encoding = "br"
 	textPlain := post("execute/wrong content type", alice, exec("echo", `{"text":"hi"}`), 415)
 	textPlain.ctype = "text/plain; charset=utf-8"
 	plusJSON := post("execute/+json content type", alice, exec("echo", `{"text":"hi"}`), 200)
@@ -89,6 +97,7 @@ func cases() []exchange {
 		post("execute/large body near the limit", alice, large, 200),
 		post("execute/body over the limit", alice, tooLarge, 413),
 		gz,
+		br,
 		plusJSON,
 		post("execute/unknown capability", alice, exec("nope", ""), 404),
 		post("execute/hidden capability", alice, exec("admin.report", `{"unknown":true}`), 404),
@@ -141,7 +150,7 @@ var client = &http.Client{Timeout: 10 * time.Second}
 func do(t *testing.T, base string, x exchange) answer {
 	t.Helper()
 	body := []byte(x.body)
-	if x.gzip {
+	if x.encoding == "gzip" {
 		var z bytes.Buffer
 		zw := gzip.NewWriter(&z)
 		zw.Write(body)
@@ -165,8 +174,8 @@ func do(t *testing.T, base string, x exchange) answer {
 	if x.ctype != "" {
 		req.Header.Set("Content-Type", x.ctype)
 	}
-	if x.gzip {
-		req.Header.Set("Content-Encoding", "gzip")
+	if x.encoding != "" {
+		req.Header.Set("Content-Encoding", x.encoding)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
