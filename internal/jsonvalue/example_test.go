@@ -43,7 +43,7 @@ func ExampleParse() {
 	fmt.Println(err)
 	// Output:
 	// A-1 2
-	// jsonvalue: leading zero in number at offset 9
+	// leading zero in number at offset 9
 }
 
 // A Reader walks a document without building a tree: here it sums the

@@ -61,9 +61,11 @@ type SyntaxError struct {
 	Msg string
 }
 
-// Error describes the problem and its byte offset.
+// Error describes the problem and its byte offset. Like the other errors
+// of this package it names no package: callers show it to the client that
+// sent the JSON, to whom an internal package name means nothing.
 func (e *SyntaxError) Error() string {
-	return "jsonvalue: " + e.Msg + " at offset " + strconv.FormatInt(e.Offset, 10)
+	return e.Msg + " at offset " + strconv.FormatInt(e.Offset, 10)
 }
 
 // DuplicateKeyError reports an object that names the same key twice.
@@ -81,7 +83,7 @@ func (e *DuplicateKeyError) Error() string {
 	if e.Path != "" {
 		where = "the object at " + shortQuote(e.Path)
 	}
-	return "jsonvalue: duplicate key " + shortQuote(e.Key) + " in " + where
+	return "duplicate key " + shortQuote(e.Key) + " in " + where
 }
 
 // NotObjectError reports that ParseObject was given a well-formed JSON value
@@ -94,7 +96,7 @@ type NotObjectError struct {
 
 // Error names the JSON type that was found.
 func (e *NotObjectError) Error() string {
-	return "jsonvalue: value must be an object, got " + e.Got
+	return "value must be an object, got " + e.Got
 }
 
 // Parse parses exactly one JSON value (RFC 8259) into a generic tree:

@@ -221,11 +221,11 @@ func TestErrorMessagesAreShort(t *testing.T) {
 		in   string
 		want string
 	}{
-		{"duplicate at top", `{"a":1,"a":2}`, `jsonvalue: duplicate key "a" in the top-level object`},
-		{"duplicate nested", `{"x":{"a":1,"a":2}}`, `jsonvalue: duplicate key "a" in the object at "/x"`},
-		{"long duplicate", `{"` + long + `":1,"` + long + `":2}`, `jsonvalue: duplicate key "` + long[:32] + `"... in the top-level object`},
-		{"syntax", `[1 x]`, `jsonvalue: invalid character 'x' after array element at offset 3`},
-		{"binary byte", "[\x01]", `jsonvalue: invalid character byte 0x01 looking for beginning of value at offset 1`},
+		{"duplicate at top", `{"a":1,"a":2}`, `duplicate key "a" in the top-level object`},
+		{"duplicate nested", `{"x":{"a":1,"a":2}}`, `duplicate key "a" in the object at "/x"`},
+		{"long duplicate", `{"` + long + `":1,"` + long + `":2}`, `duplicate key "` + long[:32] + `"... in the top-level object`},
+		{"syntax", `[1 x]`, `invalid character 'x' after array element at offset 3`},
+		{"binary byte", "[\x01]", `invalid character byte 0x01 looking for beginning of value at offset 1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,7 +326,7 @@ func TestParseObjectRejects(t *testing.T) {
 			}
 		})
 	}
-	if got := (&jsonvalue.NotObjectError{Got: "array"}).Error(); got != "jsonvalue: value must be an object, got array" {
+	if got := (&jsonvalue.NotObjectError{Got: "array"}).Error(); got != "value must be an object, got array" {
 		t.Errorf("NotObjectError message = %q", got)
 	}
 }
