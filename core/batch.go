@@ -9,17 +9,28 @@ import (
 
 // BatchCall is one invocation of a batch.
 type BatchCall struct {
-	ID         string
+	// ID is the caller's name for the call, echoed in its BatchResult so
+	// that results can be matched to calls. The executor only copies it;
+	// HTTP transports default it to the call's index in the batch.
+	ID string
+	// Capability is the name of the capability to run.
 	Capability string
-	Arguments  json.RawMessage
+	// Arguments is the raw JSON arguments object. Absent (nil) or null
+	// means {}, as for ExecuteDynamic.
+	Arguments json.RawMessage
 }
 
 // BatchResult is the outcome of one BatchCall: Data on success, Err
 // otherwise. ID echoes the call's ID.
 type BatchResult struct {
-	ID   string
+	// ID is the ID of the BatchCall this result answers.
+	ID string
+	// Data is the validated output JSON of a successful call; nil when
+	// Err is set.
 	Data json.RawMessage
-	Err  *Error
+	// Err is the call's failure, nil on success. One call's failure never
+	// affects the others.
+	Err *Error
 }
 
 // ExecuteBatch runs calls for one principal with bounded concurrency and

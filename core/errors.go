@@ -87,7 +87,10 @@ const (
 // Violation is one schema or decoding failure, located by a JSON Pointer
 // (RFC 6901) into the arguments. An empty Path means the whole value.
 type Violation struct {
-	Path    string `json:"path"`
+	// Path is the JSON Pointer of the offending value, "" for the whole
+	// arguments value.
+	Path string `json:"path"`
+	// Message says what is wrong, in words safe to show to the caller.
 	Message string `json:"message"`
 }
 
@@ -95,8 +98,9 @@ type Violation struct {
 // and Details are safe to show to a caller; the cause is not, and is only
 // reachable through [errors.Unwrap], [errors.Is] and [errors.As].
 type Error struct {
-	// Code is a pipeline code or, for application errors, the application's
-	// own code.
+	// Code is a pipeline code or, for application errors, the
+	// application's own code (internal_error when the application gave
+	// none, see [AppError.WireCode]).
 	Code Code
 	// Stage is the pipeline stage that failed.
 	Stage Stage
@@ -129,7 +133,7 @@ func (e *Error) App() *AppError { return e.app }
 // application error's own status.
 func (e *Error) HTTPStatus() int {
 	if e.app != nil {
-		return e.app.status()
+		return e.app.HTTPStatus()
 	}
 	if row, ok := codeTable[e.Code]; ok {
 		return row.status
@@ -138,10 +142,11 @@ func (e *Error) HTTPStatus() int {
 }
 
 // WireCode returns the Agent Auth wire code for e: the table's entry for a
-// pipeline code, or the application error's own code.
+// pipeline code, or the application error's own code (see
+// [AppError.WireCode]).
 func (e *Error) WireCode() string {
 	if e.app != nil {
-		return e.app.Code
+		return e.app.WireCode()
 	}
 	if row, ok := codeTable[e.Code]; ok {
 		return row.wire
@@ -191,7 +196,9 @@ func WireCode(code Code) string {
 type AppError struct {
 	// Status is the HTTP status, 400 to 599. Anything else renders as 500.
 	Status int
-	// Code is the application's stable snake_case code.
+	// Code is the application's stable snake_case code. An empty Code is
+	// a mistake of the application; it renders as "internal_error"
+	// (WireInternalError), so that an error envelope always names a code.
 	Code string
 	// Message is the public, human-readable message.
 	Message string
@@ -284,11 +291,22 @@ func (e *AppError) WithCause(cause error) *AppError {
 	return &c
 }
 
-func (e *AppError) status() int {
+// HTTPStatus returns the status an answer to e carries: Status, or 500
+// when Status is not an error status (400 to 599).
+func (e *AppError) HTTPStatus() int {
 	if e.Status < 400 || e.Status > 599 {
 		return http.StatusInternalServerError
 	}
 	return e.Status
+}
+
+// WireCode returns the code an error envelope for e carries: Code, or
+// WireInternalError when Code is empty.
+func (e *AppError) WireCode() string {
+	if e.Code == "" {
+		return WireInternalError
+	}
+	return e.Code
 }
 
 // classify turns any error raised at stage into an *Error. An *Error passes
@@ -313,9 +331,9 @@ func classify(err error, stage Stage, fallback Code) *Error {
 	if errors.As(err, &ae) {
 		msg := ae.Message
 		if msg == "" {
-			msg = http.StatusText(ae.status())
+			msg = http.StatusText(ae.HTTPStatus())
 		}
-		return &Error{Code: Code(ae.Code), Stage: stage, Message: msg, app: ae, cause: err}
+		return &Error{Code: Code(ae.WireCode()), Stage: stage, Message: msg, app: ae, cause: err}
 	}
 	// A panic is a failure of the code, never a refusal, whatever the stage.
 	var pe *panicError

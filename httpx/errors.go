@@ -54,15 +54,12 @@ func envelopeOf(e *core.Error) envelope {
 }
 
 func appEnvelope(ae *core.AppError) envelope {
-	status := ae.Status
-	if status < 400 || status > 599 {
-		status = http.StatusInternalServerError
-	}
+	status := ae.HTTPStatus()
 	msg := ae.Message
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	return envelope{status: status, code: ae.Code, message: msg, fields: ae.Fields, retryAfter: ae.RetryAfter}
+	return envelope{status: status, code: ae.WireCode(), message: msg, fields: ae.Fields, retryAfter: ae.RetryAfter}
 }
 
 var internalEnvelope = envelope{status: http.StatusInternalServerError, code: core.WireInternalError, message: "internal error"}

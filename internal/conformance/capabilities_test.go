@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -156,13 +157,17 @@ func authenticate(_ context.Context, req *httpx.Request) (principal, error) {
 		return principal{Name: "root", Admin: true}, nil
 	case "Bearer blocked":
 		return principal{}, httpx.ErrNotAllowed
+	case "Bearer nocode":
+		// An application error that forgot its code.
+		return principal{}, &core.AppError{Status: http.StatusForbidden, Message: "this token may not be used here"}
 	default:
 		return principal{}, fmt.Errorf("%w: unknown token", httpx.ErrBadCredentials)
 	}
 }
 
 // authorize stands in for grant checks: amounts over 100 are refused
-// generically, other currencies than EUR with an application error.
+// generically, other currencies than EUR with an application error, and
+// the currency XXX with one that forgot its code.
 func authorize(_ context.Context, _ principal, inv *core.Invocation) error {
 	in, ok := inv.Input.(payIn)
 	if !ok {
@@ -170,6 +175,9 @@ func authorize(_ context.Context, _ principal, inv *core.Invocation) error {
 	}
 	if in.Amount > 100 {
 		return core.ErrForbidden
+	}
+	if in.Currency == "XXX" {
+		return &core.AppError{Status: http.StatusUnprocessableEntity, Message: "no payments in the test currency"}
 	}
 	if in.Currency != "EUR" {
 		return core.Forbidden("constraint_violated", "the arguments are outside the grant").
