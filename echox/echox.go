@@ -19,6 +19,10 @@ import (
 // satisfy it, so the handler can live under a group with its own
 // middleware.
 type Router interface {
+	// Any registers handler, behind middleware, for path under every
+	// method Echo routes. Mount registers each of its routes this way so
+	// that httpx, not Echo, answers a method the route does not take (405
+	// with Allow).
 	Any(path string, handler echo.HandlerFunc, middleware ...echo.MiddlewareFunc) []*echo.Route
 }
 

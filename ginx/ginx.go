@@ -20,6 +20,9 @@ import (
 // *gin.RouterGroup satisfy it, so the handler can live under a group with
 // its own middleware.
 type Router interface {
+	// Any registers handlers for relativePath under every method Gin
+	// routes. Mount registers each of its routes this way so that httpx,
+	// not Gin, answers a method the route does not take (405 with Allow).
 	Any(relativePath string, handlers ...gin.HandlerFunc) gin.IRoutes
 }
 
