@@ -73,6 +73,7 @@ type Map[K comparable] struct {
 	hash     func(K) uint64
 	now      func() time.Time
 	doubling bool
+	_        [64]byte // keeps count, written by inserts, off the first shard's line
 	shards   [shardCount]shard[K]
 }
 
@@ -91,7 +92,10 @@ type shard[K comparable] struct {
 	// heap says expired without asking the map, which replay caches,
 	// whose deadlines are never raised, rely on for speed.
 	stale int
-	_     [8]byte // keeps neighbouring shard locks off one cache line
+	// The padding makes a shard two cache lines long, so that whatever
+	// the map's alignment, the line of one shard's lock and counters is
+	// never the line of another's: every Update writes them.
+	_ [72]byte
 }
 
 // New returns an empty map. It panics if cfg.Max is not positive or
