@@ -2,7 +2,6 @@ package ttlmap
 
 import (
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -12,15 +11,10 @@ import (
 // 64-byte cache line and are followed by a line of padding, so that no
 // two shards' fields share a line however the map is aligned.
 func TestShardsShareNoCacheLine(t *testing.T) {
-	type fields struct {
-		mu        sync.Mutex
-		deadlines map[string]int64
-		heap      []entry[string]
-		sweepAt   int
-		stale     int
-	}
-	used := unsafe.Sizeof(fields{})
-	for _, size := range []uintptr{unsafe.Sizeof(shard[string]{}), unsafe.Sizeof(shard[[2]uint64]{})} {
+	var s shard[string]
+	// stale is the last field before the padding.
+	used := unsafe.Offsetof(s.stale) + unsafe.Sizeof(s.stale)
+	for _, size := range []uintptr{unsafe.Sizeof(s), unsafe.Sizeof(shard[[2]uint64]{})} {
 		if used > 64 || size != 128 {
 			t.Errorf("shard of %d bytes with %d bytes of fields; want 128 with at most 64", size, used)
 		}
