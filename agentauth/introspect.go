@@ -50,7 +50,7 @@ type IntrospectionConfig struct {
 	Audiences []string
 	// Replay, when set, records the id of every token the provider
 	// reports active, under the key and for the time a Verifier uses
-	// (ReplayKeyPrefix + agent id + ":" + jti, DefaultMaxAge + 2*MaxSkew,
+	// (ReplayKey(ReplayKeyPrefix, agent id, jti), DefaultMaxAge + 2*MaxSkew,
 	// the Verifier's longest window), so that a token is good for one
 	// request here whether or not the provider consumes its jti. Sharing
 	// it with a Verifier spends a token at both. Nil leaves replay
@@ -213,7 +213,7 @@ func (s *IntrospectionSource) Session(ctx context.Context, token string) (*Sessi
 			WithCause(fmt.Errorf("agentauth: introspection: agent %q session expired at %v", resp.agentID, resp.expiresAt))
 	}
 	if s.replay != nil {
-		fresh, err := s.replay.CheckAndSet(ctx, ReplayKeyPrefix+resp.agentID+":"+c.ID, introspectionReplayTTL)
+		fresh, err := s.replay.CheckAndSet(ctx, ReplayKey(ReplayKeyPrefix, resp.agentID, c.ID), introspectionReplayTTL)
 		if err != nil {
 			return nil, internal(fmt.Errorf("agentauth: replay cache: %w", err))
 		}

@@ -36,7 +36,7 @@ const (
 	// DefaultMaxAge is the default and largest token age and lifetime.
 	DefaultMaxAge = 60 * time.Second
 	// ReplayKeyPrefix starts every key a Verifier records in its
-	// ReplayCache: ReplayKeyPrefix + agent id + ":" + jti.
+	// ReplayCache, as ReplayKey(ReplayKeyPrefix, agent id, jti).
 	ReplayKeyPrefix = "agentauth:jti:"
 )
 
@@ -201,7 +201,7 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 //     most MaxAge + Skew, from Skew before its iat); "nbf", if present, at
 //     most Skew in the future; "jti" present and non-empty.
 //  8. Replay: the jti is recorded with ReplayCache.CheckAndSet under
-//     ReplayKeyPrefix + agent id + ":" + jti for MaxAge + 2*Skew, which
+//     ReplayKey(ReplayKeyPrefix, agent id, jti) for MaxAge + 2*Skew, which
 //     covers the whole window in which the token is acceptable. It runs
 //     last so that a token failing any other check does not use up its
 //     id. Seen before: 401 invalid_jwt; a cache error: 500 internal_error
@@ -264,7 +264,7 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 	}
 
 	// Step 8.
-	fresh, err := v.replay.CheckAndSet(ctx, ReplayKeyPrefix+agent.ID+":"+tok.claims.ID, v.maxAge+2*v.skew)
+	fresh, err := v.replay.CheckAndSet(ctx, ReplayKey(ReplayKeyPrefix, agent.ID, tok.claims.ID), v.maxAge+2*v.skew)
 	if err != nil {
 		return nil, internal(fmt.Errorf("agentauth: replay cache: %w", err))
 	}

@@ -20,7 +20,8 @@ import (
 )
 
 // HostReplayKeyPrefix starts every key the provider records in its
-// ReplayCache for a host JWT: HostReplayKeyPrefix + iss + ":" + jti. Agent
+// ReplayCache for a host JWT, as agentauth.ReplayKey(HostReplayKeyPrefix,
+// iss, jti). Agent
 // JWTs use agentauth.ReplayKeyPrefix, so the two never collide.
 const HostReplayKeyPrefix = "agentauth:host-jti:"
 
@@ -143,7 +144,7 @@ func (p *Provider) verifyHost(ctx context.Context, r *http.Request, access hostA
 	if err := p.checkTimes(tok); err != nil {
 		return nil, err
 	}
-	fresh, err := p.replay.CheckAndSet(ctx, HostReplayKeyPrefix+tok.iss+":"+tok.jti, p.maxAge+2*p.skew)
+	fresh, err := p.replay.CheckAndSet(ctx, agentauth.ReplayKey(HostReplayKeyPrefix, tok.iss, tok.jti), p.maxAge+2*p.skew)
 	if err != nil {
 		return nil, internalError(fmt.Errorf("replay cache: %w", err))
 	}

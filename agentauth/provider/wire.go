@@ -76,19 +76,16 @@ func (p *Provider) writeError(w http.ResponseWriter, r *http.Request, err error)
 	if !errors.As(err, &ae) {
 		ae = internalError(err)
 	}
-	status := ae.Status
-	if status < 400 || status > 599 {
-		status = http.StatusInternalServerError
-	}
+	status := ae.HTTPStatus()
 	if status >= 500 {
 		p.logger.ErrorContext(r.Context(), "agentauth/provider: request failed",
-			"path", r.URL.Path, "code", ae.Code, "error", err.Error())
+			"path", r.URL.Path, "code", ae.WireCode(), "error", err.Error())
 	}
 	body := make(map[string]any, len(ae.Fields)+2)
 	for k, v := range ae.Fields {
 		body[k] = v
 	}
-	body["error"] = ae.Code
+	body["error"] = ae.WireCode()
 	body["message"] = ae.Message
 	if ra, ok := ae.Fields[ratelimit.RetryAfterField].(int); ok {
 		w.Header().Set("Retry-After", strconv.Itoa(ra))

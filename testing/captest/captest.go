@@ -126,7 +126,7 @@ func Code(err error) string {
 	}
 	var ae *core.AppError
 	if errors.As(err, &ae) {
-		return ae.Code
+		return ae.WireCode()
 	}
 	return core.WireInternalError
 }
