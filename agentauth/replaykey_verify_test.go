@@ -25,7 +25,7 @@ func TestVerifierReplayKeysOfSeparatorIDsDoNotCollide(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	first := ab.Token(htAudience, agentauthtest.WithJTI("c"))  // agt:a:b + c
+	first := ab.Token(htAudience, agentauthtest.WithJTI("c"))   // agt:a:b + c
 	second := a.Token(htAudience, agentauthtest.WithJTI("b:c")) // agt:a + b:c
 	for _, tok := range []string{first, second} {
 		if _, err := v.Session(ctx, tok); err != nil {
