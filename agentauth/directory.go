@@ -76,26 +76,50 @@ func (d *MemoryDirectory) PutAgent(a *Agent) error {
 
 // Host implements Directory. An unknown id gives an error wrapping
 // ErrNotFound.
-func (d *MemoryDirectory) Host(_ context.Context, id string) (*Host, error) {
-	d.mu.RLock()
-	h, ok := d.hosts[id]
-	d.mu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("agentauth: host %q: %w", id, ErrNotFound)
+func (d *MemoryDirectory) Host(ctx context.Context, id string) (*Host, error) {
+	h, err := memoryLender{d}.Host(ctx, id)
+	if err != nil {
+		return nil, err
 	}
 	return cloneHost(h), nil
 }
 
 // Agent implements Directory. An unknown id gives an error wrapping
 // ErrNotFound.
-func (d *MemoryDirectory) Agent(_ context.Context, id string) (*Agent, error) {
-	d.mu.RLock()
-	a, ok := d.agents[id]
-	d.mu.RUnlock()
+func (d *MemoryDirectory) Agent(ctx context.Context, id string) (*Agent, error) {
+	a, err := memoryLender{d}.Agent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return cloneAgent(a), nil
+}
+
+// memoryLender is the Directory a Verifier reads a MemoryDirectory
+// through: it returns the stored records themselves, not copies. That is
+// safe because a MemoryDirectory never changes a stored record (Put
+// replaces it with a new copy) and a Session's records are read-only by
+// contract; it saves the Verifier a deep copy of the agent, its grants
+// and its host on every request.
+type memoryLender struct{ d *MemoryDirectory }
+
+func (l memoryLender) Host(_ context.Context, id string) (*Host, error) {
+	l.d.mu.RLock()
+	h, ok := l.d.hosts[id]
+	l.d.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("agentauth: host %q: %w", id, ErrNotFound)
+	}
+	return h, nil
+}
+
+func (l memoryLender) Agent(_ context.Context, id string) (*Agent, error) {
+	l.d.mu.RLock()
+	a, ok := l.d.agents[id]
+	l.d.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("agentauth: agent %q: %w", id, ErrNotFound)
 	}
-	return cloneAgent(a), nil
+	return a, nil
 }
 
 func validateHost(h *Host) error {

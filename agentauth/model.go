@@ -156,6 +156,12 @@ type Claims struct {
 // Session is what a verified agent JWT proves: the agent, its host and the
 // token's claims. A session from remote introspection has Compact set: its
 // grants carry no constraints the resource server can check.
+//
+// A Session and the records it points to are read-only. A Verifier over a
+// MemoryDirectory hands out the directory's own records, shared by every
+// session of that agent, instead of copying them per request; changing
+// one would change what later requests see. Copy a record before
+// changing it.
 type Session struct {
 	// Agent is the agent that signed the token, as the directory (or the
 	// provider) knows it.

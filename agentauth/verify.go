@@ -72,7 +72,9 @@ const (
 // VerifierConfig configures a Verifier. Directory and Audiences are
 // required; every other field has a safe default.
 type VerifierConfig struct {
-	// Directory resolves agents and hosts.
+	// Directory resolves agents and hosts. The Verifier only reads the
+	// records it returns and passes them on in sessions (which are
+	// read-only); it reads a MemoryDirectory without copying.
 	Directory Directory
 	// Audiences lists the URLs this location answers to. A token's "aud"
 	// must exactly equal one of them (a string, or an array with one
@@ -149,8 +151,12 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	if cfg.Replay == nil {
 		cfg.Replay = NewMemoryReplayCache(0).WithClock(cfg.Now)
 	}
+	dir := cfg.Directory
+	if m, ok := dir.(*MemoryDirectory); ok {
+		dir = memoryLender{m}
+	}
 	return &Verifier{
-		dir:       cfg.Directory,
+		dir:       dir,
 		audiences: slices.Clone(cfg.Audiences),
 		skew:      cfg.Skew,
 		maxAge:    cfg.MaxAge,
