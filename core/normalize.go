@@ -3,7 +3,9 @@ package core
 import (
 	"encoding"
 	"encoding/json"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -25,9 +27,9 @@ import (
 type topField struct {
 	index     int
 	omitEmpty bool
-	// plainString: a string kind with no marshaling methods, written by
-	// jsonvalue.AppendString without reflection on the value.
-	plainString bool
+	// plain: a string, bool, integer or float kind with no marshaling
+	// methods (and not json.Number), written without encoding/json.
+	plain bool
 }
 
 // topFields is the per-field plan of one input type. whole is set when
@@ -101,7 +103,7 @@ func planTopFields(t reflect.Type) *topFields {
 			return whole
 		}
 		// json.Number is string-kinded but written as a number.
-		tf.plainString = f.Type.Kind() == reflect.String && f.Type != jsonNumberType && !hasMarshaler(f.Type)
+		tf.plain = plainKind(f.Type.Kind()) && f.Type != jsonNumberType && !hasMarshaler(f.Type)
 		seen[name]++
 		p.byName[name] = tf
 	}
@@ -146,9 +148,9 @@ func normalizedField(in any, field string) (data json.RawMessage, ok, known bool
 	if tf.omitEmpty && isEmptyJSON(fv) {
 		return nil, false, true
 	}
-	if tf.plainString {
-		if s := fv.String(); utf8.ValidString(s) {
-			return jsonvalue.AppendString(nil, s), true, true
+	if tf.plain {
+		if b, done := appendPlain(nil, fv); done {
+			return b, true, true
 		}
 	}
 	b, err := json.Marshal(fv.Interface())
@@ -157,6 +159,69 @@ func normalizedField(in any, field string) (data json.RawMessage, ok, known bool
 		return nil, false, false
 	}
 	return b, true, true
+}
+
+func plainKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.String, reflect.Bool,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// appendPlain writes a plain-kinded value the way encoding/json does
+// (strings apart from escapes). done is false for what it leaves to
+// encoding/json: invalid UTF-8, which encoding/json replaces, and
+// non-finite floats, which it refuses.
+func appendPlain(b []byte, v reflect.Value) (out []byte, done bool) {
+	switch v.Kind() {
+	case reflect.String:
+		s := v.String()
+		if !utf8.ValidString(s) {
+			return b, false
+		}
+		return jsonvalue.AppendString(b, s), true
+	case reflect.Bool:
+		return strconv.AppendBool(b, v.Bool()), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.AppendInt(b, v.Int(), 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return strconv.AppendUint(b, v.Uint(), 10), true
+	case reflect.Float32:
+		return appendFloat(b, v.Float(), 32)
+	case reflect.Float64:
+		return appendFloat(b, v.Float(), 64)
+	}
+	return b, false
+}
+
+// appendFloat is encoding/json's float format: the shortest text that
+// reads back as the same value, in exponent form only for very small or
+// very large magnitudes, with a one-digit negative exponent unpadded.
+func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 {
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) ||
+			bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if format == 'e' {
+		// 1e-07 becomes 1e-7.
+		if n := len(b) - start; n >= 4 && b[len(b)-4] == 'e' && b[len(b)-3] == '-' && b[len(b)-2] == '0' {
+			b[len(b)-2] = b[len(b)-1]
+			b = b[:len(b)-1]
+		}
+	}
+	return b, true
 }
 
 // isEmptyJSON is encoding/json's omitempty test.

@@ -2,6 +2,9 @@ package core
 
 import (
 	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -192,6 +195,43 @@ func BenchmarkInvocationNormalized(b *testing.B) {
 		}
 		if _, ok := inv.Normalized("amount"); !ok {
 			b.Fatal("no amount")
+		}
+	}
+}
+
+func TestAppendPlainMatchesEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewChaCha8([32]byte{11}))
+	values := []any{true, false, 0, -1, int8(-128), int16(300), int32(-7), int64(math.MinInt64), uint(0),
+		uint8(255), uint16(65535), uint32(1 << 31), uint64(math.MaxUint64), uintptr(9), "", "plain",
+		0.0, math.Copysign(0, -1), 1.0, -1.5, 250.75, 0.1, 1e-6, 9.99e-7, 1e-7, 1.5e-300, 1e20, 1e21, 123456789e13,
+		math.MaxFloat64, math.SmallestNonzeroFloat64, float32(0.1), float32(1e-7), float32(3e38), float32(1e21),
+		float32(9.99e20), float32(-2.5e-6)}
+	for range 2000 {
+		values = append(values, math.Float64frombits(rng.Uint64()), math.Float32frombits(rng.Uint32()), rng.Int64(), rng.Uint64())
+	}
+	for _, v := range values {
+		want, wantErr := json.Marshal(v)
+		got, done := appendPlain(nil, reflect.ValueOf(v))
+		if wantErr != nil {
+			if done {
+				t.Errorf("%#v: wrote %s, encoding/json refuses it: %v", v, got, wantErr)
+			}
+			continue
+		}
+		if !done {
+			t.Errorf("%#v: not written, encoding/json writes %s", v, want)
+			continue
+		}
+		if s, ok := v.(string); ok && s != "" {
+			continue // escapes may differ; TestNormalizedFieldMatchesWholeEncoding compares values
+		}
+		if string(got) != string(want) {
+			t.Errorf("%#v: wrote %s, encoding/json writes %s", v, got, want)
+		}
+	}
+	for _, v := range []any{math.NaN(), math.Inf(1), float32(math.Inf(-1)), "bad \xff utf-8"} {
+		if got, done := appendPlain(nil, reflect.ValueOf(v)); done {
+			t.Errorf("%#v: wrote %s, want it left to encoding/json", v, got)
 		}
 	}
 }
