@@ -72,6 +72,9 @@ type Definition struct {
 	inputProps   []string
 	inValidator  *schema.Validator
 	outValidator *schema.Validator
+	// outImplied: the output schema was derived from a type whose every
+	// encoding fits it (schema.ImpliedBy), so results need no validation.
+	outImplied bool
 	keys         *schema.KeyChecker
 
 	appType reflect.Type
@@ -354,6 +357,7 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 	if d.outputSchema, d.outValidator, err = buildSchema(d.outType, o.outputSchema, schema.ForOutput); err != nil {
 		return fail("", "output: %v", err)
 	}
+	d.outImplied = o.outputSchema == nil && schema.ImpliedBy(d.outType)
 	// Only the input must be an object: constraints and authorization
 	// read its top-level fields. A result may be any JSON value.
 	if d.inputProps, err = schema.Properties(d.inputSchema); err != nil {

@@ -451,12 +451,18 @@ func (d *Definition) checkTyped(in any) *Error {
 
 // checkOutput encodes and validates the handler's result. The encoded text
 // is validated as it stands, without a tree: it is exactly what a
-// transport will send. Violations are kept in the hidden cause only.
+// transport will send. Violations are kept in the hidden cause only. A
+// result whose type implies its derived schema (a struct of plain scalar
+// fields without keyword tags, see schema.ImpliedBy) is only encoded:
+// validating it could not fail.
 func (d *Definition) checkOutput(out any) ([]byte, *Error) {
 	data, err := d.encodeOut(out)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidOutput, Stage: StageOutput, Message: msgInternal,
 			cause: fmt.Errorf("encoding the result: %w", err)}
+	}
+	if d.outImplied {
+		return data, nil
 	}
 	violations, err := d.outValidator.ValidateJSON(data)
 	if err != nil {
