@@ -75,7 +75,7 @@ type Definition struct {
 	// outImplied: the output schema was derived from a type whose every
 	// encoding fits it (schema.ImpliedBy), so results need no validation.
 	outImplied bool
-	keys         *schema.KeyChecker
+	keys       *schema.KeyChecker
 
 	appType reflect.Type
 	inType  reflect.Type
