@@ -19,22 +19,27 @@ import (
 // one crypto/ed25519 performs for plain Ed25519 (no context, no
 // pre-hash): S must be canonical, the public key a valid point encoding,
 // and [S]B - [k]A must encode to R byte for byte (the cofactorless
-// equation). verify_internal_test.go compares it with ed25519.Verify on
+// equation). ed25519_internal_test.go compares it with ed25519.Verify on
 // valid, mutated and malformed inputs, and a fuzz target keeps doing so.
 type edKey struct {
 	pub  ed25519.PublicKey
 	negA edwards25519.Point // -A, ready for the double scalar multiplication
 }
 
+// errNotCurvePoint is a 32-byte Ed25519 public key that encodes no curve
+// point: no signature verifies under it.
+var errNotCurvePoint = errors.New("ed25519 public key is not a point on the curve")
+
 // newEdKey decodes pub. It fails when pub is not 32 bytes or not the
-// encoding of a point on the curve, the keys ed25519.Verify rejects.
+// encoding of a point on the curve (errNotCurvePoint), the keys
+// ed25519.Verify never accepts a signature for.
 func newEdKey(pub ed25519.PublicKey) (*edKey, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, errors.New("ed25519 public key is not 32 bytes")
 	}
 	a, err := new(edwards25519.Point).SetBytes(pub)
 	if err != nil {
-		return nil, errors.New("ed25519 public key is not a point on the curve")
+		return nil, errNotCurvePoint
 	}
 	k := &edKey{pub: pub}
 	k.negA.Negate(a)

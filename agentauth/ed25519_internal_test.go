@@ -140,7 +140,7 @@ func TestEdKeySpecialPublicKeys(t *testing.T) {
 		fill(rng, sigs[i])
 		sigs[i][63] &= 0x0f
 	}
-	// An all-zero signature: R the identity's neighbour encoding, S zero.
+	// An all-zero signature: R the point y = 0 (of order 4), S zero.
 	sigs = append(sigs, make([]byte, ed25519.SignatureSize))
 	identity := make([]byte, 32)
 	identity[0] = 1
@@ -177,6 +177,36 @@ func TestEdKeySpecialPublicKeys(t *testing.T) {
 	// An identity key with an identity R and S = 0 satisfies the
 	// cofactorless equation; both implementations must accept it alike.
 	agree(t, identity, msg, append(bytes.Clone(identity), make([]byte, 32)...))
+}
+
+// Small-order keys with S = 0 make the equation hold for an R that is the
+// identity, so the two implementations must also agree on how R and the
+// key are compared and hashed: R byte for byte (a non-canonical encoding
+// of the right point is refused) and the key's bytes as given (not its
+// canonical re-encoding).
+func TestEdKeySmallOrderKeysAndNonCanonicalR(t *testing.T) {
+	identity := make([]byte, 32)
+	identity[0] = 1
+	identitySigned := bytes.Clone(identity)
+	identitySigned[31] = 0x80 // x = 0 with the sign bit: the identity again, not canonical
+	order2Signed := mustHex(t, "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")
+	zeroS := make([]byte, 32)
+	accepted, refused := 0, 0
+	for i := range 64 {
+		msg := []byte{byte(i), 'm'}
+		for _, pub := range [][]byte{identity, identitySigned, order2Signed} {
+			for _, r := range [][]byte{identity, identitySigned} {
+				if agree(t, pub, msg, append(bytes.Clone(r), zeroS...)) {
+					accepted++
+				} else {
+					refused++
+				}
+			}
+		}
+	}
+	if accepted == 0 || refused == 0 {
+		t.Fatalf("accepted %d, refused %d: both outcomes must be exercised", accepted, refused)
+	}
 }
 
 func fill(rng *rand.Rand, b []byte) {

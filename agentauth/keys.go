@@ -66,6 +66,9 @@ func parsePublicJWK(raw []byte) (*jose.JSONWebKey, error) {
 	if !ok || len(pub) != ed25519.PublicKeySize || !k.IsPublic() || !k.Valid() {
 		return nil, errors.New("JWK is not a valid Ed25519 public key")
 	}
+	if _, err := newEdKey(pub); err != nil {
+		return nil, fmt.Errorf("JWK: %w", err)
+	}
 	return &k, nil
 }
 

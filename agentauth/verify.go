@@ -291,6 +291,12 @@ func (v *Verifier) verifySignature(ctx context.Context, token string, sc *tokenS
 	switch {
 	case len(agent.PublicKey) > 0:
 		k, err := v.inline.get(agent.PublicKey)
+		if errors.Is(err, errNotCurvePoint) {
+			// No signature verifies under such a key: the token is
+			// refused as ed25519.Verify would refuse it, not reported
+			// as a server fault.
+			return invalidToken(fmt.Errorf("agentauth: agent %q: public key: %w", agent.ID, err))
+		}
 		if err != nil {
 			return internal(fmt.Errorf("agentauth: agent %q: public key: %w", agent.ID, err))
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"filippo.io/edwards25519"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,6 +61,11 @@ func parseJWK(raw json.RawMessage) (*publicKey, error) {
 	pub, ok := k.Key.(ed25519.PublicKey)
 	if !ok || len(pub) != ed25519.PublicKeySize {
 		return nil, errUnsupportedKey
+	}
+	// A key that is no curve point could never sign a token; refusing it
+	// here keeps it out of the store.
+	if _, err := new(edwards25519.Point).SetBytes(pub); err != nil {
+		return nil, errors.New("the key is not an Ed25519 curve point")
 	}
 	return newPublicKey(pub)
 }
