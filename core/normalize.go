@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/agentcap/agentcap/internal/jsonvalue"
@@ -82,7 +83,8 @@ func planTopFields(t reflect.Type) *topFields {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		if name == "" {
+		if name == "" || !validJSONName(name) {
+			// encoding/json ignores a name it does not accept.
 			name = f.Name
 		}
 		tf := topField{index: i}
@@ -102,6 +104,12 @@ func planTopFields(t reflect.Type) *topFields {
 		if !hasMarshaler(f.Type) && hasMarshaler(reflect.PointerTo(f.Type)) {
 			return whole
 		}
+		// An interface type that promises a marshaler is encoded through
+		// it even when it holds a nil pointer; encoding the held value
+		// alone would write null.
+		if f.Type.Kind() == reflect.Interface && hasMarshaler(f.Type) {
+			return whole
+		}
 		// json.Number is string-kinded but written as a number.
 		tf.plain = plainKind(f.Type.Kind()) && f.Type != jsonNumberType && !hasMarshaler(f.Type)
 		seen[name]++
@@ -115,6 +123,19 @@ func planTopFields(t reflect.Type) *topFields {
 		}
 	}
 	return p
+}
+
+// validJSONName is encoding/json's rule for a usable tag name: letters,
+// digits and the punctuation it allows.
+func validJSONName(s string) bool {
+	for _, c := range s {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			return false
+		}
+	}
+	return true
 }
 
 func hasMarshaler(t reflect.Type) bool {
@@ -153,7 +174,14 @@ func normalizedField(in any, field string) (data json.RawMessage, ok, known bool
 			return b, true, true
 		}
 	}
-	b, err := json.Marshal(fv.Interface())
+	// Inside a *struct input every field is addressable, so encoding/json
+	// calls pointer-receiver marshalers of values nested in it; encoding
+	// through the field's address keeps that.
+	fi := fv.Interface()
+	if fv.CanAddr() {
+		fi = fv.Addr().Interface()
+	}
+	b, err := json.Marshal(fi)
 	if err != nil {
 		// The whole encoding would have failed too; let it report.
 		return nil, false, false

@@ -235,3 +235,62 @@ func TestAppendPlainMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+type ptrCents int
+
+func (c *ptrCents) MarshalJSON() ([]byte, error) { return []byte(`"cents"`), nil }
+
+type innerWithPointerMarshaler struct{ V ptrCents }
+
+type outerNested struct {
+	In  innerWithPointerMarshaler `json:"in"`
+	Arr [1]ptrCents               `json:"arr"`
+}
+
+type oddTagName struct {
+	A int `json:"don't"`
+	B int `json:"b"`
+}
+
+type nilSafe struct{}
+
+func (*nilSafe) MarshalJSON() ([]byte, error) { return []byte(`"none"`), nil }
+
+type withMarshalerInterface struct {
+	M json.Marshaler `json:"m"`
+}
+
+// Shapes where a field encoded alone could read differently from the same
+// field inside the whole encoding: pointer-receiver marshalers nested in a
+// field (reached only when the whole input is addressable), a tag name
+// encoding/json ignores, and an interface type promising a marshaler that
+// holds a nil pointer.
+func TestNormalizedFieldNestedMethodsAndNames(t *testing.T) {
+	for name, c := range map[string]struct {
+		in     any
+		fields []string
+	}{
+		"nested pointer marshaler, *struct input": {&outerNested{}, []string{"in", "arr"}},
+		"nested pointer marshaler, struct input":  {outerNested{}, []string{"in", "arr"}},
+		"tag name encoding/json ignores":          {oddTagName{A: 1, B: 2}, []string{"don't", "A", "b"}},
+		"marshaler interface holding nil":         {withMarshalerInterface{M: (*nilSafe)(nil)}, []string{"m"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			whole, err := json.Marshal(c.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, members, _ := jsonvalue.ParseObject(whole)
+			for _, f := range c.fields {
+				got, ok, known := normalizedField(c.in, f)
+				if !known {
+					continue // answered by the whole encoding itself
+				}
+				want, wantOK := members[f]
+				if ok != wantOK || (ok && !sameJSON(t, got, want)) {
+					t.Errorf("field %q: (%s, %v), the whole encoding %s has (%s, %v)", f, got, ok, whole, want, wantOK)
+				}
+			}
+		})
+	}
+}
