@@ -398,11 +398,25 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 	// boxing the values a second time.
 	d.encodeIn = func(in any) ([]byte, error) { return json.Marshal(in) }
 	d.encodeOut = func(out any) ([]byte, error) { return json.Marshal(out) }
-	if empty := schema.NilEncoding(d.outType); empty != nil {
+	// A pointer at the top of Out stands for what it points to (a nil
+	// pointer is null, which the derived schema refuses).
+	base, pointers := d.outType, 0
+	for base.Kind() == reflect.Pointer {
+		base, pointers = base.Elem(), pointers+1
+	}
+	if empty := schema.NilEncoding(base); empty != nil {
 		// encoding/json writes null for a nil slice or map, which the
-		// derived schema refuses; the caller sees an empty collection.
+		// derived schema refuses; the caller sees an empty collection,
+		// also behind non-nil pointers.
 		d.encodeOut = func(out any) ([]byte, error) {
-			if reflect.ValueOf(out).IsNil() {
+			v := reflect.ValueOf(out)
+			for range pointers {
+				if v.IsNil() {
+					return json.Marshal(out)
+				}
+				v = v.Elem()
+			}
+			if v.IsNil() {
 				return slices.Clone(empty), nil
 			}
 			return json.Marshal(out)

@@ -1,0 +1,48 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentcap/agentcap/core"
+)
+
+// A pointer at the top of the output type stands for what it points to:
+// behind a non-nil pointer a nil slice or map is still sent as [] or {};
+// a nil pointer is null, which the derived schema refuses.
+func TestPointerToNilCollectionOutput(t *testing.T) {
+	type mode struct {
+		Mode string `json:"mode"`
+	}
+	list := core.MustDefine("ptr_list", "A list behind a pointer.", func(_ context.Context, _ app, in mode) (*[]string, error) {
+		var s []string
+		switch in.Mode {
+		case "nil":
+			return nil, nil
+		case "full":
+			s = []string{"a"}
+		}
+		return &s, nil
+	})
+	table := core.MustDefine("ptr_ptr_map", "A map behind two pointers.", func(context.Context, app, core.NoInput) (**map[string]int, error) {
+		var m map[string]int
+		p := &m
+		return &p, nil
+	})
+	e := mustExec(t, core.ExecutorConfig[app, user]{}, list, table)
+	ctx := context.Background()
+	for _, c := range []struct{ name, args, want string }{
+		{"ptr_list", `{"mode":"empty"}`, `[]`},
+		{"ptr_list", `{"mode":"full"}`, `["a"]`},
+		{"ptr_ptr_map", ``, `{}`},
+	} {
+		out, err := e.ExecuteDynamic(ctx, c.name, user{ID: "alice"}, []byte(c.args), nil)
+		if err != nil || string(out) != c.want {
+			t.Errorf("%s %s: %s, %v; want %s", c.name, c.args, out, err, c.want)
+		}
+	}
+	_, err := e.ExecuteDynamic(ctx, "ptr_list", user{ID: "alice"}, []byte(`{"mode":"nil"}`), nil)
+	if coreErr(t, err).Code != core.CodeInvalidOutput {
+		t.Errorf("a nil pointer result: %v, want invalid_output", err)
+	}
+}
