@@ -224,9 +224,9 @@ func BearerToken(header string) (string, error) {
 func (a *httpAuth[P]) public(ctx context.Context, doing string, err error) error {
 	var ae *core.AppError
 	if errors.As(err, &ae) {
-		if ae.Status >= 500 || ae.Status < 400 {
+		if ae.HTTPStatus() >= 500 {
 			a.logger.LogAttrs(ctx, slog.LevelError, "agentauth: "+doing+" failed",
-				slog.String("code", ae.Code), slog.String("error", err.Error()))
+				slog.String("code", ae.WireCode()), slog.String("error", err.Error()))
 		}
 		return err
 	}

@@ -200,12 +200,13 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 //  6. Issuer: "iss" may be absent; when present it must equal the host id
 //     or, for a host with an inline key, that key's RFC 7638 thumbprint.
 //     Failure: 401 invalid_jwt.
-//  7. Claims, all 401 invalid_jwt: "aud" matches one configured audience;
-//     "iat" present and at most Skew in the future; now - iat at most
-//     MaxAge + Skew; "exp" present, after iat and exp - iat at most
-//     MaxAge; now before exp, with no skew (so a token is accepted for at
-//     most MaxAge + Skew, from Skew before its iat); "nbf", if present, at
-//     most Skew in the future; "jti" present and non-empty.
+//  7. Claims, all 401 invalid_jwt, in this order: "aud" matches one
+//     configured audience; "iat", "exp" and a non-empty "jti" are
+//     present; iat at most Skew in the future; now - iat at most MaxAge +
+//     Skew; exp after iat and exp - iat at most MaxAge; now before exp,
+//     with no skew (so a token is accepted for at most MaxAge + Skew,
+//     from Skew before its iat); "nbf", if present, at most Skew in the
+//     future.
 //  8. Replay: the jti is recorded with ReplayCache.CheckAndSet under
 //     ReplayKey(ReplayKeyPrefix, agent id, jti) for MaxAge + 2*Skew, which
 //     covers the whole window in which the token is acceptable. It runs
