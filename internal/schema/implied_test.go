@@ -29,6 +29,9 @@ type impliedPlain struct {
 	secret string
 }
 
+// String reads the unexported field, which ImpliedBy must skip.
+func (p impliedPlain) String() string { return p.ID + p.secret }
+
 type impliedEmpty struct{}
 
 type textName string
