@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentcap/agentcap/internal/jsonvalue"
+	"github.com/agentcap/agentcap/internal/schema"
 )
 
 // Invocation.Normalized answers for one top-level field at a time, and an
@@ -111,7 +112,7 @@ func planTopFields(t reflect.Type) *topFields {
 			return whole
 		}
 		// json.Number is string-kinded but written as a number.
-		tf.plain = plainKind(f.Type.Kind()) && f.Type != jsonNumberType && !hasMarshaler(f.Type)
+		tf.plain = schema.ScalarKind(f.Type.Kind()) && f.Type != jsonNumberType && !hasMarshaler(f.Type)
 		seen[name]++
 		p.byName[name] = tf
 	}
@@ -187,17 +188,6 @@ func normalizedField(in any, field string) (data json.RawMessage, ok, known bool
 		return nil, false, false
 	}
 	return b, true, true
-}
-
-func plainKind(k reflect.Kind) bool {
-	switch k {
-	case reflect.String, reflect.Bool,
-		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64:
-		return true
-	}
-	return false
 }
 
 // appendPlain writes a plain-kinded value the way encoding/json does

@@ -42,7 +42,7 @@ func ImpliedBy(t reflect.Type) bool {
 				return false
 			}
 		}
-		if !scalarKind(f.Type.Kind()) || ownsEncoding(f.Type) || f.Type == reflect.TypeFor[json.Number]() {
+		if !ScalarKind(f.Type.Kind()) || ownsEncoding(f.Type) || f.Type == reflect.TypeFor[json.Number]() {
 			return false
 		}
 		for _, k := range tagNames {
@@ -70,7 +70,9 @@ func ownsEncoding(t reflect.Type) bool {
 	return false
 }
 
-func scalarKind(k reflect.Kind) bool {
+// ScalarKind reports the kinds encoding/json writes as a JSON string,
+// boolean or number by themselves: strings, bools, integers and floats.
+func ScalarKind(k reflect.Kind) bool {
 	switch k {
 	case reflect.String, reflect.Bool,
 		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
