@@ -193,13 +193,16 @@ func (r reply) code() string {
 	return s
 }
 
-func (p *bankProcess) do(t *testing.T, method, path, token, body string) reply {
+// roundTrip sends one request to a running bank: a JSON body when body is
+// not empty, a bearer token when token is not empty. It returns the status,
+// the headers and the whole body.
+func roundTrip(t *testing.T, client *http.Client, url, method, path, token, body string) (int, http.Header, []byte) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, p.url+path, rd)
+	req, err := http.NewRequest(method, url+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +212,7 @@ func (p *bankProcess) do(t *testing.T, method, path, token, body string) reply {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := p.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -218,7 +221,13 @@ func (p *bankProcess) do(t *testing.T, method, path, token, body string) reply {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := reply{status: resp.StatusCode, header: resp.Header, body: b}
+	return resp.StatusCode, resp.Header, b
+}
+
+func (p *bankProcess) do(t *testing.T, method, path, token, body string) reply {
+	t.Helper()
+	status, header, b := roundTrip(t, p.client, p.url, method, path, token, body)
+	r := reply{status: status, header: header, body: b}
 	if err := json.Unmarshal(b, &r.m); err != nil {
 		t.Fatalf("%s %s: the body is not a JSON object: %v: %s", method, path, err, b)
 	}

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -491,34 +490,14 @@ func mustJSON(t *testing.T, s string) any {
 	return v
 }
 
+// do sends one request through the same plain HTTP round trip as the
+// black-box test (no token code is shared) and decodes the answer strictly.
 func (b *outsideBank) do(t *testing.T, method, path, token, body string) answer {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, b.url+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := b.client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := answer{status: resp.StatusCode, header: resp.Header, body: data}
+	status, header, data := roundTrip(t, b.client, b.url, method, path, token, body)
+	a := answer{status: status, header: header, body: data}
 	if err := decodeJSON(data, &a.obj); err != nil {
-		t.Fatalf("%s %s: %d, the body is not a JSON object (%v): %s", method, path, resp.StatusCode, err, data)
+		t.Fatalf("%s %s: %d, the body is not a JSON object (%v): %s", method, path, status, err, data)
 	}
 	return a
 }
