@@ -66,6 +66,8 @@ type Definition struct {
 	location    string
 	visible     func(context.Context, any) bool
 	timeout     time.Duration
+	title       string
+	readOnly    bool
 
 	inputSchema  json.RawMessage
 	outputSchema json.RawMessage
@@ -171,6 +173,8 @@ type options struct {
 	timeout      time.Duration
 	inputSchema  json.RawMessage
 	outputSchema json.RawMessage
+	title        string
+	readOnly     bool
 }
 
 // WithApproval sets the approval strength.
@@ -315,6 +319,8 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 		location:    o.location,
 		visible:     o.visible,
 		timeout:     o.timeout,
+		title:       o.title,
+		readOnly:    o.readOnly,
 		appType:     reflect.TypeFor[C](),
 		inType:      reflect.TypeFor[In](),
 		outType:     reflect.TypeFor[Out](),

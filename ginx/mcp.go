@@ -1,0 +1,33 @@
+package ginx
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// MCPEndpoint is an MCP endpoint with its protected resource metadata,
+// as mcpx.Server provides them.
+type MCPEndpoint interface {
+	http.Handler
+	// MetadataPaths are the paths, at the origin's root, of the metadata.
+	MetadataPaths() []string
+	// Metadata serves the protected resource metadata document.
+	Metadata() http.Handler
+}
+
+// MountMCP registers the MCP endpoint e at path on r, for every method
+// (the Streamable HTTP transport uses POST, GET and DELETE and answers
+// the rest itself), and its metadata at e.MetadataPaths(). The metadata
+// lives at the origin's root, so r must be the engine (or a group without
+// a prefix) and path the endpoint's full path. The endpoint authenticates
+// every request itself; Gin passes the request and its response writer,
+// which streams, through unchanged.
+func MountMCP(r Router, path string, e MCPEndpoint) {
+	r.Any(path, gin.WrapH(e))
+	if m := e.Metadata(); m != nil {
+		for _, p := range e.MetadataPaths() {
+			r.Any(p, gin.WrapH(m))
+		}
+	}
+}

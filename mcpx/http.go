@@ -1,0 +1,212 @@
+package mcpx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/agentcap/agentcap/httpx"
+)
+
+// ownerOf is implemented by principals that name their session owner
+// themselves (agentauth.Caller).
+type ownerOf interface{ SessionOwner() string }
+
+// setupHTTP checks the HTTP part of cfg and builds the Streamable HTTP
+// handler of the SDK behind authentication.
+func (s *Server[C, P]) setupHTTP(cfg Config[P]) error {
+	if s.owner == nil {
+		var zero P
+		if _, ok := any(zero).(ownerOf); !ok {
+			return errors.New("mcpx: Config.SessionOwner is required with Authenticate: sessions must be bound to who opened them")
+		}
+		s.owner = func(p P) string { return any(p).(ownerOf).SessionOwner() }
+	}
+	var err error
+	if s.metadataURL, s.metadataPath, err = checkResource(cfg.Resource); err != nil {
+		return err
+	}
+	if strings.ContainsAny(cfg.Challenge, "\r\n") {
+		return errors.New("mcpx: Config.Challenge must be one header line")
+	}
+	s.metadata = auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource:               cfg.Resource,
+		AuthorizationServers:   cfg.AuthorizationServers,
+		ScopesSupported:        cfg.ScopesSupported,
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           cfg.ResourceName,
+	})
+	s.origins = http.NewCrossOriginProtection()
+	s.trusted = make(map[string]bool, len(cfg.TrustedOrigins))
+	for _, o := range cfg.TrustedOrigins {
+		if err := s.origins.AddTrustedOrigin(o); err != nil {
+			return fmt.Errorf("mcpx: Config.TrustedOrigins: %w", err)
+		}
+		s.trusted[o] = true
+	}
+	maxBody := cfg.MaxBodyBytes
+	if maxBody == 0 {
+		maxBody = httpx.DefaultMaxBodyBytes
+	}
+	timeout := cfg.SessionTimeout
+	switch {
+	case timeout == 0:
+		timeout = DefaultSessionTimeout
+	case timeout < 0:
+		timeout = 0
+	}
+	srv := s.newMCPServer(nil)
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		Logger:              s.logger,
+		MaxRequestBodyBytes: maxBody,
+		SessionTimeout:      timeout,
+	})
+	// The SDK reads token information only from a context its own bearer
+	// middleware filled; this verifier hands it what ServeHTTP verified.
+	verify := func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		ti, ok := ctx.Value(verifiedKey{}).(*auth.TokenInfo)
+		if !ok {
+			return nil, fmt.Errorf("%w: the request was not authenticated", auth.ErrInvalidToken)
+		}
+		return ti, nil
+	}
+	s.streamable = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL: s.metadataURL,
+		// Expiry is the authenticator's business; tokens such as agent
+		// JWTs are checked there, not by the SDK.
+		AllowMissingExpiration: true,
+	})(streamable)
+	return nil
+}
+
+// verifiedKey carries the token information of an authenticated request
+// from ServeHTTP to the SDK.
+type verifiedKey struct{}
+
+// ServeHTTP serves the Streamable HTTP transport: POST for messages, GET
+// for the server's stream, DELETE to end a session. Every request is
+// checked, in order, for its Origin (403), authenticated (401 with a
+// Bearer challenge naming the resource metadata, or the authenticator's
+// refusal), and then handed to the SDK, which checks sessions, their
+// owner, content types, the protocol version and the body limit. Mount it
+// at the path of Config.Resource.
+func (s *Server[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.streamable == nil {
+		s.logger.LogAttrs(r.Context(), slog.LevelError, "mcpx: an HTTP request reached a server without Config.Authenticate")
+		writeEnvelope(w, httpx.ErrorAnswer{Status: http.StatusInternalServerError,
+			Body: []byte(`{"error":"internal_error","message":"internal error"}`)}, nil)
+		return
+	}
+	if !s.originAllowed(r) {
+		writeEnvelope(w, httpx.ErrorAnswer{Status: http.StatusForbidden,
+			Body: []byte(`{"error":"forbidden_origin","message":"requests from this origin are not accepted"}`)}, nil)
+		return
+	}
+	principal, err := s.authenticate(r.Context(), httpx.NewRequest(w, r, ""))
+	if err != nil {
+		s.refuseAuth(w, r, err)
+		return
+	}
+	owner := s.owner(principal)
+	if owner == "" {
+		s.refuseAuth(w, r, fmt.Errorf("mcpx: the principal names no session owner: %w", httpx.ErrNotAllowed))
+		return
+	}
+	ctx := context.WithValue(r.Context(), verifiedKey{}, tokenInfo(owner, principal))
+	s.streamable.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// originAllowed refuses browser requests from other origins: the
+// cross-origin protection of net/http for state-changing methods, and for
+// every method an Origin header that names neither the endpoint's own
+// host nor a trusted origin (the MCP transport asks for both, against DNS
+// rebinding).
+func (s *Server[C, P]) originAllowed(r *http.Request) bool {
+	if s.origins.Check(r) != nil {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" || s.trusted[origin] {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && u.Host == r.Host
+}
+
+// refuseAuth answers an authentication failure as httpx would, with the
+// Bearer challenge of the MCP authorization specification on 401.
+func (s *Server[C, P]) refuseAuth(w http.ResponseWriter, r *http.Request, err error) {
+	ans := httpx.AnswerAuthError(err, s.logger)
+	if ans.Internal {
+		s.logger.LogAttrs(r.Context(), slog.LevelError, "mcpx: authentication failed unexpectedly",
+			slog.String("error", err.Error()))
+	}
+	var challenges []string
+	if ans.Status == http.StatusUnauthorized {
+		c := `Bearer resource_metadata="` + s.metadataURL + `"`
+		if !errors.Is(err, httpx.ErrNoCredentials) {
+			c = `Bearer error="invalid_token", resource_metadata="` + s.metadataURL + `"`
+		}
+		challenges = append(challenges, c)
+		if s.challenge != "" {
+			challenges = append(challenges, s.challenge)
+		}
+	}
+	writeEnvelope(w, ans, challenges)
+}
+
+// writeEnvelope writes an error answer outside the protocol: a JSON
+// envelope as httpx writes it.
+func writeEnvelope(w http.ResponseWriter, ans httpx.ErrorAnswer, challenges []string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	for _, c := range challenges {
+		h.Add("WWW-Authenticate", c)
+	}
+	if ans.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64((ans.RetryAfter+time.Second-1)/time.Second), 10))
+	}
+	w.WriteHeader(ans.Status)
+	// A write error means the client is gone; there is nobody to tell.
+	_, _ = w.Write(append(ans.Body, '\n'))
+}
+
+// Resource returns the canonical URL of the endpoint (Config.Resource).
+func (s *Server[C, P]) Resource() string { return s.resource }
+
+// MetadataURL returns where the protected resource metadata of the
+// endpoint is served: the path-suffixed well-known URL (RFC 9728 §3.1),
+// which 401 challenges name.
+func (s *Server[C, P]) MetadataURL() string { return s.metadataURL }
+
+// MetadataPaths returns the paths, at the origin's root, where Metadata
+// must be mounted: WellKnownPath and, for an endpoint with a path, the
+// path-suffixed form (/.well-known/oauth-protected-resource/mcp for
+// https://host/mcp). Nil without Config.Authenticate.
+func (s *Server[C, P]) MetadataPaths() []string { return s.metadataPath }
+
+// Metadata returns the handler of the protected resource metadata
+// document (RFC 9728): the resource, its authorization servers, scopes
+// and bearer methods. Nil without Config.Authenticate.
+func (s *Server[C, P]) Metadata() http.Handler { return s.metadata }
+
+// Handle registers the endpoint at path on mux, and its metadata at
+// MetadataPaths. mux must be the root of the origin's routes.
+func (s *Server[C, P]) Handle(mux *http.ServeMux, path string) {
+	mux.Handle(path, s)
+	for _, p := range s.metadataPath {
+		mux.Handle(p, s.metadata)
+	}
+}

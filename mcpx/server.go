@@ -1,0 +1,328 @@
+package mcpx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/internal/mcpschema"
+)
+
+// Config configures a [Server]. P is the executor's principal type. Every
+// field has a usable zero value, except that serving HTTP needs
+// Authenticate and Resource.
+type Config[P any] struct {
+	// Name and Version identify the server in the initialize handshake.
+	// Empty Name means "agentcap".
+	Name, Version string
+	// Instructions tell the client how to use the server; empty sends none.
+	Instructions string
+
+	// Authorize, when set, runs for every tools/call with the principal
+	// and the exact parsed input, after input validation and before the
+	// application context is built, as httpx.Config.Authorize does. A
+	// *core.AppError refuses in its own words; any other error refuses
+	// with the code unauthorized.
+	Authorize func(ctx context.Context, principal P, inv *core.Invocation) error
+
+	// GrantStatus, when set, adds "agentcap/grant_status" to the _meta of
+	// each listed tool, as httpx.Config.GrantStatus adds grant_status. An
+	// empty result adds nothing.
+	GrantStatus func(ctx context.Context, principal P, def *core.Definition) string
+
+	// PageSize is the number of tools a tools/list page holds; zero means
+	// DefaultPageSize.
+	PageSize int
+
+	// Logger receives internal errors with their hidden causes, which are
+	// never sent to a client. Nil discards them.
+	Logger *slog.Logger
+
+	// Authenticate turns an HTTP request into a verified principal, with
+	// the contract of httpx.Config.Authenticate (so oidcauth.New and
+	// agentauth.HTTPConfig plug in as they are). It runs for every HTTP
+	// request of a session, since a client may sign a fresh token for
+	// each. Its errors are answered as httpx answers them, with a Bearer
+	// challenge naming the resource metadata on 401. Credentials arrive as
+	// Bearer tokens (the MCP authorization specification): a request that
+	// Authenticate accepts without one is still refused. Required to serve
+	// HTTP; stdio needs none.
+	Authenticate func(ctx context.Context, req *httpx.Request) (P, error)
+
+	// SessionOwner names who a principal is. An MCP session belongs to
+	// the principal that opened it: a later request on the session from
+	// another owner is refused (403), so a leaked session id is of no use
+	// to anyone else. Nil means the principal's own SessionOwner() string
+	// method (agentauth.Caller has one: the agent); New fails when
+	// Authenticate is set and neither exists. A principal whose owner is
+	// "" is refused.
+	SessionOwner func(principal P) string
+
+	// Resource is the canonical URL of the MCP endpoint (RFC 8707), for
+	// example "https://bank.example/mcp": the protected resource that
+	// tokens must be issued for, and the "resource" of its metadata.
+	// Required with Authenticate.
+	Resource string
+	// AuthorizationServers, ScopesSupported and ResourceName are published
+	// in the protected resource metadata (RFC 9728).
+	AuthorizationServers []string
+	ScopesSupported      []string
+	ResourceName         string
+
+	// Challenge, when set, is sent as a further WWW-Authenticate value
+	// with every 401, after the Bearer one: agentauth.HTTPConfig's
+	// AgentAuth discovery challenge, for example.
+	Challenge string
+
+	// MaxBodyBytes bounds a request body; zero means
+	// httpx.DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// TrustedOrigins lists the origins ("https://app.example") whose
+	// browser pages may call the endpoint besides its own. Any other
+	// Origin is refused (403), which also stops DNS rebinding.
+	TrustedOrigins []string
+	// SessionTimeout closes a session that saw no request for this long;
+	// zero means DefaultSessionTimeout, a negative value never closes idle
+	// sessions.
+	SessionTimeout time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultPageSize       = 50
+	DefaultSessionTimeout = 30 * time.Minute
+)
+
+// MetaGrantStatus is the _meta key of a listed tool's grant status.
+const MetaGrantStatus = "agentcap/grant_status"
+
+// MetaError is the _meta key of an error result's envelope, the same JSON
+// object httpx answers the error with.
+const MetaError = "agentcap/error"
+
+// WellKnownPath is where protected resource metadata is served (RFC 9728
+// §3), at the origin's root; the resource's own path follows it in the
+// path-suffixed form.
+const WellKnownPath = "/.well-known/oauth-protected-resource"
+
+// Server serves an executor's capabilities as MCP tools. It is an
+// [http.Handler] for the Streamable HTTP transport, and serves any other
+// transport of the SDK, stdio among them, with [Server.Run]. It is safe
+// for concurrent use.
+type Server[C, P any] struct {
+	exec        *core.Executor[C, P]
+	impl        *mcp.Implementation
+	opts        mcp.ServerOptions
+	authorize   func(ctx context.Context, principal P, inv *core.Invocation) error
+	grantStatus func(ctx context.Context, principal P, def *core.Definition) string
+	pageSize    int
+	logger      *slog.Logger
+	tools       map[*core.Definition]*tool
+
+	// HTTP.
+	authenticate func(ctx context.Context, req *httpx.Request) (P, error)
+	owner        func(P) string
+	resource     string
+	metadataURL  string
+	metadataPath []string
+	metadata     http.Handler
+	challenge    string
+	trusted      map[string]bool
+	origins      *http.CrossOriginProtection
+	streamable   http.Handler
+}
+
+// tool is one capability as MCP presents it, rendered once.
+type tool struct {
+	def     *core.Definition
+	mcp     *mcp.Tool
+	wrapped bool
+}
+
+// New builds a server for exec. It fails on an inconsistent
+// configuration.
+func New[C, P any](exec *core.Executor[C, P], cfg Config[P]) (*Server[C, P], error) {
+	if exec == nil {
+		return nil, errors.New("mcpx: nil executor")
+	}
+	if cfg.PageSize < 0 || cfg.MaxBodyBytes < 0 {
+		return nil, errors.New("mcpx: negative limit in Config")
+	}
+	s := &Server[C, P]{
+		exec:         exec,
+		impl:         &mcp.Implementation{Name: cfg.Name, Version: cfg.Version},
+		authorize:    cfg.Authorize,
+		grantStatus:  cfg.GrantStatus,
+		pageSize:     cfg.PageSize,
+		logger:       cfg.Logger,
+		authenticate: cfg.Authenticate,
+		owner:        cfg.SessionOwner,
+		resource:     cfg.Resource,
+		challenge:    cfg.Challenge,
+	}
+	if s.impl.Name == "" {
+		s.impl.Name = "agentcap"
+	}
+	if s.pageSize == 0 {
+		s.pageSize = DefaultPageSize
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	s.opts = mcp.ServerOptions{
+		Instructions: cfg.Instructions,
+		Logger:       s.logger,
+		// The tools come from an immutable registry, so the list never
+		// changes under a session.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	}
+	all := exec.Registry().All()
+	s.tools = make(map[*core.Definition]*tool, len(all))
+	for _, d := range all {
+		s.tools[d] = renderTool(d)
+	}
+	if cfg.Authenticate != nil {
+		if err := s.setupHTTP(cfg); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// MustNew is New for package-level variables: it panics on error.
+func MustNew[C, P any](exec *core.Executor[C, P], cfg Config[P]) *Server[C, P] {
+	s, err := New(exec, cfg)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// renderTool describes d as an MCP tool: its schemas (see package
+// internal/mcpschema for the shape MCP wants), title, description and the
+// hints its risk and read-only declaration imply.
+func renderTool(d *core.Definition) *tool {
+	out, wrapped := mcpschema.Output(d.OutputSchema())
+	title := d.Title()
+	if title == "" {
+		title = titleOf(d.Name())
+	}
+	t := &mcp.Tool{
+		Name:        d.Name(),
+		Title:       title,
+		Description: d.Description(),
+		InputSchema: mcpschema.Input(d.InputSchema()),
+		Annotations: annotations(d, title),
+	}
+	if out != nil {
+		t.OutputSchema = out
+	}
+	return &tool{def: d, mcp: t, wrapped: wrapped}
+}
+
+// annotations derives the tool hints from the definition: a low-risk
+// capability that declares itself read-only is read-only; every other one
+// may write, destructively when its risk is high or critical.
+func annotations(d *core.Definition, title string) *mcp.ToolAnnotations {
+	a := &mcp.ToolAnnotations{Title: title}
+	if d.ReadOnly() && d.Risk() == core.RiskLow {
+		a.ReadOnlyHint = true
+		return a
+	}
+	destructive := d.Risk() == core.RiskHigh || d.Risk() == core.RiskCritical
+	a.DestructiveHint = &destructive
+	return a
+}
+
+// titleOf makes a title of a capability name: "check_balance" becomes
+// "Check balance", "accounts.list" "Accounts list".
+func titleOf(name string) string {
+	t := strings.NewReplacer("_", " ", ".", " ").Replace(name)
+	t = strings.Join(strings.Fields(t), " ")
+	r, size := utf8.DecodeRuneInString(t)
+	if size == 0 {
+		return name
+	}
+	return string(unicode.ToUpper(r)) + t[size:]
+}
+
+// Run serves one session over t (an *mcp.StdioTransport, an
+// *mcp.IOTransport, an in-memory transport) for principal, until the
+// client closes it or ctx ends. Such transports carry no credentials: the
+// process that starts the server decides who the principal is.
+func (s *Server[C, P]) Run(ctx context.Context, t mcp.Transport, principal P) error {
+	return s.newMCPServer(&principal).Run(ctx, t)
+}
+
+// ServeStdio serves one session over standard input and output for
+// principal, as a local MCP server started by its client does.
+func (s *Server[C, P]) ServeStdio(ctx context.Context, principal P) error {
+	return s.Run(ctx, &mcp.StdioTransport{}, principal)
+}
+
+// newMCPServer builds an SDK server whose tools are the executor's. fixed
+// is the principal of every request (stdio), or nil to take it from each
+// request's token information (HTTP).
+func (s *Server[C, P]) newMCPServer(fixed *P) *mcp.Server {
+	opts := s.opts
+	srv := mcp.NewServer(s.impl, &opts)
+	srv.AddReceivingMiddleware(s.middleware(fixed))
+	return srv
+}
+
+// principalKey is the TokenInfo.Extra key of a request's principal.
+const principalKey = "agentcap/principal"
+
+// principal returns the principal of req.
+func (s *Server[C, P]) principal(req mcp.Request, fixed *P) (P, error) {
+	if fixed != nil {
+		return *fixed, nil
+	}
+	var zero P
+	extra := req.GetExtra()
+	if extra == nil || extra.TokenInfo == nil {
+		return zero, errors.New("mcpx: a request without token information reached the server")
+	}
+	p, ok := extra.TokenInfo.Extra[principalKey].(P)
+	if !ok {
+		return zero, errors.New("mcpx: a request whose token information holds no principal reached the server")
+	}
+	return p, nil
+}
+
+// tokenInfo is what the SDK keeps of an authenticated request: the owner
+// its session is bound to and the principal.
+func tokenInfo[P any](owner string, principal P) *auth.TokenInfo {
+	return &auth.TokenInfo{UserID: owner, Extra: map[string]any{principalKey: principal}}
+}
+
+// checkResource validates Config.Resource and returns where its metadata
+// lives: the path-suffixed URL and the paths to serve it at.
+func checkResource(resource string) (metadataURL string, paths []string, err error) {
+	u, err := url.Parse(resource)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.Fragment != "" {
+		return "", nil, fmt.Errorf("mcpx: Config.Resource %q must be an absolute http(s) URL without credentials, query or fragment", resource)
+	}
+	if strings.ContainsAny(resource, "\"\\") {
+		return "", nil, fmt.Errorf("mcpx: Config.Resource %q has a character that cannot appear in a challenge", resource)
+	}
+	path := strings.TrimRight(u.EscapedPath(), "/")
+	paths = []string{WellKnownPath}
+	if path != "" {
+		paths = append(paths, WellKnownPath+path)
+	}
+	return u.Scheme + "://" + u.Host + WellKnownPath + path, paths, nil
+}

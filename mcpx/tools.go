@@ -1,0 +1,215 @@
+package mcpx
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/internal/mcpschema"
+)
+
+// Method names the server answers itself.
+const (
+	methodListTools = "tools/list"
+	methodCallTool  = "tools/call"
+)
+
+// middleware answers tools/list and tools/call from the executor and
+// passes every other method (initialize, ping, cancellation, ...) to the
+// SDK. The SDK's own tool table stays empty: which tools exist depends on
+// who asks.
+func (s *Server[C, P]) middleware(fixed *P) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case methodListTools:
+				r, ok := req.(*mcp.ListToolsRequest)
+				if !ok {
+					break
+				}
+				p, err := s.principal(req, fixed)
+				if err != nil {
+					return nil, s.internal(ctx, err)
+				}
+				return s.listTools(ctx, p, r.Params)
+			case methodCallTool:
+				r, ok := req.(*mcp.CallToolRequest)
+				if !ok {
+					break
+				}
+				p, err := s.principal(req, fixed)
+				if err != nil {
+					return nil, s.internal(ctx, err)
+				}
+				return s.callTool(ctx, p, r)
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// internal logs err and returns the protocol error a client sees for it.
+func (s *Server[C, P]) internal(ctx context.Context, err error) error {
+	s.logger.LogAttrs(ctx, slog.LevelError, "mcpx: internal error", slog.String("error", err.Error()))
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+}
+
+func invalidParams(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+// A cursor is the base64url encoding (no padding) of the last name on the
+// previous page, as httpx's list cursors: names are unique and listed in
+// order, so a page starts after it whatever changed in between.
+func encodeCursor(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
+
+func decodeCursor(c string) (string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) == 0 {
+		return "", false
+	}
+	return string(b), true
+}
+
+// listTools answers one page of the tools principal may see: the
+// capabilities the executor shows principal in httpx's listing.
+func (s *Server[C, P]) listTools(ctx context.Context, principal P, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+	after := ""
+	if params != nil && params.Cursor != "" {
+		var ok bool
+		if after, ok = decodeCursor(params.Cursor); !ok {
+			return nil, invalidParams("invalid cursor")
+		}
+	}
+	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
+	var last string
+	for _, d := range s.exec.Visible(ctx, principal) {
+		if after != "" && d.Name() <= after {
+			continue
+		}
+		if len(res.Tools) == s.pageSize {
+			res.NextCursor = encodeCursor(last)
+			break
+		}
+		t := s.tools[d].mcp
+		if s.grantStatus != nil {
+			if st := s.grantStatus(ctx, principal, d); st != "" {
+				c := *t
+				c.Meta = mcp.Meta{MetaGrantStatus: st}
+				t = &c
+			}
+		}
+		res.Tools = append(res.Tools, t)
+		last = d.Name()
+	}
+	res.CacheScope = "private"
+	return res, nil
+}
+
+// executing is implemented by principals that look different while they
+// execute (agentauth.Caller): see agentauth.Caller.ForExecution.
+type executing[P any] interface{ ForExecution() P }
+
+// callTool runs a tool through the executor, on the raw arguments (one
+// parse, strict, as httpx does). A capability the principal may not see
+// is an unknown tool, refused before its arguments are looked at, so that
+// neither its existence nor its schema leaks.
+func (s *Server[C, P]) callTool(ctx context.Context, principal P, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if e, ok := any(principal).(executing[P]); ok {
+		principal = e.ForExecution()
+	}
+	params := req.Params
+	if params == nil {
+		return nil, invalidParams("missing params")
+	}
+	name := params.Name
+	def, known := s.exec.Registry().Lookup(name)
+	if known && !def.Visible(ctx, principal) {
+		return nil, unknownTool(name)
+	}
+	if !isObjectOrAbsent(params.Arguments) {
+		return nil, invalidParams("arguments must be a JSON object")
+	}
+	if token := params.GetProgressToken(); token != nil && req.Session != nil {
+		ctx = core.WithProgress(ctx, progressReporter(ctx, req.Session, token))
+	}
+	data, err := s.exec.ExecuteDynamic(ctx, name, principal, params.Arguments, s.authorizer(principal))
+	if err != nil {
+		var ce *core.Error
+		if !errors.As(err, &ce) {
+			return nil, s.internal(ctx, fmt.Errorf("mcpx: the executor returned a foreign error: %w", err))
+		}
+		if ce.Code == core.CodeUnknownCapability && ce.App() == nil {
+			return nil, unknownTool(name)
+		}
+		return s.refused(ctx, name, ce), nil
+	}
+	t := s.tools[def]
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(data)}},
+		StructuredContent: mcpschema.Structured(data, t.wrapped),
+	}, nil
+}
+
+// refused turns a failed or refused call into the tool result a client
+// shows its model: isError, with the httpx error envelope ({"error":
+// code, "message": ..., ...}) as text and under _meta MetaError. It is the
+// one place where a call's failure becomes an answer, so an outcome that
+// needs the user's decision belongs here too.
+func (s *Server[C, P]) refused(ctx context.Context, name string, ce *core.Error) *mcp.CallToolResult {
+	ans := httpx.AnswerError(ce, s.logger)
+	if ans.Internal && ce.Code != core.CodeCanceled {
+		s.logger.LogAttrs(ctx, slog.LevelError, "mcpx: capability failed",
+			slog.String("capability", name), slog.String("code", string(ce.Code)),
+			slog.String("stage", string(ce.Stage)), slog.String("error", ce.Error()))
+	}
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: string(ans.Body)}},
+		IsError: true,
+		Meta:    mcp.Meta{MetaError: json.RawMessage(ans.Body)},
+	}
+}
+
+func unknownTool(name string) error { return invalidParams("unknown tool %q", name) }
+
+// isObjectOrAbsent reports arguments that may go to the executor: absent,
+// null or a JSON object. Anything else is not a tools/call the protocol
+// knows, and is refused as malformed; the executor still checks the
+// object strictly.
+func isObjectOrAbsent(args json.RawMessage) bool {
+	t := bytes.TrimSpace(args)
+	return len(t) == 0 || string(t) == "null" || t[0] == '{'
+}
+
+// authorizer binds the principal to Config.Authorize.
+func (s *Server[C, P]) authorizer(principal P) core.AuthorizeFunc {
+	if s.authorize == nil {
+		return nil
+	}
+	return func(ctx context.Context, inv *core.Invocation) error {
+		return s.authorize(ctx, principal, inv)
+	}
+}
+
+// progressReporter forwards a capability's progress reports to the client
+// as notifications/progress for the call's token. Reports are best
+// effort: one that cannot be sent (the client is gone) is dropped.
+func progressReporter(ctx context.Context, ss *mcp.ServerSession, token any) core.ProgressFunc {
+	return func(p core.Progress) {
+		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token,
+			Progress:      p.Progress,
+			Total:         p.Total,
+			Message:       p.Message,
+		})
+	}
+}
