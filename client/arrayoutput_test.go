@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/agentcap/agentcap/agentauth"
@@ -67,8 +68,8 @@ func TestArrayOutputThroughTheClient(t *testing.T) {
 		t.Errorf("batch results %+v", results)
 	}
 
-	// MCP wants an object output schema: an array one is left out, the
-	// tool itself stays.
+	// MCP wants an object output schema: an array one is wrapped as
+	// {"result": ...}, and so are its results.
 	s, err := client.NewSet(ctx, []client.Member{{Provider: "svc", Agent: a}}, client.SetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -79,8 +80,8 @@ func TestArrayOutputThroughTheClient(t *testing.T) {
 			continue
 		}
 		found = true
-		if tool.OutputSchema != nil {
-			t.Errorf("MCP tool carries the array output schema %s", tool.OutputSchema)
+		if !strings.HasPrefix(string(tool.OutputSchema), `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"result":{"items":`) {
+			t.Errorf("MCP tool output schema %s, want the array schema wrapped", tool.OutputSchema)
 		}
 		if !json.Valid(tool.InputSchema) {
 			t.Errorf("input schema %s", tool.InputSchema)
@@ -91,6 +92,13 @@ func TestArrayOutputThroughTheClient(t *testing.T) {
 	}
 	res, err := s.Call(ctx, "svc__notes", nil)
 	if err != nil || string(res.Data) != tests[0].want {
-		t.Errorf("call through the set: %v, %v", res, err)
+		t.Fatalf("call through the set: %v, %v", res, err)
+	}
+	entry, err := s.Lookup("svc__notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(client.MCPStructured(entry.Capability, res.Data)); got != `{"result":`+tests[0].want+`}` {
+		t.Errorf("MCP structured content %s", got)
 	}
 }

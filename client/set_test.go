@@ -129,7 +129,7 @@ func TestTools(t *testing.T) {
 				`{"name":"svc__ping","description":"No arguments.","input_schema":{"type":"object","properties":{}}}]`},
 		{"mcp", render(s.MCPTools()),
 			`[{"name":"svc__echo","description":"Echo a message.","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}},"outputSchema":{"type":"object","properties":{"message":{"type":"string"}}}},` +
-				`{"name":"svc__ping","description":"No arguments.","inputSchema":{"type":"object","properties":{}}}]`},
+				`{"name":"svc__ping","description":"No arguments.","inputSchema":{"type":"object","properties":{}},"outputSchema":{"type":"object","properties":{"result":{"type":"string"}},"required":["result"]}}]`},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, tt.got); diff != "" {

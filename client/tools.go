@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/agentcap/agentcap/internal/mcpschema"
 )
 
 // emptyObjectSchema stands in for a capability without an input schema:
@@ -46,15 +48,6 @@ func inputSchema(c Capability) json.RawMessage {
 	return c.Input
 }
 
-// objectSchema reports whether a schema declares "type": "object", which
-// MCP requires of an output schema.
-func objectSchema(s json.RawMessage) bool {
-	var v struct {
-		Type any `json:"type"`
-	}
-	return json.Unmarshal(s, &v) == nil && v.Type == "object"
-}
-
 // OpenAITools returns the set as OpenAI function tools, named by display
 // name. Tool calls go back through Set.Call.
 func (s *Set) OpenAITools() []OpenAITool {
@@ -79,17 +72,31 @@ func (s *Set) AnthropicTools() []AnthropicTool {
 	return tools
 }
 
-// MCPTools returns the set as MCP tools, named by display name, with the
-// capability's output schema when it describes an object. Tool calls go
-// back through Set.Call.
+// MCPTools returns the set as MCP tools, named by display name. MCP wants
+// an object as output schema and structured content: an object output
+// schema is used as it is, any other one (a list, say) is wrapped as
+// {"type":"object","properties":{"result":...},"required":["result"]}, and
+// the tool's results must then be wrapped alike (see MCPStructured). This
+// is how package mcpx serves capabilities, so a capability looks the same
+// through both. Tool calls go back through Set.Call.
 func (s *Set) MCPTools() []MCPTool {
 	tools := make([]MCPTool, len(s.entries))
 	for i, e := range s.entries {
 		t := MCPTool{Name: e.Name, Description: e.Capability.Description, InputSchema: inputSchema(e.Capability)}
-		if objectSchema(e.Capability.Output) {
-			t.OutputSchema = e.Capability.Output
-		}
+		t.OutputSchema, _ = mcpschema.Output(e.Capability.Output)
 		tools[i] = t
 	}
 	return tools
+}
+
+// MCPStructured returns the MCP structuredContent of a result of the
+// capability, matching the output schema MCPTools gives it: data itself
+// for an object output schema, {"result": data} for any other, and nil
+// when the capability has no output schema.
+func MCPStructured(c Capability, data json.RawMessage) json.RawMessage {
+	out, wrapped := mcpschema.Output(c.Output)
+	if out == nil {
+		return nil
+	}
+	return mcpschema.Structured(data, wrapped)
 }

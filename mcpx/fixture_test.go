@@ -312,5 +312,3 @@ func bearer(token func() string) *http.Client {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-

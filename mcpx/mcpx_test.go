@@ -124,8 +124,14 @@ func TestStreamableHTTP(t *testing.T) {
 					t.Errorf("echo output schema %s", got)
 				}
 				// A list is not an object: its schema is wrapped.
-				if got := schemaJSON(t, byName["list_items"].OutputSchema); !strings.HasPrefix(got, `{"properties":{"result":{"items":`) &&
-					!strings.Contains(got, `"required":["result"]`) {
+				var wrapped struct {
+					Type       string
+					Required   []string
+					Properties map[string]struct{ Type string }
+				}
+				got := schemaJSON(t, byName["list_items"].OutputSchema)
+				if err := json.Unmarshal([]byte(got), &wrapped); err != nil || wrapped.Type != "object" ||
+					!slices.Equal(wrapped.Required, []string{"result"}) || wrapped.Properties["result"].Type != "array" {
 					t.Errorf("list_items output schema %s", got)
 				}
 				annotations := []struct {

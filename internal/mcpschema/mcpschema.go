@@ -57,7 +57,8 @@ func Input(schema json.RawMessage) json.RawMessage {
 	case IsObject(schema):
 		return schema
 	}
-	return join(`{"type":"object","allOf":[`, schema, `]}`)
+	dialect, inner := splitDialect(schema)
+	return join(`{`+dialect+`"type":"object","allOf":[`, inner, `]}`)
 }
 
 // Output returns the outputSchema of a tool and whether its results are
@@ -69,7 +70,29 @@ func Output(schema json.RawMessage) (json.RawMessage, bool) {
 	case IsObject(schema):
 		return schema, false
 	}
-	return join(`{"type":"object","properties":{"`+ResultKey+`":`, schema, `},"required":["`+ResultKey+`"]}`), true
+	dialect, inner := splitDialect(schema)
+	return join(`{`+dialect+`"type":"object","properties":{"`+ResultKey+`":`, inner, `},"required":["`+ResultKey+`"]}`), true
+}
+
+// splitDialect moves a "$schema" member out of a schema that is about to
+// become a subschema, where JSON Schema 2020-12 does not allow it. It
+// returns the member ready to open the wrapper (`"$schema":"...",`), or
+// "" with the schema unchanged.
+func splitDialect(schema json.RawMessage) (string, json.RawMessage) {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(schema, &members) != nil {
+		return "", schema
+	}
+	d, ok := members["$schema"]
+	if !ok {
+		return "", schema
+	}
+	delete(members, "$schema")
+	inner, err := json.Marshal(members)
+	if err != nil {
+		return "", schema
+	}
+	return `"$schema":` + string(d) + `,`, inner
 }
 
 // Structured returns the structuredContent of a result: data itself, or
