@@ -24,6 +24,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/client"
 )
@@ -60,6 +62,16 @@ Commands:
         the issuer; --capability limits the token to those capabilities.
   revoke
         Revoke the current agent at the provider and forget it.
+  mcp [--url PROVIDER]... [--refresh DURATION]
+        Serve the connected agents' granted capabilities as MCP tools on
+        standard input and output, for an MCP host (Claude Desktop, Claude
+        Code, Cursor), named provider__capability; each call is signed
+        with a fresh agent JWT. With --url, only the agents of those
+        providers. Lifecycle tools let the model discover providers, list
+        capabilities, connect (returning the approval URL and code),
+        request more capabilities, show the status and disconnect. Grants
+        are read again every --refresh (default 1m, 0 never) and after
+        each approval; the host is told when the tools change.
   help
         Show this text.
 
@@ -96,6 +108,9 @@ type cli struct {
 
 	// clientConfig lets tests adjust the client (polling waits).
 	clientConfig func(*client.Config)
+	// mcpTransport replaces standard input and output for the mcp
+	// command, in tests.
+	mcpTransport mcp.Transport
 }
 
 // run executes one command line and returns the exit status: 0 on
@@ -124,6 +139,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		"execute":      c.execute,
 		"sign":         c.sign,
 		"revoke":       c.revoke,
+		"mcp":          c.mcpCommand,
 	}
 	f, ok := commands[cmd]
 	if !ok {
