@@ -125,6 +125,10 @@ type Config struct {
 	Skew time.Duration
 	// KeyFetch is the policy for fetching host and agent JWKS URLs.
 	KeyFetch agentauth.FetchPolicy
+	// Endpoints lists further absolute URLs where the Registry's
+	// capabilities are served by another transport, such as an MCP
+	// endpoint: agent JWTs may name them as aud, for EndpointConfig.
+	Endpoints []string
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -163,6 +167,7 @@ type Provider struct {
 	replay          agentauth.ReplayCache
 	skew, maxAge    time.Duration
 	verifier        *agentauth.Verifier
+	endpoints       []string
 	keyClient       *http.Client
 	discovery       *agentauth.DiscoveryEndpoint
 	challenge       string
@@ -278,6 +283,15 @@ func New(cfg Config) (*Provider, error) {
 			audiences = append(audiences, loc)
 		}
 	}
+	for _, e := range cfg.Endpoints {
+		if err := checkEndpoint(e); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(audiences, e) {
+			audiences = append(audiences, e)
+		}
+	}
+	p.endpoints = slices.Clone(cfg.Endpoints)
 	p.verifier, err = agentauth.NewVerifier(agentauth.VerifierConfig{
 		Directory: directory{p},
 		Audiences: audiences,

@@ -62,6 +62,17 @@ func (p *Provider) session(ctx context.Context, token string) (*agentauth.Sessio
 // capability without one (protocol §4.3). o.Sessions and o.Issuer are
 // ignored.
 func HTTPConfig[P any](p *Provider, o agentauth.HTTPOptions[P]) (httpx.Config[agentauth.Caller[P]], error) {
+	return locationConfig(p, o, func(def *core.Definition) string {
+		if loc := def.Location(); loc != "" {
+			return loc
+		}
+		return p.defaultLocation
+	})
+}
+
+// locationConfig is HTTPConfig where where(def) is the aud an execution
+// of def must name.
+func locationConfig[P any](p *Provider, o agentauth.HTTPOptions[P], where func(*core.Definition) string) (httpx.Config[agentauth.Caller[P]], error) {
 	o.Sessions = p.Sessions()
 	o.Issuer = p.issuer
 	if o.Now == nil {
@@ -70,10 +81,7 @@ func HTTPConfig[P any](p *Provider, o agentauth.HTTPOptions[P]) (httpx.Config[ag
 	next := o.Authorize
 	o.Authorize = func(ctx context.Context, c agentauth.Caller[P], inv *core.Invocation) error {
 		def := inv.Definition
-		want := def.Location()
-		if want == "" {
-			want = p.defaultLocation
-		}
+		want := where(def)
 		if !slices.Contains(c.Session.Claims.Audience, want) {
 			return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, "agent JWT audience is not this capability's location").
 				WithCause(fmt.Errorf("aud %q, capability %s executes at %s", c.Session.Claims.Audience, def.Name(), want))

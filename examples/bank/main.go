@@ -26,6 +26,11 @@
 // and GET /.well-known/agent-configuration at the issuer's origin. Agent
 // JWTs must have an aud of {issuer}/capability/execute or {issuer}.
 //
+// It also serves the same capabilities to MCP clients at {issuer}/mcp
+// (Streamable HTTP), for agents that sign a fresh agent JWT with aud
+// {issuer}/mcp for every request, with its protected resource metadata
+// at /.well-known/oauth-protected-resource.
+//
 // The directory file lists the hosts and agents the bank trusts, with
 // their keys (inline JWKs or JWKS URLs) and grants, in the format of
 // agentauth.LoadDirectoryFile:
@@ -247,6 +252,22 @@ func newServer(cfg config, logger, debug *slog.Logger) (*http.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	mv, err := mcpVerifier(dir, cfg.issuer, agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS})
+	if err != nil {
+		return nil, err
+	}
+	mopts := bank.HTTPOptions()
+	mopts.Sessions = mv
+	mopts.Issuer = cfg.issuer
+	mopts.Logger = debug
+	mhc, err := agentauth.HTTPConfig(mopts)
+	if err != nil {
+		return nil, err
+	}
+	mcpServer, err := newMCP(exec, cfg.issuer, mhc)
+	if err != nil {
+		return nil, err
+	}
 	discovery, err := agentauth.NewDiscoveryEndpoint(agentauth.Discovery{
 		ProviderName:    "bank",
 		Description:     "Example bank: accounts, balances, transfers and exchange rates",
@@ -260,6 +281,7 @@ func newServer(cfg config, logger, debug *slog.Logger) (*http.Server, error) {
 
 	mux := http.NewServeMux()
 	mux.Handle(agentauth.DiscoveryPath, discovery)
+	mountMCP(mux, cfg.issuer, mcpServer)
 	u, _ := url.Parse(cfg.issuer) // checked by parseFlags
 	if prefix := strings.TrimRight(u.Path, "/"); prefix != "" {
 		mux.Handle(prefix+"/", http.StripPrefix(prefix, handler))
@@ -327,6 +349,7 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		SignInURL:    devLoginPath,
 		Lifetimes:    lifetimes,
 		KeyFetch:     agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
+		Endpoints:    []string{mcpResource(cfg.issuer)},
 		Logger:       debug,
 	})
 	if err != nil {
@@ -342,10 +365,21 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 	if err != nil {
 		return nil, st.Close, err
 	}
+	mopts := bank.HTTPOptions()
+	mopts.Logger = debug
+	mhc, err := provider.EndpointConfig(prov, mcpResource(cfg.issuer), mopts)
+	if err != nil {
+		return nil, st.Close, err
+	}
+	mcpServer, err := newMCP(exec, cfg.issuer, mhc)
+	if err != nil {
+		return nil, st.Close, err
+	}
 	go prov.RunSweeper(ctx, time.Minute)
 
 	mux := http.NewServeMux()
 	mux.Handle(devLoginPath, dev)
+	mountMCP(mux, cfg.issuer, mcpServer)
 	mux.Handle("/", prov.Handler(loc))
 	return &http.Server{
 		Handler:           mux,

@@ -126,13 +126,13 @@ var (
 		"List the user's bank accounts with their type and currency.",
 		listAccounts,
 		core.WithApproval(core.ApprovalSession), core.WithRisk(core.RiskLow),
-		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser)
+		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser, core.WithReadOnly())
 
 	CheckBalance = core.MustDefine("check_balance",
 		"Read the current balance of one of the user's accounts.",
 		checkBalance,
 		core.WithApproval(core.ApprovalSession), core.WithRisk(core.RiskLow),
-		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser)
+		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser, core.WithReadOnly())
 
 	TransferMoney = core.MustDefine("transfer_money",
 		"Send money from one of the user's accounts to another account. The amount is converted at the bank's fixed rates when the accounts hold another currency.",
@@ -146,7 +146,7 @@ var (
 		"Quote the bank's fixed exchange rate between two currencies (USD, EUR, GBP).",
 		exchangeRate,
 		core.WithApproval(core.ApprovalNone), core.WithRisk(core.RiskLow),
-		core.WithScope("rates:read"))
+		core.WithScope("rates:read"), core.WithReadOnly())
 )
 
 // Capabilities lists every capability of the bank.

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/examples/bank/bank"
+	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/mcpx"
+)
+
+// mcpPath is where the bank serves MCP, relative to the issuer.
+const mcpPath = "/mcp"
+
+// mcpResource is the URL of the bank's MCP endpoint: the aud its agent
+// JWTs must have, and nothing else.
+func mcpResource(issuer string) string { return issuer + mcpPath }
+
+// newMCP serves the bank's capabilities over MCP, for Agent Auth agents
+// whose JWTs hc verifies (a fresh one per HTTP request).
+func newMCP(exec *bank.Executor, issuer string, hc httpx.Config[bank.Caller]) (*mcpx.Server[*bank.App, bank.Caller], error) {
+	cfg := mcpx.AgentAuth(hc)
+	cfg.Name = "bank"
+	cfg.Version = "1.0.0"
+	cfg.Resource = mcpResource(issuer)
+	cfg.ResourceName = "Example bank"
+	cfg.Instructions = "The bank's accounts, balances, transfers and exchange rates. Authenticate each request with a fresh Agent Auth agent JWT whose aud is " + cfg.Resource + "."
+	return mcpx.New(exec, cfg)
+}
+
+// mountMCP registers the MCP endpoint under the issuer's path and its
+// protected resource metadata at the origin's root.
+func mountMCP(mux *http.ServeMux, issuer string, s *mcpx.Server[*bank.App, bank.Caller]) {
+	u, _ := url.Parse(issuer) // checked by parseFlags
+	s.Handle(mux, strings.TrimRight(u.Path, "/")+mcpPath)
+}
+
+// mcpVerifier verifies the agent JWTs of the MCP endpoint of a bank that
+// trusts a directory: same agents, audience the endpoint alone.
+func mcpVerifier(dir agentauth.Directory, issuer string, fetch agentauth.FetchPolicy) (*agentauth.Verifier, error) {
+	return agentauth.NewVerifier(agentauth.VerifierConfig{
+		Directory: dir,
+		Audiences: []string{mcpResource(issuer)},
+		KeyFetch:  fetch,
+	})
+}
