@@ -86,7 +86,7 @@ func (c *cli) newBridge(urls []string, refresh time.Duration) (*bridge, error) {
 		tools:   map[string]string{},
 		pending: map[string]*pendingApproval{},
 		// Standard output is the protocol: diagnostics go to stderr.
-		logger: slog.New(slog.NewTextHandler(c.stderr, nil)),
+		logger: slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	b.server = mcp.NewServer(&mcp.Implementation{Name: "agentcap", Version: "1.0.0"}, &mcp.ServerOptions{
 		Instructions: mcpInstructions,
@@ -402,12 +402,20 @@ type (
 	}
 	statusIn    struct{}
 	agentStatus struct {
-		Provider string         `json:"provider"`
-		Issuer   string         `json:"issuer"`
-		AgentID  string         `json:"agent_id"`
-		Status   string         `json:"status"`
-		Grants   []client.Grant `json:"grants"`
-		Error    string         `json:"error,omitempty"`
+		Provider string        `json:"provider"`
+		Issuer   string        `json:"issuer"`
+		AgentID  string        `json:"agent_id"`
+		Status   string        `json:"status"`
+		Grants   []statusGrant `json:"grants"`
+		Error    string        `json:"error,omitempty"`
+	}
+	// statusGrant is a grant as agentcap_status shows it: the schemas a
+	// provider may add to a grant are left to agentcap_list_capabilities.
+	statusGrant struct {
+		Capability  string         `json:"capability"`
+		Status      string         `json:"status"`
+		Constraints map[string]any `json:"constraints,omitempty"`
+		ExpiresAt   *time.Time     `json:"expires_at,omitempty"`
 	}
 	statusOut struct {
 		Agents  []agentStatus     `json:"agents"`
@@ -625,13 +633,25 @@ func (b *bridge) status(ctx context.Context, _ *mcp.CallToolRequest, _ statusIn)
 		return lifecycle(out, err)
 	}
 	for _, conn := range conns {
-		as := agentStatus{Provider: conn.Provider, Issuer: conn.Issuer, AgentID: conn.AgentID, Grants: []client.Grant{}}
+		as := agentStatus{Provider: conn.Provider, Issuer: conn.Issuer, AgentID: conn.AgentID, Grants: []statusGrant{}}
 		a, err := b.client.Resume(ctx, conn)
 		if err == nil {
 			var st *client.AgentStatus
 			if st, err = a.Status(ctx); err == nil {
 				as.Status = st.Status
-				as.Grants = st.Grants
+				for _, g := range st.Grants {
+					sg := statusGrant{Capability: g.Capability, Status: g.Status, ExpiresAt: g.ExpiresAt}
+					for k, v := range g.Constraints {
+						var c any
+						if json.Unmarshal(v, &c) == nil {
+							if sg.Constraints == nil {
+								sg.Constraints = map[string]any{}
+							}
+							sg.Constraints[k] = c
+						}
+					}
+					as.Grants = append(as.Grants, sg)
+				}
 			}
 		}
 		if err != nil {
