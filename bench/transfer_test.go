@@ -75,6 +75,17 @@ func authenticate(_ context.Context, req *httpx.Request) (string, error) {
 // newMountHandler builds the agentcap handler the four mounts serve.
 func newMountHandler(tb testing.TB) *httpx.Handler[account, string] {
 	tb.Helper()
+	h, err := httpx.New(newMountHandlerExecutor(tb), httpx.Config[string]{Authenticate: authenticate})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// newMountHandlerExecutor is the executor behind every agentcap
+// contender: the transfer, for the principal the authenticator found.
+func newMountHandlerExecutor(tb testing.TB) *core.Executor[account, string] {
+	tb.Helper()
 	exec, err := core.NewExecutor(core.MustRegistry(transferCap), core.ExecutorConfig[account, string]{
 		CreateContext: func(_ context.Context, principal string, _ *core.Definition, _ any) (account, error) {
 			return account{Owner: principal}, nil
@@ -83,11 +94,7 @@ func newMountHandler(tb testing.TB) *httpx.Handler[account, string] {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	h, err := httpx.New(exec, httpx.Config[string]{Authenticate: authenticate})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return h
+	return exec
 }
 
 // byHand is the operation as an application would write it without
