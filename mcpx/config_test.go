@@ -3,6 +3,8 @@ package mcpx_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -33,6 +35,17 @@ func TestNewRefusesIncompleteHTTPConfig(t *testing.T) {
 		if _, err := mcpx.New(exec, tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want an error about %s", tt.name, err, tt.want)
 		}
+	}
+	// A server without an authenticator serves stdio only; over HTTP it
+	// refuses everything.
+	stdioOnly, err := mcpx.New(exec, mcpx.Config[user]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	stdioOnly.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader("{}")))
+	if rec.Code != http.StatusInternalServerError || stdioOnly.Metadata() != nil {
+		t.Errorf("HTTP without Authenticate: %d", rec.Code)
 	}
 	if _, err := mcpx.New[app, user](nil, mcpx.Config[user]{}); err == nil {
 		t.Error("a nil executor was accepted")

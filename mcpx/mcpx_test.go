@@ -388,6 +388,21 @@ func TestStreamableHTTP(t *testing.T) {
 				if resp.StatusCode != http.StatusForbidden {
 					t.Errorf("foreign origin: %d", resp.StatusCode)
 				}
+				// A name that resolves to the loopback listener but is not
+				// a loopback name is DNS rebinding: refused.
+				req, _ = http.NewRequest(http.MethodPost, f.resource, strings.NewReader(initialize))
+				req.Host = "rebound.example"
+				req.Header.Set("Authorization", "Bearer "+alice())
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				resp, err = http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusForbidden {
+					t.Errorf("foreign host name on loopback: %d", resp.StatusCode)
+				}
 				// A body over the limit is refused.
 				big := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 2<<20) + `"}}}`
 				resp = post(t, f.resource, "Bearer "+alice(), sid, big)
