@@ -60,6 +60,10 @@ type bridge struct {
 	// that started them run under it.
 	life context.Context
 
+	// reloading serializes reloads, so that a slower one never replaces
+	// the tools of a later one.
+	reloading sync.Mutex
+
 	mu      sync.Mutex
 	tools   map[string]string // capability tool name -> its rendering, to see changes
 	set     *client.Set
@@ -244,6 +248,8 @@ func (b *bridge) members(ctx context.Context) ([]client.Member, error) {
 // updates the server's tools where they changed; the SDK then tells the
 // client with notifications/tools/list_changed.
 func (b *bridge) reload(ctx context.Context) error {
+	b.reloading.Lock()
+	defer b.reloading.Unlock()
 	members, err := b.members(ctx)
 	if err != nil {
 		return err
