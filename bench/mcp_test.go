@@ -64,14 +64,7 @@ func newSDKTypedHandler(tb testing.TB) http.Handler {
 		out, err := transfer(ctx, account{Owner: req.Extra.TokenInfo.UserID}, in)
 		return nil, out, err
 	})
-	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
-		if tok != token {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: tok, Expiration: time.Now().Add(time.Hour)}, nil
-	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	return auth.RequireBearerToken(verify, nil)(h)
+	return sdkHandler(srv)
 }
 
 // newSDKFloorHandler is the SDK's transport alone: the same bearer
@@ -86,6 +79,12 @@ func newSDKFloorHandler(tb testing.TB) http.Handler {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}, StructuredContent: data}, nil
 		})
+	return sdkHandler(srv)
+}
+
+// sdkHandler serves srv over the SDK's Streamable HTTP handler behind its
+// bearer middleware, which accepts the bench token.
+func sdkHandler(srv *mcp.Server) http.Handler {
 	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
 		if tok != token {
 			return nil, auth.ErrInvalidToken

@@ -2,28 +2,14 @@ package httpx
 
 import (
 	"context"
-	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/internal/listcursor"
 )
-
-// A list cursor is the base64url encoding (no padding) of the last name on
-// the previous page. Names are unique and listed in order, so the next page
-// starts after it, and capabilities added or hidden between two calls
-// cannot shift a page.
-func encodeCursor(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
-
-func decodeCursor(c string) (string, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) == 0 {
-		return "", false
-	}
-	return string(b), true
-}
 
 func invalidQuery(message string) envelope {
 	return envelope{status: http.StatusBadRequest, code: core.WireInvalidRequest, message: message}
@@ -53,7 +39,7 @@ func (h *handlerBase) parseListQuery(raw string) (query, after string, limit int
 	}
 	if s, ok := vals["cursor"]; ok {
 		var valid bool
-		if after, valid = decodeCursor(s[0]); !valid {
+		if after, valid = listcursor.Decode(s[0]); !valid {
 			e := invalidQuery("the cursor is invalid")
 			return "", "", 0, &e
 		}
@@ -94,7 +80,7 @@ func (h *Handler[C, P]) list(ctx context.Context, req *Request, principal P, ano
 	b = append(b, `],"has_more":`...)
 	if hasMore {
 		b = append(b, `true,"next_cursor":`...)
-		b = appendString(b, encodeCursor(last))
+		b = appendString(b, listcursor.Encode(last))
 	} else {
 		b = append(b, `false,"next_cursor":null`...)
 	}

@@ -5,18 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq nodejs npm >/dev/null
-fi
-major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$major" -lt 20 ]; then
-	echo "interop: Node $(node --version) is too old; the reference provider needs Node 20 or later" >&2
-	exit 1
-fi
-
-npm ci --no-audit --no-fund --loglevel=error
+# shellcheck source=/dev/null
+. ./node.sh "interop"
 
 # Two free loopback ports: the harness, and the agentcap location the
 # harness lists for its agentcap_echo capability (the Go tests serve it).

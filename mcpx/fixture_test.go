@@ -2,20 +2,14 @@ package mcpx_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/gin-gonic/gin"
-	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/gofiber/fiber/v2"
 	"github.com/labstack/echo/v4"
@@ -25,6 +19,7 @@ import (
 	"github.com/agentcap/agentcap/fiberx"
 	"github.com/agentcap/agentcap/ginx"
 	"github.com/agentcap/agentcap/httpx/oidcauth"
+	"github.com/agentcap/agentcap/internal/oidctest"
 	"github.com/agentcap/agentcap/mcpx"
 )
 
@@ -124,57 +119,18 @@ func newExecutor[P any](t testing.TB, pr *probe, visible core.Option, userOf fun
 	return exec
 }
 
-// issuer is a minimal OpenID provider on loopback: discovery and a JWKS
-// with one ES256 key.
-type issuer struct {
-	srv    *httptest.Server
-	signer jose.Signer
-}
+// issuer is a minimal OpenID provider on loopback.
+type issuer struct{ *oidctest.Issuer }
 
-func newIssuer(t testing.TB) *issuer {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	iss := &issuer{}
-	mux := http.NewServeMux()
-	iss.srv = httptest.NewServer(mux)
-	t.Cleanup(iss.srv.Close)
-	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"issuer":                                iss.srv.URL,
-			"jwks_uri":                              iss.srv.URL + "/keys",
-			"authorization_endpoint":                iss.srv.URL + "/auth",
-			"token_endpoint":                        iss.srv.URL + "/token",
-			"id_token_signing_alg_values_supported": []string{"ES256"},
-		})
-	})
-	mux.HandleFunc("/keys", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
-	})
-	iss.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return iss
-}
+func newIssuer(t testing.TB) *issuer { return &issuer{oidctest.NewIssuer(t)} }
 
 // token signs an ID token for subject with audience aud, valid from now
 // for d (negative d: expired).
 func (iss *issuer) token(t testing.TB, subject, aud string, d time.Duration) string {
 	t.Helper()
 	now := time.Now()
-	claims := jwt.Claims{Issuer: iss.srv.URL, Subject: subject, Audience: jwt.Audience{aud},
-		IssuedAt: jwt.NewNumericDate(now.Add(-time.Minute)), Expiry: jwt.NewNumericDate(now.Add(d))}
-	raw, err := jwt.Signed(iss.signer).Claims(claims).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+	return iss.Token(t, jwt.Claims{Issuer: iss.URL, Subject: subject, Audience: jwt.Audience{aud},
+		IssuedAt: jwt.NewNumericDate(now.Add(-time.Minute)), Expiry: jwt.NewNumericDate(now.Add(d))})
 }
 
 // router mounts an MCP endpoint at /mcp, with its metadata, on one kind
@@ -265,7 +221,7 @@ func newOIDCFixture(t testing.TB, r router, cfg func(*mcpx.Config[user])) *oidcF
 	f := &oidcFixture{iss: newIssuer(t), probe: newProbe()}
 	ln, base := listen(t)
 	f.base, f.resource = base, base+"/mcp"
-	provider, err := oidc.NewProvider(context.Background(), f.iss.srv.URL)
+	provider, err := oidc.NewProvider(context.Background(), f.iss.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +239,7 @@ func newOIDCFixture(t testing.TB, r router, cfg func(*mcpx.Config[user])) *oidcF
 		}),
 		SessionOwner:         func(u user) string { return u.Name },
 		Resource:             f.resource,
-		AuthorizationServers: []string{f.iss.srv.URL},
+		AuthorizationServers: []string{f.iss.URL},
 		ScopesSupported:      []string{"tools"},
 		ResourceName:         "fixture",
 		PageSize:             2,

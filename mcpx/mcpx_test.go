@@ -350,7 +350,7 @@ func TestStreamableHTTP(t *testing.T) {
 					}
 					want := map[string]any{
 						"resource":                 f.resource,
-						"authorization_servers":    []any{f.iss.srv.URL},
+						"authorization_servers":    []any{f.iss.URL},
 						"scopes_supported":         []any{"tools"},
 						"bearer_methods_supported": []any{"header"},
 						"resource_name":            "fixture",

@@ -3,7 +3,6 @@ package mcpx
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/internal/listcursor"
 	"github.com/agentcap/agentcap/internal/mcpschema"
 )
 
@@ -67,26 +67,14 @@ func invalidParams(format string, args ...any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
 }
 
-// A cursor is the base64url encoding (no padding) of the last name on the
-// previous page, as httpx's list cursors: names are unique and listed in
-// order, so a page starts after it whatever changed in between.
-func encodeCursor(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
-
-func decodeCursor(c string) (string, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) == 0 {
-		return "", false
-	}
-	return string(b), true
-}
-
 // listTools answers one page of the tools principal may see: the
-// capabilities the executor shows principal in httpx's listing.
+// capabilities the executor shows principal in httpx's listing, with
+// httpx's cursors (package listcursor).
 func (s *Server[C, P]) listTools(ctx context.Context, principal P, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
 	after := ""
 	if params != nil && params.Cursor != "" {
 		var ok bool
-		if after, ok = decodeCursor(params.Cursor); !ok {
+		if after, ok = listcursor.Decode(params.Cursor); !ok {
 			return nil, invalidParams("invalid cursor")
 		}
 	}
@@ -97,7 +85,7 @@ func (s *Server[C, P]) listTools(ctx context.Context, principal P, params *mcp.L
 			continue
 		}
 		if len(res.Tools) == s.pageSize {
-			res.NextCursor = encodeCursor(last)
+			res.NextCursor = listcursor.Encode(last)
 			break
 		}
 		t := s.tools[d].mcp

@@ -240,11 +240,7 @@ func newServer(cfg config, logger, debug *slog.Logger) (*http.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := bank.HTTPOptions()
-	opts.Sessions = verifier
-	opts.Issuer = cfg.issuer
-	opts.Logger = debug
-	hc, err := agentauth.HTTPConfig(opts)
+	hc, err := directoryConfig(verifier, cfg.issuer, debug)
 	if err != nil {
 		return nil, err
 	}
@@ -252,19 +248,7 @@ func newServer(cfg config, logger, debug *slog.Logger) (*http.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	mv, err := mcpVerifier(dir, cfg.issuer, agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS})
-	if err != nil {
-		return nil, err
-	}
-	mopts := bank.HTTPOptions()
-	mopts.Sessions = mv
-	mopts.Issuer = cfg.issuer
-	mopts.Logger = debug
-	mhc, err := agentauth.HTTPConfig(mopts)
-	if err != nil {
-		return nil, err
-	}
-	mcpServer, err := newMCP(exec, cfg.issuer, mhc)
+	mcpServer, err := directoryMCP(dir, exec, cfg, debug)
 	if err != nil {
 		return nil, err
 	}

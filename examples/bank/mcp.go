@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,12 +38,31 @@ func mountMCP(mux *http.ServeMux, issuer string, s *mcpx.Server[*bank.App, bank.
 	s.Handle(mux, strings.TrimRight(u.Path, "/")+mcpPath)
 }
 
-// mcpVerifier verifies the agent JWTs of the MCP endpoint of a bank that
-// trusts a directory: same agents, audience the endpoint alone.
-func mcpVerifier(dir agentauth.Directory, issuer string, fetch agentauth.FetchPolicy) (*agentauth.Verifier, error) {
-	return agentauth.NewVerifier(agentauth.VerifierConfig{
+// directoryConfig is the bank's Agent Auth wiring for a location whose
+// agent JWTs sessions verifies.
+func directoryConfig(sessions agentauth.SessionSource, issuer string, debug *slog.Logger) (httpx.Config[bank.Caller], error) {
+	opts := bank.HTTPOptions()
+	opts.Sessions = sessions
+	opts.Issuer = issuer
+	opts.Logger = debug
+	return agentauth.HTTPConfig(opts)
+}
+
+// directoryMCP is the MCP endpoint of a bank that trusts a directory: the
+// same agents, verified by a verifier of its own whose only audience is
+// the endpoint.
+func directoryMCP(dir agentauth.Directory, exec *bank.Executor, cfg config, debug *slog.Logger) (*mcpx.Server[*bank.App, bank.Caller], error) {
+	verifier, err := agentauth.NewVerifier(agentauth.VerifierConfig{
 		Directory: dir,
-		Audiences: []string{mcpResource(issuer)},
-		KeyFetch:  fetch,
+		Audiences: []string{mcpResource(cfg.issuer)},
+		KeyFetch:  agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
 	})
+	if err != nil {
+		return nil, err
+	}
+	hc, err := directoryConfig(verifier, cfg.issuer, debug)
+	if err != nil {
+		return nil, err
+	}
+	return newMCP(exec, cfg.issuer, hc)
 }

@@ -2,10 +2,6 @@ package oidcauth_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -15,65 +11,19 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
-	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/httpx/oidcauth"
+	"github.com/agentcap/agentcap/internal/oidctest"
 )
 
 const audience = "agentcap-test"
 
-// issuer is a minimal OpenID provider on loopback: discovery and a JWKS
-// with one ES256 key.
-type issuer struct {
-	srv    *httptest.Server
-	key    *ecdsa.PrivateKey
-	signer jose.Signer
-}
-
-func newIssuer(t *testing.T) *issuer {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	iss := &issuer{key: key}
-	mux := http.NewServeMux()
-	iss.srv = httptest.NewServer(mux)
-	t.Cleanup(iss.srv.Close)
-	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{
-			"issuer":                                iss.srv.URL,
-			"jwks_uri":                              iss.srv.URL + "/keys",
-			"authorization_endpoint":                iss.srv.URL + "/auth",
-			"token_endpoint":                        iss.srv.URL + "/token",
-			"id_token_signing_alg_values_supported": []string{"ES256"},
-		})
-	})
-	mux.HandleFunc("/keys", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
-	})
-	iss.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return iss
-}
-
-func (iss *issuer) token(t *testing.T, c jwt.Claims) string {
-	t.Helper()
-	raw, err := jwt.Signed(iss.signer).Claims(c).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
+// newIssuer starts a minimal OpenID provider on loopback.
+func newIssuer(t *testing.T) *oidctest.Issuer { return oidctest.NewIssuer(t) }
 
 type principal struct{ Subject string }
 
@@ -81,10 +31,10 @@ type whoami struct {
 	Subject string `json:"subject"`
 }
 
-func newServer(t *testing.T, iss *issuer) *httptest.Server {
+func newServer(t *testing.T, iss *oidctest.Issuer) *httptest.Server {
 	t.Helper()
 	ctx := context.Background()
-	provider, err := oidc.NewProvider(ctx, iss.srv.URL)
+	provider, err := oidc.NewProvider(ctx, iss.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +68,7 @@ func TestOIDCThroughHandler(t *testing.T) {
 	other := newIssuer(t)
 	srv := newServer(t, iss)
 	now := time.Now()
-	valid := jwt.Claims{Issuer: iss.srv.URL, Subject: "user-1", Audience: jwt.Audience{audience},
+	valid := jwt.Claims{Issuer: iss.URL, Subject: "user-1", Audience: jwt.Audience{audience},
 		IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(time.Hour))}
 	claims := func(mutate func(*jwt.Claims)) jwt.Claims {
 		c := valid
@@ -135,20 +85,20 @@ func TestOIDCThroughHandler(t *testing.T) {
 		status        int
 		body          string
 	}{
-		{"valid", "Bearer " + iss.token(t, valid), 200, `{"data":{"subject":"user-1"}}` + "\n"},
-		{"scheme is case-insensitive", "bearer " + iss.token(t, valid), 200, `{"data":{"subject":"user-1"}}` + "\n"},
-		{"expired", "Bearer " + iss.token(t, claims(func(c *jwt.Claims) {
+		{"valid", "Bearer " + iss.Token(t, valid), 200, `{"data":{"subject":"user-1"}}` + "\n"},
+		{"scheme is case-insensitive", "bearer " + iss.Token(t, valid), 200, `{"data":{"subject":"user-1"}}` + "\n"},
+		{"expired", "Bearer " + iss.Token(t, claims(func(c *jwt.Claims) {
 			c.IssuedAt = jwt.NewNumericDate(now.Add(-2 * time.Hour))
 			c.Expiry = jwt.NewNumericDate(now.Add(-time.Hour))
 		})), 401, invalidJWT},
-		{"wrong audience", "Bearer " + iss.token(t, claims(func(c *jwt.Claims) { c.Audience = jwt.Audience{"someone-else"} })), 401, invalidJWT},
-		{"wrong issuer", "Bearer " + iss.token(t, claims(func(c *jwt.Claims) { c.Issuer = "https://elsewhere.example" })), 401, invalidJWT},
-		{"signed by another key", "Bearer " + other.token(t, valid), 401, invalidJWT},
+		{"wrong audience", "Bearer " + iss.Token(t, claims(func(c *jwt.Claims) { c.Audience = jwt.Audience{"someone-else"} })), 401, invalidJWT},
+		{"wrong issuer", "Bearer " + iss.Token(t, claims(func(c *jwt.Claims) { c.Issuer = "https://elsewhere.example" })), 401, invalidJWT},
+		{"signed by another key", "Bearer " + other.Token(t, valid), 401, invalidJWT},
 		{"garbage", "Bearer not.a.jwt", 401, invalidJWT},
 		{"empty bearer", "Bearer ", 401, invalidJWT},
 		{"missing", "", 401, authRequired},
 		{"other scheme", "Basic dXNlcjpwYXNz", 401, authRequired},
-		{"principal refuses", "Bearer " + iss.token(t, claims(func(c *jwt.Claims) { c.Subject = "suspended" })), 403,
+		{"principal refuses", "Bearer " + iss.Token(t, claims(func(c *jwt.Claims) { c.Subject = "suspended" })), 403,
 			`{"error":"account_suspended","message":"the account is suspended"}` + "\n"},
 	}
 	for _, tc := range tests {
@@ -181,13 +131,13 @@ func TestOIDCThroughHandler(t *testing.T) {
 // reason for the logs while matching httpx.ErrBadCredentials.
 func TestErrorsWrapCause(t *testing.T) {
 	iss := newIssuer(t)
-	provider, err := oidc.NewProvider(context.Background(), iss.srv.URL)
+	provider, err := oidc.NewProvider(context.Background(), iss.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	auth := oidcauth.New(provider.Verifier(&oidc.Config{ClientID: audience}),
 		func(context.Context, *oidc.IDToken) (principal, error) { return principal{}, nil })
-	hdr := http.Header{"Authorization": {"Bearer " + iss.token(t, jwt.Claims{Issuer: iss.srv.URL, Audience: jwt.Audience{"x"},
+	hdr := http.Header{"Authorization": {"Bearer " + iss.Token(t, jwt.Claims{Issuer: iss.URL, Audience: jwt.Audience{"x"},
 		Expiry: jwt.NewNumericDate(time.Now().Add(time.Hour))})}}
 	_, err = auth(context.Background(), &httpx.Request{Header: hdr.Get})
 	if !errors.Is(err, httpx.ErrBadCredentials) || !strings.Contains(err.Error(), "audience") {

@@ -6,18 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq nodejs npm >/dev/null
-fi
-major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$major" -lt 20 ]; then
-	echo "mcp interop: Node $(node --version) is too old; the MCP SDK needs Node 20 or later" >&2
-	exit 1
-fi
-
-npm ci --no-audit --no-fund --loglevel=error
+# shellcheck source=/dev/null
+. ../node.sh "mcp interop"
 
 dir=$PWD
 cd ../..
