@@ -33,9 +33,15 @@ type BatchResult struct {
 	Err *Error
 }
 
+// msgBatchUnsupported is the public message of CodeBatchUnsupported.
+const msgBatchUnsupported = "this capability streams or runs as a job, which a batch cannot carry: execute it on its own"
+
 // ExecuteBatch runs calls for one principal with bounded concurrency and
 // returns their results in request order, each with its own outcome. The
-// batch itself fails only when it is empty or larger than MaxBatch.
+// batch itself fails only when it is empty or larger than MaxBatch. Items
+// naming a streaming or async capability are refused, each with
+// CodeBatchUnsupported, without running. Every item runs under ctx: when
+// it is canceled, the items still running are canceled with it.
 func (e *Executor[C, P]) ExecuteBatch(ctx context.Context, principal P, calls []BatchCall, authorize AuthorizeFunc) ([]BatchResult, error) {
 	if len(calls) == 0 || len(calls) > e.maxBatch {
 		return nil, &Error{Code: CodeInvalidInput, Stage: StageInput,
@@ -67,6 +73,9 @@ func (e *Executor[C, P]) ExecuteBatch(ctx context.Context, principal P, calls []
 }
 
 func (e *Executor[C, P]) batchItem(ctx context.Context, principal P, c BatchCall, authorize AuthorizeFunc) BatchResult {
+	if def, ok := e.reg.byName[c.Capability]; ok && def.longRunning() {
+		return BatchResult{ID: c.ID, Err: &Error{Code: CodeBatchUnsupported, Stage: StageLookup, Message: msgBatchUnsupported}}
+	}
 	_, data, err := e.run(ctx, c.Capability, principal, c.Arguments, nil, authorize)
 	return BatchResult{ID: c.ID, Data: data, Err: err}
 }

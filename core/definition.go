@@ -68,6 +68,10 @@ type Definition struct {
 	timeout     time.Duration
 	title       string
 	readOnly    bool
+	// stream is set for capabilities defined with DefineStream; async for
+	// those defined WithAsync.
+	stream *streamInfo
+	async  bool
 
 	inputSchema  json.RawMessage
 	outputSchema json.RawMessage
@@ -175,6 +179,8 @@ type options struct {
 	outputSchema json.RawMessage
 	title        string
 	readOnly     bool
+	stream       *streamInfo
+	async        bool
 }
 
 // WithApproval sets the approval strength.
@@ -321,6 +327,8 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 		timeout:     o.timeout,
 		title:       o.title,
 		readOnly:    o.readOnly,
+		stream:      o.stream,
+		async:       o.async,
 		appType:     reflect.TypeFor[C](),
 		inType:      reflect.TypeFor[In](),
 		outType:     reflect.TypeFor[Out](),
@@ -343,6 +351,9 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 	}
 	if d.timeout < 0 {
 		return fail("", "negative timeout")
+	}
+	if d.async && d.stream != nil {
+		return fail("", "a streaming capability cannot also be async")
 	}
 	if d.location != "" {
 		u, err := url.Parse(d.location)

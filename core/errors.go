@@ -33,6 +33,33 @@ const (
 	CodeTimeout Code = "timeout"
 )
 
+// Codes of long-running and repeatable calls (streams, jobs, idempotency
+// keys). Their wire code is the code itself, except CodeBatchUnsupported,
+// whose wire code is the one the Agent Auth reference server uses.
+const (
+	// CodeBatchUnsupported: a batch item names a capability that streams
+	// or runs as a job; such a call must be executed on its own.
+	CodeBatchUnsupported Code = "batch_unsupported"
+	// CodeStreamExpired: a stream reached its maximum duration.
+	CodeStreamExpired Code = "stream_expired"
+	// CodeJobNotFound: no job of that id belongs to the caller.
+	CodeJobNotFound Code = "job_not_found"
+	// CodeCancelled: the job was cancelled by its owner.
+	CodeCancelled Code = "cancelled"
+	// CodeInstanceLost: the instance running the job stopped before it
+	// finished (its lease expired, or it shut down).
+	CodeInstanceLost Code = "instance_lost"
+	// CodeInvalidIdempotencyKey: the Idempotency-Key value is empty, too
+	// long or not printable ASCII.
+	CodeInvalidIdempotencyKey Code = "invalid_idempotency_key"
+	// CodeIdempotencyInProgress: the first call with this idempotency key
+	// is still running.
+	CodeIdempotencyInProgress Code = "idempotency_in_progress"
+	// CodeIdempotencyKeyReused: the idempotency key was used before for
+	// another capability or other arguments.
+	CodeIdempotencyKeyReused Code = "idempotency_key_reused"
+)
+
 // Stage names a step of the execution pipeline. Stages run in the order
 // lookup, input, authorize, context, handler, output.
 type Stage string
@@ -55,6 +82,8 @@ const (
 	WireInternalError      = "internal_error"
 	WireCanceled           = "canceled"
 	WireTimeout            = "timeout"
+	// WireBatchUnsupported is the wire code of CodeBatchUnsupported.
+	WireBatchUnsupported = "batch_unsupported_result_type"
 )
 
 // StatusClientClosedRequest is the non-standard status used when the caller
@@ -74,6 +103,15 @@ var codeTable = map[Code]struct {
 	CodeExecutionFailed:   {http.StatusInternalServerError, WireInternalError},
 	CodeCanceled:          {StatusClientClosedRequest, WireCanceled},
 	CodeTimeout:           {http.StatusGatewayTimeout, WireTimeout},
+
+	CodeBatchUnsupported:      {http.StatusBadRequest, WireBatchUnsupported},
+	CodeStreamExpired:         {http.StatusGatewayTimeout, string(CodeStreamExpired)},
+	CodeJobNotFound:           {http.StatusNotFound, string(CodeJobNotFound)},
+	CodeCancelled:             {http.StatusConflict, string(CodeCancelled)},
+	CodeInstanceLost:          {http.StatusServiceUnavailable, string(CodeInstanceLost)},
+	CodeInvalidIdempotencyKey: {http.StatusBadRequest, string(CodeInvalidIdempotencyKey)},
+	CodeIdempotencyInProgress: {http.StatusConflict, string(CodeIdempotencyInProgress)},
+	CodeIdempotencyKeyReused:  {http.StatusUnprocessableEntity, string(CodeIdempotencyKeyReused)},
 }
 
 // Public messages for redacted failures.

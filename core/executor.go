@@ -258,7 +258,7 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 			Definition: def, Principal: principal})
 	}
 	timeout := def.timeout
-	if timeout == 0 {
+	if timeout == 0 && !def.longRunning() {
 		timeout = e.timeout
 	}
 	// took is set when the execution finishes, before hooks run; the
@@ -334,6 +334,9 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 	appDone = true
 
 	// handler
+	if start, ok := ctx.Value(handlerStartKey{}).(func()); ok {
+		start()
+	}
 	call := def.call.(func(context.Context, C, any) (any, error))
 	perr = protect(func() error {
 		var herr error

@@ -1,0 +1,219 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcap/agentcap/core"
+)
+
+type tickIn struct {
+	N int `json:"n" minimum:"0" maximum:"10"`
+}
+
+type tick struct {
+	Seq   int    `json:"seq" minimum:"1"`
+	Label string `json:"label"`
+}
+
+type tickOut struct {
+	Count int `json:"count"`
+}
+
+// ticker emits n chunks; n == 7 emits one that breaks the chunk schema.
+var ticker = core.MustDefineStream("ticker", "Emit n ticks.",
+	func(ctx context.Context, a app, in tickIn, emit *core.Emitter[tick]) (tickOut, error) {
+		for i := 1; i <= in.N; i++ {
+			seq := i
+			if in.N == 7 && i == 3 {
+				seq = 0
+			}
+			if err := emit.Emit(tick{Seq: seq, Label: a.User}); err != nil {
+				if in.N == 7 {
+					// Ignore the error: the executor must fail the call anyway.
+					continue
+				}
+				return tickOut{}, err
+			}
+		}
+		return tickOut{Count: in.N}, nil
+	})
+
+var slowJob = core.MustDefine("slow_job", "Wait for the context.",
+	func(ctx context.Context, _ app, _ core.NoInput) (tickOut, error) {
+		select {
+		case <-ctx.Done():
+			return tickOut{}, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+			return tickOut{Count: 1}, nil
+		}
+	}, core.WithAsync())
+
+func streamExecutor(t *testing.T, timeout time.Duration) *core.Executor[app, user] {
+	t.Helper()
+	return core.MustExecutor(core.MustRegistry(ticker, slowJob, core.MustDefine("echo", "Echo.", echo)),
+		core.ExecutorConfig[app, user]{CreateContext: createContext, Timeout: timeout})
+}
+
+func echo(_ context.Context, a app, in echoIn) (echoOut, error) {
+	return echoOut{Text: in.Text, User: a.User}, nil
+}
+
+func TestStreamSinkReceivesValidatedChunks(t *testing.T) {
+	e := streamExecutor(t, 0)
+	var got []string
+	ctx := core.WithStream(context.Background(), func(chunk json.RawMessage) error {
+		got = append(got, string(chunk))
+		return nil
+	})
+	data, err := e.ExecuteDynamic(ctx, "ticker", user{ID: "u1"}, []byte(`{"n":3}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"seq":1,"label":"u1"}`, `{"seq":2,"label":"u1"}`, `{"seq":3,"label":"u1"}`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("chunks (-want +got):\n%s", diff)
+	}
+	if string(data) != `{"count":3}` {
+		t.Errorf("final result %s", data)
+	}
+}
+
+func TestStreamWithoutSinkDropsChunks(t *testing.T) {
+	e := streamExecutor(t, 0)
+	out, err := core.Execute(context.Background(), e, ticker, user{ID: "u1"}, tickIn{N: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Count != 2 {
+		t.Errorf("count %d", out.Count)
+	}
+}
+
+func TestStreamBadChunkFailsTheCall(t *testing.T) {
+	e := streamExecutor(t, 0)
+	var n int
+	ctx := core.WithStream(context.Background(), func(json.RawMessage) error { n++; return nil })
+	_, err := e.ExecuteDynamic(ctx, "ticker", user{ID: "u1"}, []byte(`{"n":7}`), nil)
+	var ce *core.Error
+	if !errors.As(err, &ce) || ce.Code != core.CodeInvalidOutput || ce.Message != "internal error" {
+		t.Fatalf("err %v", err)
+	}
+	if n != 2 {
+		t.Errorf("%d chunks reached the sink, want the 2 before the bad one", n)
+	}
+}
+
+func TestStreamSinkErrorReachesHandler(t *testing.T) {
+	e := streamExecutor(t, 0)
+	gone := errors.New("client gone")
+	ctx := core.WithStream(context.Background(), func(json.RawMessage) error { return gone })
+	_, err := e.ExecuteDynamic(ctx, "ticker", user{ID: "u1"}, []byte(`{"n":2}`), nil)
+	if !errors.Is(err, gone) {
+		t.Fatalf("err %v, want the sink's error as cause", err)
+	}
+}
+
+func TestDefinitionReportsStreamAndAsync(t *testing.T) {
+	if !ticker.Definition().Streams() || ticker.Definition().Async() {
+		t.Error("ticker: want a stream, not async")
+	}
+	if slowJob.Definition().Streams() || !slowJob.Definition().Async() {
+		t.Error("slow_job: want async, not a stream")
+	}
+	var chunk map[string]any
+	if err := json.Unmarshal(ticker.Definition().ChunkSchema(), &chunk); err != nil || chunk["type"] != "object" {
+		t.Errorf("chunk schema %s (%v)", ticker.Definition().ChunkSchema(), err)
+	}
+	if slowJob.Definition().ChunkSchema() != nil {
+		t.Error("a capability that does not stream has a chunk schema")
+	}
+	if _, err := core.DefineStream("both", "Both.", func(context.Context, app, echoIn, *core.Emitter[tick]) (echoOut, error) {
+		return echoOut{}, nil
+	}, core.WithAsync()); err == nil {
+		t.Error("a capability that streams and is async was defined")
+	}
+	if _, err := core.DefineStream[app, echoIn, chan int, echoOut]("bad_chunk", "Bad.", func(context.Context, app, echoIn, *core.Emitter[chan int]) (echoOut, error) {
+		return echoOut{}, nil
+	}); err == nil {
+		t.Error("a chunk type without a schema was accepted")
+	}
+}
+
+// Long-running capabilities are not cut by the executor's default
+// timeout; ordinary ones are.
+func TestLongRunningIgnoresDefaultTimeout(t *testing.T) {
+	e := streamExecutor(t, 20*time.Millisecond)
+	if _, err := e.ExecuteDynamic(context.Background(), "slow_job", user{ID: "u1"}, nil, nil); err != nil {
+		t.Fatalf("async capability: %v", err)
+	}
+}
+
+func TestBatchRefusesStreamsAndJobs(t *testing.T) {
+	e := streamExecutor(t, 0)
+	res, err := e.ExecuteBatch(context.Background(), user{ID: "u1"}, []core.BatchCall{
+		{ID: "a", Capability: "ticker", Arguments: json.RawMessage(`{"n":1}`)},
+		{ID: "b", Capability: "slow_job"},
+		{ID: "c", Capability: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res[:2] {
+		if r.Err == nil || r.Err.Code != core.CodeBatchUnsupported || r.Err.WireCode() != "batch_unsupported_result_type" || r.Err.HTTPStatus() != 400 {
+			t.Errorf("%s: %v", r.ID, r.Err)
+		}
+	}
+	if res[2].Err != nil || string(res[2].Data) != `{"text":"hi","user":"u1"}` {
+		t.Errorf("c: %s %v", res[2].Data, res[2].Err)
+	}
+}
+
+func TestOnHandlerStartOnlyForCallsThatRun(t *testing.T) {
+	e := streamExecutor(t, 0)
+	for _, tc := range []struct {
+		name, args string
+		p          user
+		want       int
+	}{
+		{"runs", `{"text":"x"}`, user{ID: "u"}, 1},
+		{"bad input", `{"text":1}`, user{ID: "u"}, 0},
+		{"refused context", `{"text":"x"}`, user{}, 0},
+	} {
+		n := 0
+		ctx := core.OnHandlerStart(context.Background(), func() { n++ })
+		_, _ = e.ExecuteDynamic(ctx, "echo", tc.p, []byte(tc.args), nil)
+		if n != tc.want {
+			t.Errorf("%s: start called %d times, want %d", tc.name, n, tc.want)
+		}
+	}
+}
+
+func TestNewCodesInTable(t *testing.T) {
+	for _, tc := range []struct {
+		code   core.Code
+		status int
+		wire   string
+	}{
+		{core.CodeBatchUnsupported, 400, "batch_unsupported_result_type"},
+		{core.CodeStreamExpired, 504, "stream_expired"},
+		{core.CodeJobNotFound, 404, "job_not_found"},
+		{core.CodeCancelled, 409, "cancelled"},
+		{core.CodeInstanceLost, 503, "instance_lost"},
+		{core.CodeInvalidIdempotencyKey, 400, "invalid_idempotency_key"},
+		{core.CodeIdempotencyInProgress, 409, "idempotency_in_progress"},
+		{core.CodeIdempotencyKeyReused, 422, "idempotency_key_reused"},
+	} {
+		if got := core.HTTPStatus(tc.code); got != tc.status {
+			t.Errorf("%s: status %d, want %d", tc.code, got, tc.status)
+		}
+		if got := core.WireCode(tc.code); got != tc.wire {
+			t.Errorf("%s: wire %q, want %q", tc.code, got, tc.wire)
+		}
+	}
+}
