@@ -1,0 +1,538 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentcap/agentcap/core"
+)
+
+// Defaults of Config.
+const (
+	DefaultTimeout          = 15 * time.Minute
+	DefaultRetention        = 24 * time.Hour
+	DefaultLease            = 30 * time.Second
+	DefaultSweepInterval    = time.Minute
+	DefaultPollInterval     = time.Second
+	DefaultProgressInterval = 250 * time.Millisecond
+)
+
+// Config configures a Manager. Every field has a usable zero value.
+type Config struct {
+	// Store keeps the records. Nil means a new MemoryStore.
+	Store Store
+	// Instance names this process in the records it runs; instances
+	// sharing a Store must use different names. Empty means a random one.
+	Instance string
+	// Timeout bounds each job, from its start (default 15 min). A
+	// capability's own core.WithTimeout applies too.
+	Timeout time.Duration
+	// Retention is how long a finished job stays readable (default 24 h).
+	Retention time.Duration
+	// Lease is how long a pending job stays pending without its instance
+	// renewing it (default 30 s). Instances renew every Lease/3, and every
+	// instance fails the jobs whose lease ran out with instance_lost.
+	Lease time.Duration
+	// SweepInterval is how often finished jobs past their retention are
+	// deleted (default 1 min).
+	SweepInterval time.Duration
+	// PollInterval is how long a poller is told to wait between polls
+	// of a pending job (default 1 s); transports send it as Retry-After.
+	PollInterval time.Duration
+	// ProgressInterval is the least time between two writes of a job's
+	// progress to the Store (default 250 ms); reports in between are
+	// merged, the latest kept.
+	ProgressInterval time.Duration
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives store failures of the background work. Nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Manager runs calls as jobs: detached from the request that started
+// them, each with its own deadline, their records in a Store. It is
+// transport-neutral: httpx uses it for 202 answers and status polling,
+// and any other transport can. It is safe for concurrent use.
+type Manager struct {
+	store    Store
+	instance string
+	timeout  time.Duration
+	retain   time.Duration
+	lease    time.Duration
+	sweep    time.Duration
+	poll     time.Duration
+	progress time.Duration
+	now      func() time.Time
+	logger   *slog.Logger
+
+	mu      sync.Mutex
+	running map[string]*Call
+
+	stop   chan struct{}
+	done   chan struct{}
+	closed atomic.Bool
+}
+
+// New returns a Manager and starts its background work (lease renewal,
+// expiry of lost jobs, sweeping), which Close stops.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Timeout < 0 || cfg.Retention < 0 || cfg.Lease < 0 || cfg.SweepInterval < 0 || cfg.PollInterval < 0 || cfg.ProgressInterval < 0 {
+		return nil, errors.New("jobs: negative duration in Config")
+	}
+	m := &Manager{
+		store:    cfg.Store,
+		instance: cfg.Instance,
+		timeout:  orDefault(cfg.Timeout, DefaultTimeout),
+		retain:   orDefault(cfg.Retention, DefaultRetention),
+		lease:    orDefault(cfg.Lease, DefaultLease),
+		sweep:    orDefault(cfg.SweepInterval, DefaultSweepInterval),
+		poll:     orDefault(cfg.PollInterval, DefaultPollInterval),
+		progress: orDefault(cfg.ProgressInterval, DefaultProgressInterval),
+		now:      cfg.Now,
+		logger:   cfg.Logger,
+		running:  make(map[string]*Call),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if m.store == nil {
+		m.store = NewMemoryStore()
+	}
+	if m.instance == "" {
+		m.instance = "inst_" + randomID(9)
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	if m.logger == nil {
+		m.logger = slog.New(slog.DiscardHandler)
+	}
+	go m.loop()
+	return m, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// randomID returns n random bytes in unpadded base64url.
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Store returns the manager's store.
+func (m *Manager) Store() Store { return m.store }
+
+// Instance returns the name of this instance in job records.
+func (m *Manager) Instance() string { return m.instance }
+
+// PollInterval returns the wait a poller of a pending job is told.
+func (m *Manager) PollInterval() time.Duration { return m.poll }
+
+// Failures of jobs that did not end by themselves.
+var (
+	// FailureCancelled is the failure of a job cancelled by its owner.
+	FailureCancelled = Failure{Code: core.WireCode(core.CodeCancelled), Message: "the job was cancelled", Status: core.HTTPStatus(core.CodeCancelled)}
+	// FailureInstanceLost is the failure of a job whose instance stopped.
+	FailureInstanceLost = Failure{Code: core.WireCode(core.CodeInstanceLost), Message: "the instance running the job stopped before it finished", Status: core.HTTPStatus(core.CodeInstanceLost)}
+)
+
+var errCancelled = errors.New("jobs: cancelled by the owner")
+
+// FailureOf turns a call's error into the public failure of a job: the
+// wire code, message and extra members of a *core.Error; anything else is
+// an internal error.
+func FailureOf(err error) Failure {
+	var ce *core.Error
+	if errors.As(err, &ce) {
+		f := Failure{Code: ce.WireCode(), Message: ce.Message, Status: ce.HTTPStatus()}
+		if fields := ce.Fields(); len(fields) > 0 {
+			f.Fields = fields
+		}
+		return f
+	}
+	return Failure{Code: core.WireInternalError, Message: "internal error", Status: http.StatusInternalServerError}
+}
+
+// Call is one execution that may become a job. [Manager.Call] starts it;
+// the transport then either waits for it like a synchronous call or
+// detaches it with [Call.Detach].
+type Call struct {
+	m          *Manager
+	id         string
+	owner      string
+	capability string
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	started   chan struct{}
+	startOnce sync.Once
+	done      chan struct{}
+	result    json.RawMessage
+	err       error
+
+	mu       sync.Mutex
+	detached bool
+	// created is closed once a detached call's record is written;
+	// createErr then says whether that failed.
+	created   chan struct{}
+	createErr error
+
+	progMu     sync.Mutex
+	prog       *core.Progress
+	progDirty  bool
+	progLatest time.Time
+}
+
+// Call starts run in a goroutine of its own, under a context that keeps
+// ctx's values but not its cancellation or deadline, bounded by the job
+// timeout. That context carries a core.OnHandlerStart notice (see
+// [Call.Started]) and a core.WithProgress listener that records progress
+// in the job. run is typically an executor call.
+func (m *Manager) Call(ctx context.Context, owner, capability string, run func(ctx context.Context) (json.RawMessage, error)) *Call {
+	c := &Call{
+		m:          m,
+		id:         "job_" + randomID(18),
+		owner:      owner,
+		capability: capability,
+		started:    make(chan struct{}),
+		done:       make(chan struct{}),
+		created:    make(chan struct{}),
+	}
+	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	tctx, tcancel := context.WithTimeout(base, m.timeout)
+	c.cancel = func(cause error) { cancel(cause); tcancel() }
+	tctx = core.OnHandlerStart(tctx, func() { c.startOnce.Do(func() { close(c.started) }) })
+	c.ctx = core.WithProgress(tctx, c.report)
+	go c.run(run)
+	return c
+}
+
+func (c *Call) run(run func(ctx context.Context) (json.RawMessage, error)) {
+	data, err := run(c.ctx)
+	c.mu.Lock()
+	c.result, c.err = data, err
+	detached := c.detached
+	close(c.done)
+	c.mu.Unlock()
+	if detached {
+		<-c.created
+		if c.createErr == nil {
+			c.m.finish(c, data, err)
+		}
+		c.m.untrack(c)
+	}
+	c.cancel(nil)
+}
+
+// ID returns the id the job has (or will have, once detached).
+func (c *Call) ID() string { return c.id }
+
+// Started is closed when the capability's handler starts: the call passed
+// validation, authorization and context construction.
+func (c *Call) Started() <-chan struct{} { return c.started }
+
+// Done is closed when the call has ended.
+func (c *Call) Done() <-chan struct{} { return c.done }
+
+// Result returns the call's output and error. Call it after Done is
+// closed.
+func (c *Call) Result() (json.RawMessage, error) {
+	<-c.done
+	return c.result, c.err
+}
+
+// Cancel cancels a call that is not detached, for a caller that went
+// away while waiting for it. It does nothing to a detached call: only
+// [Manager.Cancel] ends a job.
+func (c *Call) Cancel() {
+	c.mu.Lock()
+	detached := c.detached
+	c.mu.Unlock()
+	if !detached {
+		c.cancel(context.Canceled)
+	}
+}
+
+// Detach turns the call into a job and returns its record as written: a
+// pending job whose outcome the call writes when it ends, or, if the call
+// had already ended, a finished one. ctx bounds the write. When the write
+// fails the call is cancelled and the error returned.
+func (c *Call) Detach(ctx context.Context) (*Record, error) {
+	m := c.m
+	c.mu.Lock()
+	finished := false
+	select {
+	case <-c.done:
+		finished = true
+	default:
+		c.detached = true
+	}
+	c.mu.Unlock()
+	now := m.now()
+	rec := &Record{
+		ID: c.id, Owner: c.owner, Capability: c.capability, State: StatePending,
+		Instance: m.instance, LeaseUntil: now.Add(m.lease), Created: now, Updated: now,
+	}
+	c.progMu.Lock()
+	if c.prog != nil {
+		p := *c.prog
+		rec.Progress = &p
+		c.progDirty = false
+	}
+	c.progMu.Unlock()
+	if finished {
+		rec.apply(m.outcome(c.result, c.err, now), now)
+		if err := m.store.Create(ctx, rec); err != nil {
+			return nil, fmt.Errorf("jobs: recording job: %w", err)
+		}
+		return rec, nil
+	}
+	err := m.store.Create(ctx, rec)
+	if err == nil {
+		m.track(c)
+	} else {
+		c.createErr = err
+		c.cancel(err)
+	}
+	close(c.created)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: recording job: %w", err)
+	}
+	return rec, nil
+}
+
+// report is the call's core.ProgressFunc.
+func (c *Call) report(p core.Progress) {
+	c.progMu.Lock()
+	c.prog = &p
+	c.progDirty = true
+	now := c.m.now()
+	write := now.Sub(c.progLatest) >= c.m.progress
+	c.progMu.Unlock()
+	if !write {
+		return
+	}
+	c.flushProgress(now)
+}
+
+// flushProgress writes the latest unwritten progress of a detached call.
+func (c *Call) flushProgress(now time.Time) {
+	c.mu.Lock()
+	detached := c.detached
+	c.mu.Unlock()
+	if !detached {
+		return
+	}
+	select {
+	case <-c.created:
+	default:
+		return
+	}
+	if c.createErr != nil {
+		return
+	}
+	c.progMu.Lock()
+	if !c.progDirty || c.prog == nil {
+		c.progMu.Unlock()
+		return
+	}
+	p := *c.prog
+	c.progDirty = false
+	c.progLatest = now
+	c.progMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.m.lease)
+	defer cancel()
+	if err := c.m.store.SetProgress(ctx, c.id, p, now); err != nil {
+		c.m.logger.LogAttrs(ctx, slog.LevelWarn, "jobs: recording progress failed",
+			slog.String("job", c.id), slog.String("error", err.Error()))
+	}
+}
+
+func (m *Manager) outcome(data json.RawMessage, err error, now time.Time) Outcome {
+	out := Outcome{State: StateCompleted, Result: data, Expires: now.Add(m.retain)}
+	if err != nil {
+		f := FailureOf(err)
+		out = Outcome{State: StateFailed, Failure: &f, Expires: now.Add(m.retain)}
+	}
+	return out
+}
+
+func (m *Manager) finish(c *Call, data json.RawMessage, err error) {
+	now := m.now()
+	ctx, cancel := context.WithTimeout(context.Background(), m.lease)
+	defer cancel()
+	if _, ferr := m.store.Finish(ctx, c.id, m.outcome(data, err, now), now); ferr != nil {
+		m.logger.LogAttrs(ctx, slog.LevelError, "jobs: recording the outcome failed; the job will be reported lost",
+			slog.String("job", c.id), slog.String("error", ferr.Error()))
+	}
+}
+
+func (m *Manager) track(c *Call) {
+	m.mu.Lock()
+	m.running[c.id] = c
+	m.mu.Unlock()
+}
+
+func (m *Manager) untrack(c *Call) {
+	m.mu.Lock()
+	delete(m.running, c.id)
+	m.mu.Unlock()
+}
+
+func (m *Manager) local(id string) *Call {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.running[id]
+}
+
+// Get returns the job id if owner started it. A job of another owner is
+// ErrNotFound, exactly like one that does not exist, so that job ids
+// cannot be probed.
+func (m *Manager) Get(ctx context.Context, owner, id string) (*Record, error) {
+	rec, err := m.store.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Owner != owner || owner == "" {
+		return nil, ErrNotFound
+	}
+	return rec, nil
+}
+
+// Cancel ends a pending job of owner as failed with FailureCancelled and
+// cancels its handler's context (on this instance at once; on another
+// one when it next renews its leases). A job that already ended is left
+// as it is. It returns the record after the attempt.
+func (m *Manager) Cancel(ctx context.Context, owner, id string) (*Record, error) {
+	rec, err := m.Get(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.State != StatePending {
+		return rec, nil
+	}
+	now := m.now()
+	f := FailureCancelled
+	won, err := m.store.Finish(ctx, id, Outcome{State: StateFailed, Failure: &f, Expires: now.Add(m.retain)}, now)
+	if err != nil {
+		return nil, err
+	}
+	if won {
+		if c := m.local(id); c != nil {
+			c.cancel(errCancelled)
+		}
+	}
+	return m.store.Get(ctx, id)
+}
+
+// Close stops the background work, and fails the jobs still running here
+// with FailureInstanceLost, cancelling their handlers: a job cannot
+// outlive its instance. It does not close the Store.
+func (m *Manager) Close() error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	close(m.stop)
+	<-m.done
+	m.mu.Lock()
+	calls := make([]*Call, 0, len(m.running))
+	for _, c := range m.running {
+		calls = append(calls, c)
+	}
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), m.lease)
+	defer cancel()
+	var errs []error
+	for _, c := range calls {
+		now := m.now()
+		f := FailureInstanceLost
+		if _, err := m.store.Finish(ctx, c.id, Outcome{State: StateFailed, Failure: &f, Expires: now.Add(m.retain)}, now); err != nil {
+			errs = append(errs, err)
+		}
+		c.cancel(errors.New("jobs: the manager closed"))
+	}
+	return errors.Join(errs...)
+}
+
+// loop renews the leases of this instance's jobs, fails lost jobs of any
+// instance and sweeps expired records.
+func (m *Manager) loop() {
+	defer close(m.done)
+	renew := time.NewTicker(max(m.lease/3, time.Millisecond))
+	defer renew.Stop()
+	sweep := time.NewTicker(m.sweep)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-renew.C:
+			m.Maintain(context.Background())
+		case <-sweep.C:
+			m.Sweep(context.Background())
+		}
+	}
+}
+
+// Maintain renews the leases of the jobs running here, cancels those
+// that ended elsewhere (cancelled through another instance), writes
+// pending progress, and fails every job whose lease ran out with
+// FailureInstanceLost. The background work calls it every Lease/3; it is
+// exported for tests and for applications that drive time themselves.
+func (m *Manager) Maintain(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, m.lease)
+	defer cancel()
+	m.mu.Lock()
+	ids := make([]string, 0, len(m.running))
+	calls := make([]*Call, 0, len(m.running))
+	for id, c := range m.running {
+		ids = append(ids, id)
+		calls = append(calls, c)
+	}
+	m.mu.Unlock()
+	now := m.now()
+	if len(ids) > 0 {
+		gone, err := m.store.Renew(ctx, m.instance, ids, now.Add(m.lease), now)
+		if err != nil {
+			m.logger.LogAttrs(ctx, slog.LevelError, "jobs: renewing leases failed", slog.String("error", err.Error()))
+		}
+		for _, id := range gone {
+			if c := m.local(id); c != nil {
+				c.cancel(errCancelled)
+			}
+		}
+		for _, c := range calls {
+			c.flushProgress(now)
+		}
+	}
+	f := FailureInstanceLost
+	if _, err := m.store.ExpireLeases(ctx, now, Outcome{State: StateFailed, Failure: &f, Expires: now.Add(m.retain)}); err != nil {
+		m.logger.LogAttrs(ctx, slog.LevelError, "jobs: expiring lost jobs failed", slog.String("error", err.Error()))
+	}
+}
+
+// Sweep deletes finished jobs past their retention. The background work
+// calls it every SweepInterval.
+func (m *Manager) Sweep(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, m.lease)
+	defer cancel()
+	if _, err := m.store.Sweep(ctx, m.now()); err != nil {
+		m.logger.LogAttrs(ctx, slog.LevelError, "jobs: sweeping failed", slog.String("error", err.Error()))
+	}
+}
