@@ -1,0 +1,65 @@
+// Package sqlitestore keeps job records (package jobs) in an SQLite file,
+// where they survive a restart of the process: finished results stay
+// readable, and jobs that were running are declared lost once their lease
+// runs out. Several processes may share the file on one machine.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/agentcap/agentcap/jobs"
+	"github.com/agentcap/agentcap/jobs/internal/sqlstore"
+)
+
+// Table is the name of the table holding the jobs.
+const Table = "agentcap_jobs"
+
+// BusyTimeout is how long a write waits for another connection's.
+const BusyTimeout = 10 * time.Second
+
+// Store is a jobs.Store in SQLite.
+type Store struct {
+	*sqlstore.Store
+}
+
+var _ jobs.Store = (*Store)(nil)
+
+var dialect = &sqlstore.Dialect{
+	Table: Table,
+	IsUnique: func(err error) bool {
+		var se *sqlite.Error
+		return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
+	},
+}
+
+// Open opens (creating if needed) the SQLite file at path, which may be
+// the file an application already uses for other tables. Close closes it.
+func Open(ctx context.Context, path string) (*Store, error) {
+	switch {
+	case path == "":
+		return nil, errors.New("sqlitestore: empty path")
+	case strings.HasPrefix(path, "file:"), strings.Contains(path, "?"), path == ":memory:":
+		return nil, fmt.Errorf("sqlitestore: %q is not a plain file path", path)
+	}
+	dsn := path + "?_txlock=immediate" +
+		fmt.Sprintf("&_pragma=busy_timeout(%d)", BusyTimeout.Milliseconds()) +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	s, err := sqlstore.Open(ctx, db, dialect, db.Close)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{Store: s}, nil
+}
