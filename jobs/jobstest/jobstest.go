@@ -72,7 +72,7 @@ func testCreateGet(t *testing.T, f Factory) {
 		t.Errorf("unknown: %v, want ErrNotFound", err)
 	}
 	done := &jobs.Record{ID: "job_2", Owner: "agt_1", Capability: "export", State: jobs.StateFailed,
-		Failure: &jobs.Failure{Code: "limit", Message: "too much", Status: 429, Fields: map[string]any{"limit": 3.0}},
+		Failure:  &jobs.Failure{Code: "limit", Message: "too much", Status: 429, Fields: map[string]any{"limit": 3.0}},
 		Instance: "a", LeaseUntil: base, Created: base, Updated: base, Expires: base.Add(time.Hour)}
 	if err := s.Create(ctx, done); err != nil {
 		t.Fatal(err)
