@@ -1,0 +1,309 @@
+// Package idempotency makes retried calls run once. A caller names a call
+// with a key (the Idempotency-Key header over HTTP); the first call with a
+// key runs and its answer is stored; a repeat with the same key, scope
+// (caller) and fingerprint (capability and canonical arguments) gets the
+// stored answer without running anything; the same key with another
+// fingerprint is refused. It is transport-neutral: httpx uses it for
+// capability/execute, and any transport can.
+//
+// # In progress
+//
+// While the first call runs, its key is claimed for a lease. A repeat
+// arriving then waits for the first to finish (polling the store, up to
+// Config.Wait, 10 s by default) and replays its answer; if the first is
+// still running after that, the repeat is refused with ErrInProgress
+// (httpx: 409 idempotency_in_progress) and may be retried. A claim whose
+// holder died expires with its lease, after which the next call runs.
+//
+// # What is stored
+//
+// The transport decides (httpx stores successes and definitive errors, not
+// transient ones such as 5xx, 408, 409 and 429, so that a retry of those
+// can succeed); an answer that is not stored releases the claim.
+//
+// # Stores
+//
+// MemoryStore serves one process; packages sqlitestore, pgstore and
+// redisstore share keys between processes. All pass the suite in package
+// idemtest, including 50 concurrent calls with one key through two
+// stores sharing the records, of which exactly one runs.
+package idempotency
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/agentcap/agentcap/internal/jsonvalue"
+)
+
+// Record is a claimed or answered key.
+type Record struct {
+	// Fingerprint identifies the call the key was first used for.
+	Fingerprint string
+	// Token identifies the claim that holds the key; only its holder may
+	// complete or release it.
+	Token string
+	// Done reports a stored answer; otherwise the first call is still
+	// running.
+	Done bool
+	// Status, Header and Body are the stored answer.
+	Status int
+	Header map[string]string
+	Body   []byte
+}
+
+// Store keeps keys where every instance sharing it sees them. Keys are
+// whole: scoping (per caller) is done by Guard before they reach a Store.
+type Store interface {
+	// Claim records key as in progress for fingerprint, held by token,
+	// for lease, unless the key is held (in progress or done, and not
+	// expired). It returns claimed true when it recorded the claim, else
+	// the record holding the key.
+	Claim(ctx context.Context, key, fingerprint, token string, lease time.Duration) (claimed bool, rec *Record, err error)
+	// Complete stores the answer of the claim token on key, kept for
+	// ttl. It does nothing when the claim is no longer token's (its
+	// lease ran out and another call claimed the key).
+	Complete(ctx context.Context, key, token string, answer Record, ttl time.Duration) error
+	// Release drops the in-progress claim token on key, so that the next
+	// call with the key runs.
+	Release(ctx context.Context, key, token string) error
+}
+
+// Errors of Guard.Begin.
+var (
+	// ErrInvalidKey: the key is empty, longer than MaxKeyLength, or has
+	// characters other than printable ASCII.
+	ErrInvalidKey = errors.New("idempotency: invalid key")
+	// ErrInProgress: the first call with the key is still running.
+	ErrInProgress = errors.New("idempotency: the first call with this key is still running")
+	// ErrKeyReused: the key was used for another call.
+	ErrKeyReused = errors.New("idempotency: the key was used for another call")
+)
+
+// MaxKeyLength bounds a key.
+const MaxKeyLength = 255
+
+// Defaults of Config.
+const (
+	DefaultTTL   = 24 * time.Hour
+	DefaultLease = 5 * time.Minute
+	DefaultWait  = 10 * time.Second
+)
+
+// Config configures a Guard. Every field has a usable zero value.
+type Config struct {
+	// Store keeps the keys. Nil means a new MemoryStore.
+	Store Store
+	// TTL is how long an answer is kept (default 24 h).
+	TTL time.Duration
+	// Lease is how long a claim holds its key while the first call runs
+	// (default 5 min). It must outlast the calls it covers: a call still
+	// running after it lets a repeat run too.
+	Lease time.Duration
+	// Wait is how long a repeat waits for a first call in progress
+	// before ErrInProgress (default 10 s; negative: do not wait).
+	Wait time.Duration
+}
+
+// Guard runs calls once per key. It is safe for concurrent use.
+type Guard struct {
+	store Store
+	ttl   time.Duration
+	lease time.Duration
+	wait  time.Duration
+}
+
+// New returns a Guard.
+func New(cfg Config) (*Guard, error) {
+	if cfg.TTL < 0 || cfg.Lease < 0 {
+		return nil, errors.New("idempotency: negative TTL or Lease")
+	}
+	g := &Guard{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, wait: cfg.Wait}
+	if g.store == nil {
+		g.store = NewMemoryStore()
+	}
+	if g.ttl == 0 {
+		g.ttl = DefaultTTL
+	}
+	if g.lease == 0 {
+		g.lease = DefaultLease
+	}
+	if g.wait == 0 {
+		g.wait = DefaultWait
+	}
+	return g, nil
+}
+
+// TTL returns how long answers are kept.
+func (g *Guard) TTL() time.Duration { return g.ttl }
+
+// Claim is the right to run the first call with a key. Exactly one of
+// Complete and Release should follow.
+type Claim struct {
+	g     *Guard
+	key   string
+	token string
+}
+
+// CheckKey reports whether key is usable: 1 to MaxKeyLength printable
+// ASCII characters.
+func CheckKey(key string) error {
+	if key == "" || len(key) > MaxKeyLength {
+		return ErrInvalidKey
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return ErrInvalidKey
+		}
+	}
+	return nil
+}
+
+// storeKey scopes key to a caller. The scope's length leads, so that no
+// scope and key pair can be spelled as another.
+func storeKey(scope, key string) string {
+	return strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+}
+
+// Begin looks key up for scope (the caller: an agent id, a principal)
+// and a call with fingerprint. It returns a Claim when the call should
+// run, or the stored answer to replay; or ErrInvalidKey, ErrKeyReused,
+// ErrInProgress (after waiting, see Config.Wait), or a store error.
+func (g *Guard) Begin(ctx context.Context, scope, key, fingerprint string) (*Claim, *Record, error) {
+	if err := CheckKey(key); err != nil {
+		return nil, nil, err
+	}
+	sk := storeKey(scope, key)
+	token := newToken()
+	var deadline time.Time
+	pause := 5 * time.Millisecond
+	for {
+		claimed, rec, err := g.store.Claim(ctx, sk, fingerprint, token, g.lease)
+		if err != nil {
+			return nil, nil, fmt.Errorf("idempotency: %w", err)
+		}
+		if claimed {
+			return &Claim{g: g, key: sk, token: token}, nil, nil
+		}
+		if rec.Fingerprint != fingerprint {
+			return nil, nil, ErrKeyReused
+		}
+		if rec.Done {
+			return nil, rec, nil
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(g.wait)
+		}
+		if g.wait < 0 || time.Now().After(deadline) {
+			return nil, nil, ErrInProgress
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, ctx.Err()
+		case <-t.C:
+		}
+		pause = min(pause*2, 100*time.Millisecond)
+	}
+}
+
+// Complete stores the answer for replay.
+func (c *Claim) Complete(ctx context.Context, status int, header map[string]string, body []byte) error {
+	return c.g.store.Complete(ctx, c.key, c.token, Record{Status: status, Header: header, Body: slices.Clone(body), Done: true}, c.g.ttl)
+}
+
+// Release gives the key up without an answer, so that a retry runs.
+func (c *Claim) Release(ctx context.Context) error {
+	return c.g.store.Release(ctx, c.key, c.token)
+}
+
+func newToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Fingerprint identifies a call for its key: a SHA-256 of the capability
+// name and the canonical form of its arguments, so that arguments that
+// differ only in member order, white space or the spelling of a number
+// (1, 1.0, 1e0; numbers are compared as float64) match. Absent, empty and
+// null arguments are the same, {}. Text that is not JSON is fingerprinted
+// as it is.
+func Fingerprint(capability string, args []byte) string {
+	h := sha256.New()
+	h.Write([]byte(capability))
+	h.Write([]byte{0})
+	var tree any = map[string]any{}
+	if trimmed := trimSpace(args); len(trimmed) > 0 && string(trimmed) != "null" {
+		v, err := jsonvalue.Parse(trimmed)
+		if err != nil {
+			h.Write([]byte{1})
+			h.Write(trimmed)
+			return hex.EncodeToString(h.Sum(nil))
+		}
+		tree = v
+	}
+	buf := appendCanonical(make([]byte, 0, 256), tree)
+	h.Write(buf)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// appendCanonical writes v with object members in key order and numbers
+// in one spelling.
+func appendCanonical(dst []byte, v any) []byte {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonvalue.AppendString(dst, k)
+			dst = append(dst, ':')
+			dst = appendCanonical(dst, x[k])
+		}
+		return append(dst, '}')
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendCanonical(dst, e)
+		}
+		return append(dst, ']')
+	case json.Number:
+		s := string(x)
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return strconv.AppendFloat(dst, f, 'g', -1, 64)
+		}
+		return append(dst, s...)
+	default:
+		return jsonvalue.Append(dst, v)
+	}
+}

@@ -1,0 +1,15 @@
+package idempotency_test
+
+import (
+	"testing"
+
+	"github.com/agentcap/agentcap/idempotency"
+	"github.com/agentcap/agentcap/idempotency/idemtest"
+)
+
+func TestMemoryStore(t *testing.T) {
+	idemtest.Run(t, idemtest.Factory{
+		New:    func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
+		Reopen: func(_ *testing.T, s idempotency.Store) idempotency.Store { return s },
+	})
+}

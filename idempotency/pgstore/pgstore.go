@@ -1,0 +1,54 @@
+// Package pgstore keeps idempotency keys (package idempotency) in
+// PostgreSQL, shared by every instance of an application using the same
+// database. Expired keys are ignored; Sweep deletes them.
+//
+// The table, agentcap_idempotency, lives in the connection's current
+// schema (search_path). It is created at New, under a transaction-scoped
+// advisory lock so that instances starting together create it once.
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/agentcap/agentcap/idempotency"
+	"github.com/agentcap/agentcap/idempotency/internal/sqlstore"
+)
+
+// Table is the name of the table holding the keys.
+const Table = "agentcap_idempotency"
+
+// Store is an idempotency.Store in PostgreSQL.
+type Store struct {
+	*sqlstore.Store
+}
+
+var _ idempotency.Store = (*Store)(nil)
+
+var dialect = &sqlstore.Dialect{
+	Table:    Table,
+	Numbered: true,
+	Lock: func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('agentcap.idempotency.schema.' || current_schema()))`)
+		return err
+	},
+}
+
+// New returns a Store on pool, creating its table if needed. The pool
+// stays the caller's: Close does not close it.
+func New(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("pgstore: nil pool")
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	s, err := sqlstore.Open(ctx, db, dialect, db.Close)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{Store: s}, nil
+}

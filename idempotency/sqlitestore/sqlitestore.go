@@ -1,0 +1,55 @@
+// Package sqlitestore keeps idempotency keys (package idempotency) in an
+// SQLite file, shared by the processes of one machine and kept across
+// restarts. Expired keys are ignored; Sweep deletes them.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/agentcap/agentcap/idempotency"
+	"github.com/agentcap/agentcap/idempotency/internal/sqlstore"
+)
+
+// Table is the name of the table holding the keys.
+const Table = "agentcap_idempotency"
+
+// BusyTimeout is how long a write waits for another connection's.
+const BusyTimeout = 10 * time.Second
+
+// Store is an idempotency.Store in SQLite.
+type Store struct {
+	*sqlstore.Store
+}
+
+var _ idempotency.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the SQLite file at path, which may be
+// the file an application already uses for other tables. Close closes it.
+func Open(ctx context.Context, path string) (*Store, error) {
+	switch {
+	case path == "":
+		return nil, errors.New("sqlitestore: empty path")
+	case strings.HasPrefix(path, "file:"), strings.Contains(path, "?"), path == ":memory:":
+		return nil, fmt.Errorf("sqlitestore: %q is not a plain file path", path)
+	}
+	dsn := path + "?_txlock=immediate" +
+		fmt.Sprintf("&_pragma=busy_timeout(%d)", BusyTimeout.Milliseconds()) +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	s, err := sqlstore.Open(ctx, db, &sqlstore.Dialect{Table: Table}, db.Close)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{Store: s}, nil
+}
