@@ -53,17 +53,10 @@ func handler[C, P any](h *httpx.Handler[C, P], route string) echo.HandlerFunc {
 		req := httpx.NewRequest(c.Response(), c.Request(), route)
 		sc := &storeContext{Context: c.Request().Context(), ec: c}
 		req.Context = sc
-		resp := h.Serve(req)
+		// A stream is written here, before the context is detached, so
+		// that its execution still sees Echo's store while it runs.
+		httpx.WriteResponse(c.Response(), h.Serve(req))
 		sc.detach()
-		w := c.Response()
-		hd := w.Header()
-		for k, v := range resp.Header {
-			hd[k] = v
-		}
-		w.WriteHeader(resp.Status)
-		// A write error means the client is gone; there is nobody to tell.
-		_, _ = w.Write(resp.Body)
-		resp.Release()
 		return nil
 	}
 }

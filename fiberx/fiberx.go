@@ -24,6 +24,7 @@
 package fiberx
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
@@ -71,6 +72,16 @@ func handler[C, P any](h *httpx.Handler[C, P], route string) fiber.Handler {
 			}
 		}
 		c.Status(resp.Status)
+		if resp.Streaming() {
+			// fasthttp sends the headers, then runs the writer; a flush
+			// that fails means the client went away, which ends the
+			// stream and cancels its execution.
+			c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+				resp.WriteStream(w, w.Flush)
+				resp.Release()
+			})
+			return nil
+		}
 		// SetBody copies into fasthttp's own response buffer, so the
 		// answer's memory can be reused as soon as this returns; Send
 		// would keep a reference until fasthttp writes it.

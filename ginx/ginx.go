@@ -9,7 +9,6 @@ package ginx
 import (
 	"context"
 	"maps"
-	"net/http"
 
 	"github.com/gin-gonic/gin"
 
@@ -49,19 +48,8 @@ func handler[C, P any](h *httpx.Handler[C, P], route string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		req := httpx.NewRequest(c.Writer, c.Request, route)
 		req.Context = withKeys(c.Request.Context(), c.Keys)
-		write(c.Writer, h.Serve(req))
+		httpx.WriteResponse(c.Writer, h.Serve(req))
 	}
-}
-
-func write(w http.ResponseWriter, resp *httpx.Response) {
-	hd := w.Header()
-	for k, v := range resp.Header {
-		hd[k] = v
-	}
-	w.WriteHeader(resp.Status)
-	// A write error means the client is gone; there is nobody to tell.
-	_, _ = w.Write(resp.Body)
-	resp.Release()
 }
 
 // keysContext layers a snapshot of Gin's per-request keys over the

@@ -65,6 +65,11 @@ type Config[P any] struct {
 	// Logger receives internal errors with their hidden causes, which are
 	// never sent to a caller. Nil discards them.
 	Logger *slog.Logger
+
+	// LongRunning configures streams, async jobs and idempotency keys
+	// (see LongRunning). Its zero value streams with the defaults and
+	// serves neither jobs nor idempotency keys.
+	LongRunning LongRunning[P]
 }
 
 // Defaults of Config.
@@ -81,6 +86,9 @@ const (
 	RouteDescribe = "capability/describe"
 	RouteExecute  = "capability/execute"
 	RouteBatch    = "capability/batch-execute"
+	// RouteStatus is where a job's status_url points: GET polls the job,
+	// DELETE cancels it. It is served only with LongRunning.Jobs.
+	RouteStatus = "capability/status"
 )
 
 // Handler serves a core executor over HTTP. It is an [http.Handler] for
@@ -92,6 +100,7 @@ type Handler[C, P any] struct {
 	authenticate func(ctx context.Context, req *Request) (P, error)
 	authorize    func(ctx context.Context, principal P, inv *core.Invocation) error
 	grantStatus  func(ctx context.Context, principal P, def *core.Definition) string
+	long         longRunning[P]
 }
 
 // handlerBase is the part of a Handler that does not depend on its type
@@ -169,6 +178,9 @@ func New[C, P any](exec *core.Executor[C, P], cfg Config[P]) (*Handler[C, P], er
 	if h.defLimit > h.maxLimit {
 		return nil, fmt.Errorf("httpx: DefaultListLimit %d exceeds MaxListLimit %d", h.defLimit, h.maxLimit)
 	}
+	if err := h.long.configure(cfg.LongRunning, exec.Registry()); err != nil {
+		return nil, err
+	}
 	all := exec.Registry().All()
 	h.defs = make(map[*core.Definition]*defInfo, len(all))
 	for _, d := range all {
@@ -227,6 +239,17 @@ func renderDefinition(d *core.Definition) (*defInfo, error) {
 		desc = append(desc, `,"location":`...)
 		desc = appendString(desc, l)
 	}
+	if chunk := d.ChunkSchema(); chunk != nil {
+		var c bytes.Buffer
+		if err := json.Compact(&c, chunk); err != nil {
+			return nil, fmt.Errorf("httpx: capability %q: chunk schema: %w", d.Name(), err)
+		}
+		desc = append(desc, `,"streaming":true,"chunk":`...)
+		desc = append(desc, c.Bytes()...)
+	}
+	if d.Async() {
+		desc = append(desc, `,"async":true`...)
+	}
 	return &defInfo{
 		listEntry: list,
 		describe:  desc,
@@ -235,9 +258,13 @@ func renderDefinition(d *core.Definition) (*defInfo, error) {
 	}, nil
 }
 
-// Routes returns the four routes relative to the mount point, for mounts
-// that register each one on a router.
+// Routes returns the routes relative to the mount point, for mounts that
+// register each one on a router: list, describe, execute and
+// batch-execute, and the job status route when jobs are configured.
 func (h *Handler[C, P]) Routes() []string {
+	if h.long.jobs != nil {
+		return []string{RouteList, RouteDescribe, RouteExecute, RouteBatch, RouteStatus}
+	}
 	return []string{RouteList, RouteDescribe, RouteExecute, RouteBatch}
 }
 
@@ -254,6 +281,11 @@ func (h *Handler[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	buf := getBuffer()
 	meta := h.handle(req, buf)
 	req.releaseBody()
+	if meta.stream != nil {
+		putBuffer(buf)
+		meta.stream.serveHTTP(w)
+		return
+	}
 	meta.setHeaders(w.Header())
 	w.WriteHeader(meta.status)
 	// A write error means the client is gone; there is nobody to tell.
@@ -271,6 +303,12 @@ func (h *Handler[C, P]) Serve(req *Request) *Response {
 	meta := h.handle(req, buf)
 	req.releaseBody()
 	resp := responsePool.Get().(*Response)
+	if meta.stream != nil {
+		putBuffer(buf)
+		resp.Status, resp.stream = meta.status, meta.stream
+		meta.stream.setHeaders(resp.Header)
+		return resp
+	}
 	resp.Status, resp.Body, resp.buf = meta.status, buf.b, buf
 	meta.setHeaders(resp.Header)
 	return resp
@@ -283,6 +321,15 @@ var responsePool = sync.Pool{New: func() any { return &Response{Header: make(htt
 // the Response nor its Body or Header afterwards. A response that is never
 // released is simply collected as garbage.
 func (r *Response) Release() {
+	if r.stream != nil {
+		// The stream's memory is its own; the Response goes back only
+		// once the stream has been written (or is never written).
+		r.stream.abandon()
+		r.stream = nil
+		clear(r.Header)
+		responsePool.Put(r)
+		return
+	}
 	buf := r.buf
 	if buf == nil {
 		return
@@ -301,6 +348,10 @@ type replyMeta struct {
 	challenge  []string
 	cache      []string
 	retryAfter []string
+	// stream is set for an answer that is an event stream.
+	stream *eventStream
+	// replayed marks an answer replayed for an idempotency key.
+	replayed bool
 }
 
 // Header values that never change. A header map that receives them owns
@@ -313,6 +364,8 @@ var (
 	cacheNoStore = []string{"no-store"}
 	allowGet     = []string{http.MethodGet}
 	allowPost    = []string{http.MethodPost}
+	allowStatus  = []string{http.MethodGet + ", " + http.MethodDelete}
+	hdrTrue      = []string{"true"}
 )
 
 // setHeaders assigns the answer's headers. The keys are in canonical
@@ -330,6 +383,9 @@ func (m replyMeta) setHeaders(hd http.Header) {
 	if m.retryAfter != nil {
 		hd["Retry-After"] = m.retryAfter
 	}
+	if m.replayed {
+		hd["Idempotent-Replayed"] = hdrTrue
+	}
 }
 
 // retryAfterSeconds renders a wait as Retry-After delta-seconds, rounded
@@ -346,6 +402,7 @@ const (
 	routeDescribe
 	routeExecute
 	routeBatch
+	routeStatus
 )
 
 func matchRoute(path string) route {
@@ -358,6 +415,8 @@ func matchRoute(path string) route {
 		return routeExecute
 	case RouteBatch:
 		return routeBatch
+	case RouteStatus:
+		return routeStatus
 	}
 	return routeNone
 }
@@ -395,12 +454,24 @@ func (h *Handler[C, P]) handle(req *Request, buf *buffer) (meta replyMeta) {
 		req.Context = ctx
 	}
 	rt := matchRoute(req.Path)
+	if rt == routeStatus && h.long.jobs == nil {
+		rt = routeNone
+	}
 	if rt == routeNone {
 		return h.fail(ctx, buf, envelope{status: http.StatusNotFound, code: wireNotFound, message: "no such endpoint"})
 	}
 	method := http.MethodPost
 	if rt == routeList || rt == routeDescribe {
 		method = http.MethodGet
+	}
+	if rt == routeStatus {
+		if req.Method != http.MethodGet && req.Method != http.MethodDelete {
+			m := h.fail(ctx, buf, envelope{status: http.StatusMethodNotAllowed, code: wireMethodNotAllowed,
+				message: "use GET or DELETE for this endpoint"})
+			m.allow = allowStatus
+			return m
+		}
+		method = req.Method
 	}
 	if req.Method != method {
 		m := h.fail(ctx, buf, envelope{status: http.StatusMethodNotAllowed, code: wireMethodNotAllowed,
@@ -432,6 +503,8 @@ func (h *Handler[C, P]) handle(req *Request, buf *buffer) (meta replyMeta) {
 		return h.list(ctx, req, principal, anonymous, buf)
 	case routeDescribe:
 		return h.describe(ctx, req, principal, anonymous, buf)
+	case routeStatus:
+		return h.status(ctx, req, principal, buf)
 	}
 
 	if !isJSONContentType(req.header("Content-Type")) {
@@ -448,7 +521,11 @@ func (h *Handler[C, P]) handle(req *Request, buf *buffer) (meta replyMeta) {
 			message: "the request body cannot be read or decoded"})
 	}
 	if rt == routeExecute {
-		return h.execute(ctx, req.Body, principal, buf)
+		return h.execute(ctx, req, principal, buf)
+	}
+	if req.header("Idempotency-Key") != "" && h.long.idem != nil {
+		return h.fail(ctx, buf, envelopeOf(core.NewError(core.CodeInvalidIdempotencyKey, core.StageInput,
+			"batch-execute takes no Idempotency-Key: the batch shape has no place for one per item; execute calls that must run once on their own", nil)))
 	}
 	return h.batch(ctx, req.Body, principal, buf)
 }
@@ -506,15 +583,23 @@ func asCoreError(err error) *core.Error {
 	return core.NewError(core.CodeExecutionFailed, core.StageHandler, "internal error", nil)
 }
 
-func (h *Handler[C, P]) execute(ctx context.Context, body []byte, principal P, buf *buffer) replyMeta {
-	name, args, perr := parseExecute(body)
+func (h *Handler[C, P]) execute(ctx context.Context, req *Request, principal P, buf *buffer) replyMeta {
+	name, args, perr := parseExecute(req.Body)
 	if perr != nil {
 		return h.fail(ctx, buf, envelopeOf(perr))
 	}
 	if h.hidden(ctx, principal, name) {
 		return h.fail(ctx, buf, envelopeOf(unknownCapability()))
 	}
+	if h.long.applies(req, name) {
+		return h.executeLong(ctx, req, name, args, principal, buf)
+	}
 	data, err := h.exec.ExecuteDynamic(ctx, name, principal, args, h.authorizer(principal))
+	return h.answer(ctx, name, data, err, buf)
+}
+
+// answer renders the outcome of a synchronous execution.
+func (h *Handler[C, P]) answer(ctx context.Context, name string, data []byte, err error, buf *buffer) replyMeta {
 	if err != nil {
 		ce := asCoreError(err)
 		if ce != err {

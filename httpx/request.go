@@ -63,6 +63,9 @@ type Response struct {
 
 	// buf is the pooled memory of Body.
 	buf *buffer
+	// stream is set for an answer that is an event stream; see
+	// Response.Streaming.
+	stream *eventStream
 }
 
 // header returns a request header through the optional accessor.
