@@ -268,4 +268,3 @@ func WriteResponse(w http.ResponseWriter, resp *Response) {
 	}
 	resp.Release()
 }
-

@@ -448,4 +448,3 @@ func TestIdempotencyKeys(t *testing.T) {
 		})
 	}
 }
-
