@@ -103,6 +103,13 @@ const (
 //     input (so a constrained field that decoding changed is caught).
 //   - GrantStatus adds "granted" or "not_granted" to list and describe
 //     entries of agent callers.
+//   - LongRunning.Owner is the agent id, so that a job is polled and
+//     cancelled by its agent only (with a fresh agent JWT per request;
+//     another agent gets 404) and idempotency keys are per agent;
+//     LongRunning.Recheck ends an open stream with an error event when its
+//     agent or host is revoked, if Sessions is a SessionRechecker.
+//     Set LongRunning.Jobs, BaseURL and Idempotency on the returned
+//     Config to serve jobs and idempotency keys.
 //
 // The returned Config may be adjusted (body limits, list sizes) before it
 // is given to httpx.New.
@@ -134,7 +141,32 @@ func HTTPConfig[P any](o HTTPOptions[P]) (httpx.Config[Caller[P]], error) {
 		Authorize:               a.authorizeCall,
 		GrantStatus:             a.grantStatus,
 		Logger:                  o.Logger,
+		LongRunning: httpx.LongRunning[Caller[P]]{
+			Owner:   callerOwner[P],
+			Recheck: a.recheck,
+		},
 	}, nil
+}
+
+// callerOwner scopes jobs and idempotency keys to the agent: a job's
+// status_url answers only that agent, with any fresh token of its own.
+func callerOwner[P any](c Caller[P]) string {
+	if c.Session == nil || c.Session.Agent == nil {
+		return ""
+	}
+	return c.Session.Agent.ID
+}
+
+// recheck ends a long stream once its agent or host may no longer act,
+// when the session source can tell (a *Verifier can; remote
+// introspection cannot without a token, so its streams end only at their
+// maximum duration).
+func (a *httpAuth[P]) recheck(ctx context.Context, c Caller[P]) error {
+	rc, ok := a.sessions.(SessionRechecker)
+	if !ok || c.Session == nil {
+		return nil
+	}
+	return rc.Recheck(ctx, c.Session)
 }
 
 // discoveryChallenge builds the WWW-Authenticate value that points an
