@@ -97,7 +97,8 @@ func encodeArguments(args any) (json.RawMessage, error) {
 // names only this capability.
 //
 // A 202 answer is polled at its status_url (which must be on the origin
-// of the issuer or of the location) with backoff until it completes. An
+// of the issuer or of the location) with backoff until it completes; if
+// ctx ends first, the job is cancelled with DELETE on its status_url. An
 // event stream is returned as Result.Stream. Failures are *Error values;
 // a failed asynchronous result has Status 0. ctx bounds the whole call,
 // polling included.
@@ -223,19 +224,18 @@ func (a *Agent) pollAsync(ctx context.Context, capability, loc string, ans async
 	}
 	wait = min(wait, a.c.cfg.MaxPollInterval)
 	names := []string{capability}
+	token := func() (string, error) {
+		return a.agentSigner.agentToken(a.conn.HostID, a.conn.AgentID, loc, names)
+	}
 	for {
 		if err := a.c.cfg.Sleep(ctx, wait); err != nil {
+			a.cancelAsync(ctx, statusURL, token)
 			return nil, err
 		}
 		var next asyncAnswer
-		_, header, err := a.c.do(ctx, call{
-			method: http.MethodGet,
-			url:    statusURL,
-			token: func() (string, error) {
-				return a.agentSigner.agentToken(a.conn.HostID, a.conn.AgentID, loc, names)
-			},
-		}, &next)
+		_, header, err := a.c.do(ctx, call{method: http.MethodGet, url: statusURL, token: token}, &next)
 		if err != nil {
+			a.cancelAsync(ctx, statusURL, token)
 			return nil, err
 		}
 		switch next.Status {
@@ -251,6 +251,23 @@ func (a *Agent) pollAsync(ctx context.Context, capability, loc string, ans async
 		}
 	}
 }
+
+// cancelAsync asks the location to cancel a job whose caller gave up
+// waiting (its context ended: Ctrl-C in the CLI, say) with DELETE on the
+// status_url, as agentcap's own locations accept. It does nothing while
+// ctx is still live, and is best effort: a location that does not cancel
+// jobs just lets it run.
+func (a *Agent) cancelAsync(ctx context.Context, statusURL string, token func() (string, error)) {
+	if ctx.Err() == nil {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelAsyncTimeout)
+	defer cancel()
+	_, _, _ = a.c.do(dctx, call{method: http.MethodDelete, url: statusURL, token: token}, nil)
+}
+
+// cancelAsyncTimeout bounds the DELETE that cancels an abandoned job.
+const cancelAsyncTimeout = 5 * time.Second
 
 // checkStatusURL accepts a status_url on the origin of the issuer or of
 // the location that accepted the call: polling sends an agent JWT, which

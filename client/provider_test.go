@@ -105,9 +105,15 @@ type fakeAgent struct {
 
 func newFakeProvider(t testing.TB) *fakeProvider {
 	t.Helper()
+	return newFakeProviderAt(t, newLocation(t))
+}
+
+// newFakeProviderAt is newFakeProvider with loc as the default location.
+func newFakeProviderAt(t testing.TB, loc *location) *fakeProvider {
+	t.Helper()
 	p := &fakeProvider{
 		t:            t,
-		Loc:          newLocation(t),
+		Loc:          loc,
 		agents:       map[string]*fakeAgent{},
 		CacheControl: "public, max-age=300",
 		Caps: []client.Capability{

@@ -12,6 +12,8 @@ import (
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/idempotency"
+	"github.com/agentcap/agentcap/jobs"
 )
 
 // TB is the part of testing.TB that Server and Execute use, so that they
@@ -52,6 +54,7 @@ type ServerOption func(*serverConfig)
 type serverConfig struct {
 	now    func() time.Time
 	replay agentauth.ReplayCache
+	long   *LongRunning
 }
 
 // WithServerClock sets the clock of the server's Verifier, and of grant
@@ -59,6 +62,23 @@ type serverConfig struct {
 // the hosts the same clock (WithClock) so their tokens are current.
 func WithServerClock(now func() time.Time) ServerOption {
 	return func(c *serverConfig) { c.now = now }
+}
+
+// LongRunning is what WithLongRunning serves.
+type LongRunning struct {
+	// Jobs runs async capabilities; their status_url is on the server.
+	Jobs *jobs.Manager
+	// Idempotency honours Idempotency-Key on execute.
+	Idempotency *idempotency.Guard
+	// AsyncAfter turns calls running longer into jobs.
+	AsyncAfter time.Duration
+}
+
+// WithLongRunning serves async jobs and idempotency keys (streams need
+// nothing): the server's handler gets them in its httpx.LongRunning, with
+// the server's own URL as the base of status URLs.
+func WithLongRunning(l LongRunning) ServerOption {
+	return func(c *serverConfig) { c.long = &l }
 }
 
 // WithReplayCache sets the Verifier's replay cache, instead of a fresh
@@ -107,6 +127,12 @@ func NewServer[C, P any](t TB, exec *core.Executor[C, agentauth.Caller[P]], o ag
 		s.srv.Close()
 		t.Fatalf("agentauthtest: %v", err)
 		return nil
+	}
+	if cfg.long != nil {
+		hc.LongRunning.Jobs = cfg.long.Jobs
+		hc.LongRunning.Idempotency = cfg.long.Idempotency
+		hc.LongRunning.AsyncAfter = cfg.long.AsyncAfter
+		hc.LongRunning.BaseURL = s.URL + "/"
 	}
 	if s.Handler, err = httpx.New(exec, hc); err != nil {
 		s.srv.Close()
