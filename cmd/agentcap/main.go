@@ -56,7 +56,10 @@ Commands:
         Show one capability with its input and output schemas.
   execute NAME [--args JSON] [--idempotency-key KEY]
         Execute a capability with JSON object arguments. Event streams are
-        printed event by event.
+        printed event by event, as they arrive. An async answer is polled
+        until the job ends, as often as the location's Retry-After allows;
+        interrupting the command (Ctrl-C) cancels the job (DELETE on its
+        status URL). --idempotency-key makes a retried call run once.
   sign [--aud URL] [--capability NAME]...
         Print an agent JWT (60 s, one use) for debugging. aud defaults to
         the issuer; --capability limits the token to those capabilities.

@@ -59,8 +59,15 @@ func claimsOf(t *testing.T, r *http.Request) map[string]any {
 
 func newProvider(t *testing.T) *provider {
 	t.Helper()
-	exec := captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), []core.Definer{echoCap})
-	p := &provider{t: t, loc: agentauthtest.NewServer(t, exec, agentauth.HTTPOptions[struct{}]{}), agents: map[string]*agentauth.Agent{}}
+	return newProviderWith(t, []core.Definer{echoCap})
+}
+
+// newProviderWith is newProvider with defs at its location, served with
+// opts; describe answers for each of them.
+func newProviderWith(t *testing.T, defs []core.Definer, opts ...agentauthtest.ServerOption) *provider {
+	t.Helper()
+	exec := captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), defs)
+	p := &provider{t: t, loc: agentauthtest.NewServer(t, exec, agentauth.HTTPOptions[struct{}]{}, opts...), agents: map[string]*agentauth.Agent{}}
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -151,13 +158,14 @@ func newProvider(t *testing.T) *provider {
 		reply(w, map[string]any{"capabilities": []map[string]string{{"name": "echo", "description": "Echo a message.", "grant_status": "granted"}}, "has_more": false})
 	})
 	mux.HandleFunc("GET /capability/describe", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("name") != "echo" {
+		d, ok := exec.Registry().Lookup(r.URL.Query().Get("name"))
+		if !ok {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write([]byte(`{"error":"capability_not_found","message":"no such capability"}`))
 			return
 		}
-		reply(w, map[string]any{"name": "echo", "description": "Echo a message.", "input": map[string]any{"type": "object", "properties": map[string]any{"message": map[string]string{"type": "string"}}}})
+		reply(w, map[string]any{"name": d.Name(), "description": d.Description(), "input": d.InputSchema()})
 	})
 	return p
 }
