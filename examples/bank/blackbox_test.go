@@ -589,6 +589,7 @@ func testListing(t *testing.T, p *bankProcess, token func(string, ...agentauthte
 			{Name: "check_balance", ApprovalStrength: "session", GrantStatus: "not_granted"},
 			{Name: "exchange_rate", ApprovalStrength: "none", GrantStatus: "granted"},
 			{Name: "list_accounts", ApprovalStrength: "session", GrantStatus: "not_granted"},
+			{Name: "statement_export", ApprovalStrength: "session", GrantStatus: "not_granted"},
 			{Name: "transfer_money", ApprovalStrength: "webauthn", RequiredConstraints: []string{"destination_account"}, GrantStatus: "granted"},
 		}},
 	}

@@ -22,6 +22,7 @@
 //	GET  /capability/describe?name=
 //	POST /capability/execute
 //	POST /capability/batch-execute
+//	GET  /capability/status?id=    (and DELETE: poll or cancel a job)
 //
 // and GET /.well-known/agent-configuration at the issuer's origin. Agent
 // JWTs must have an aud of {issuer}/capability/execute or {issuer}.
@@ -171,18 +172,18 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var srv *http.Server
+	var closeStore func() error
 	if cfg.directory != "" {
-		srv, err = newServer(cfg, logger, debug)
+		srv, closeStore, err = newServer(ctx, cfg, logger, debug)
 	} else {
-		var closeStore func() error
 		srv, closeStore, err = newProviderServer(ctx, cfg, logger, debug)
-		if closeStore != nil {
-			defer func() {
-				if err := closeStore(); err != nil {
-					fmt.Fprintf(stderr, "bank: closing %s: %v\n", cfg.db, err)
-				}
-			}()
-		}
+	}
+	if closeStore != nil {
+		defer func() {
+			if err := closeStore(); err != nil {
+				fmt.Fprintf(stderr, "bank: closing the stores: %v\n", err)
+			}
+		}()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bank: %v\n", err)
@@ -220,12 +221,13 @@ func run(args []string, stderr io.Writer) int {
 }
 
 // newServer wires the bank: directory, verifier, executor, handler and
-// discovery document. logger receives one line per execution; debug
-// receives the hidden causes of internal errors.
-func newServer(cfg config, logger, debug *slog.Logger) (*http.Server, error) {
+// discovery document, with jobs and idempotency keys in memory. logger
+// receives one line per execution; debug receives the hidden causes of
+// internal errors. The returned function stops the job runner.
+func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*http.Server, func() error, error) {
 	dir, err := agentauth.LoadDirectoryFile(cfg.directory)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	location := cfg.issuer + "/" + httpx.RouteExecute
 	verifier, err := agentauth.NewVerifier(agentauth.VerifierConfig{
@@ -234,23 +236,28 @@ func newServer(cfg config, logger, debug *slog.Logger) (*http.Server, error) {
 		KeyFetch:  agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	exec, err := bank.NewExecutor(bank.NewStore(), bank.ExecutionLog(logger))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hc, err := directoryConfig(verifier, cfg.issuer, debug)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	lr, err := bank.NewLongRunning(ctx, bank.Stores{})
+	if err != nil {
+		return nil, nil, err
+	}
+	lr.Apply(&hc, cfg.issuer)
 	handler, err := httpx.New(exec, hc)
 	if err != nil {
-		return nil, err
+		return nil, lr.Close, err
 	}
 	mcpServer, err := directoryMCP(dir, exec, cfg, debug)
 	if err != nil {
-		return nil, err
+		return nil, lr.Close, err
 	}
 	discovery, err := agentauth.NewDiscoveryEndpoint(agentauth.Discovery{
 		ProviderName:    "bank",
@@ -260,7 +267,7 @@ func newServer(cfg config, logger, debug *slog.Logger) (*http.Server, error) {
 		Endpoints:       agentauth.LocationEndpoints(""),
 	})
 	if err != nil {
-		return nil, err
+		return nil, lr.Close, err
 	}
 
 	mux := http.NewServeMux()
@@ -280,7 +287,7 @@ func newServer(cfg config, logger, debug *slog.Logger) (*http.Server, error) {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}, nil
+	}, lr.Close, nil
 }
 
 // devLoginPath is where the development sign-in is served, at the
@@ -345,19 +352,27 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 	if err != nil {
 		return nil, st.Close, err
 	}
-	loc, err := httpx.New(exec, hc)
+	// Jobs and idempotency keys share the provider's SQLite file, so
+	// finished statements and answered keys survive a restart.
+	lr, err := bank.NewLongRunning(ctx, bank.Stores{SQLite: cfg.db})
 	if err != nil {
 		return nil, st.Close, err
+	}
+	closeAll := func() error { return errors.Join(lr.Close(), st.Close()) }
+	lr.Apply(&hc, cfg.issuer)
+	loc, err := httpx.New(exec, hc)
+	if err != nil {
+		return nil, closeAll, err
 	}
 	mopts := bank.HTTPOptions()
 	mopts.Logger = debug
 	mhc, err := provider.EndpointConfig(prov, mcpResource(cfg.issuer), mopts)
 	if err != nil {
-		return nil, st.Close, err
+		return nil, closeAll, err
 	}
 	mcpServer, err := newMCP(exec, cfg.issuer, mhc)
 	if err != nil {
-		return nil, st.Close, err
+		return nil, closeAll, err
 	}
 	go prov.RunSweeper(ctx, time.Minute)
 
@@ -373,7 +388,7 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}, st.Close, nil
+	}, closeAll, nil
 }
 
 // credentialsInURL finds the password of a URL's user information, as

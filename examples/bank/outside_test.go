@@ -680,14 +680,14 @@ func outsideListing(t *testing.T, b *outsideBank) {
 	t.Run("with an agent JWT", func(t *testing.T) {
 		want := []outsideListed{
 			{"check_balance", "granted"}, {"exchange_rate", "granted"},
-			{"list_accounts", "granted"}, {"transfer_money", "granted"},
+			{"list_accounts", "granted"}, {"statement_export", "not_granted"}, {"transfer_money", "granted"},
 		}
 		if diff := cmp.Diff(want, list(t, b.token(t, "agt_alice"))); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 		want = []outsideListed{
 			{"check_balance", "not_granted"}, {"exchange_rate", "not_granted"},
-			{"list_accounts", "not_granted"}, {"transfer_money", "granted"},
+			{"list_accounts", "not_granted"}, {"statement_export", "not_granted"}, {"transfer_money", "granted"},
 		}
 		if diff := cmp.Diff(want, list(t, b.token(t, "agt_bare"))); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)

@@ -64,6 +64,15 @@ func WithServerClock(now func() time.Time) ServerOption {
 	return func(c *serverConfig) { c.now = now }
 }
 
+func hasAsync(reg *core.Registry) bool {
+	for _, d := range reg.All() {
+		if d.Async() {
+			return true
+		}
+	}
+	return false
+}
+
 // LongRunning is what WithLongRunning serves.
 type LongRunning struct {
 	// Jobs runs async capabilities; their status_url is on the server.
@@ -76,7 +85,8 @@ type LongRunning struct {
 
 // WithLongRunning serves async jobs and idempotency keys (streams need
 // nothing): the server's handler gets them in its httpx.LongRunning, with
-// the server's own URL as the base of status URLs.
+// the server's own URL as the base of status URLs. Without it, a server
+// whose registry has async capabilities runs their jobs in memory.
 func WithLongRunning(l LongRunning) ServerOption {
 	return func(c *serverConfig) { c.long = &l }
 }
@@ -127,6 +137,18 @@ func NewServer[C, P any](t TB, exec *core.Executor[C, agentauth.Caller[P]], o ag
 		s.srv.Close()
 		t.Fatalf("agentauthtest: %v", err)
 		return nil
+	}
+	if cfg.long == nil && hasAsync(exec.Registry()) {
+		// Async capabilities need a job runner; one in memory serves a
+		// test.
+		m, err := jobs.New(jobs.Config{})
+		if err != nil {
+			s.srv.Close()
+			t.Fatalf("agentauthtest: %v", err)
+			return nil
+		}
+		t.Cleanup(func() { _ = m.Close() })
+		cfg.long = &LongRunning{Jobs: m}
 	}
 	if cfg.long != nil {
 		hc.LongRunning.Jobs = cfg.long.Jobs

@@ -363,7 +363,7 @@ func TestAgentAuthPath(t *testing.T) {
 	}
 	person := agentauthtest.NewHost("hst_alice", agentauthtest.WithUser("user_alice")).NewAgent("agt_alice")
 	s.Add(t, person)
-	if diff := cmp.Diff([]string{"check_balance", "exchange_rate", "list_accounts", "transfer_money"}, list(s.Token(person))); diff != "" {
+	if diff := cmp.Diff([]string{"check_balance", "exchange_rate", "list_accounts", "statement_export", "transfer_money"}, list(s.Token(person))); diff != "" {
 		t.Errorf("delegated listing (-want +got):\n%s", diff)
 	}
 }

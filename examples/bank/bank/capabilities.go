@@ -151,7 +151,7 @@ var (
 
 // Capabilities lists every capability of the bank.
 func Capabilities() []core.Definer {
-	return []core.Definer{ListAccounts, CheckBalance, TransferMoney, ExchangeRate}
+	return []core.Definer{ListAccounts, CheckBalance, TransferMoney, ExchangeRate, StatementExport}
 }
 
 func accountNotFound() *core.AppError {

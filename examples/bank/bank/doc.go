@@ -1,5 +1,5 @@
 // Package bank is the example bank behind examples/bank: an in-memory
-// store of accounts and a ledger, four capabilities over it, and the
+// store of accounts and a ledger, five capabilities over it, and the
 // Agent Auth wiring that maps a verified agent session to the user it
 // acts for.
 //
@@ -10,6 +10,11 @@
 //	transfer_money   send money, converted at fixed rates        (acts for a user; webauthn, high risk,
 //	                                                              grants must constrain destination_account)
 //	exchange_rate    the fixed rate between USD, EUR and GBP     (public)
+//	statement_export a CSV statement of one account for dates    (acts for a user; async: a job with
+//	                                                              progress, polled at its status_url)
+//
+// transfer_money honours Idempotency-Key: a retried transfer with the same
+// key and arguments moves the money once (see LongRunning).
 //
 // Capabilities that act for a user refuse agents without one (autonomous
 // agents) with 403 unauthorized, and are listed only to agents with a

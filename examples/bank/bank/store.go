@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Errors of the Store. Capabilities turn them into public errors; the
@@ -88,6 +89,8 @@ type Store struct {
 	// ledgerDSN is what a ledger driver puts in its errors: a secret that
 	// must never reach a caller.
 	ledgerDSN string
+	// entries is the history statements are built from.
+	entries []ledgerEntry
 }
 
 // NewStore returns a store with the demonstration data: user_alice owns
@@ -98,6 +101,7 @@ func NewStore() *Store {
 	s := &Store{
 		accounts:  make(map[string]*ledgerAccount),
 		ledgerDSN: "postgres://ledger:s3cret@ledger-db.internal:5432/bank",
+		entries:   demoEntries(),
 	}
 	for _, a := range []ledgerAccount{
 		{Account: Account{ID: "acc_123", Owner: "user_alice", Name: "Everyday checking", Type: Checking, Currency: USD}, balance: 500000},
@@ -193,13 +197,15 @@ func (s *Store) TransferMoney(_ context.Context, user, source, destination strin
 	src.balance -= Cents(debit.Int64())
 	dst.balance += Cents(credit.Int64())
 	s.seq++
-	return Transfer{
+	t := Transfer{
 		ID:       fmt.Sprintf("tr_%06d", s.seq),
 		Amount:   amt,
 		Currency: currency,
 		Debited:  Cents(debit.Int64()),
 		Credited: Cents(credit.Int64()),
-	}, nil
+	}
+	s.record(t, src.ID, dst.ID, time.Now())
+	return t, nil
 }
 
 // outage is the error a ledger driver gives for an unreachable shard. Its
