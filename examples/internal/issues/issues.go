@@ -1,6 +1,6 @@
 // Package issues is the capability set shared by the framework examples: a
 // tiny issue tracker with workspaces, members and issues, exposed to agents
-// as create_issue and list_issues.
+// as create_issue, list_issues and watch_issues (an event stream).
 //
 // The point it demonstrates is the context resolver: the caller's bearer
 // token only says who the user is. Whether that user belongs to the
@@ -42,6 +42,8 @@ type Store struct {
 	members map[string]map[string]string // workspace -> user -> role
 	issues  map[string][]Issue
 	next    int
+	// watchers are the open watch_issues calls, by workspace.
+	watchers map[chan Issue]string
 }
 
 // NewStore returns a store seeded with the demo data: workspace "acme"
@@ -70,6 +72,7 @@ func (s *Store) Create(workspace, author, title, body string) Issue {
 	s.next++
 	is := Issue{ID: fmt.Sprintf("ISS-%d", s.next), WorkspaceID: workspace, Title: title, Body: body, Author: author}
 	s.issues[workspace] = append(s.issues[workspace], is)
+	s.publish(is)
 	return is
 }
 
@@ -125,8 +128,8 @@ var ListIssues = core.MustDefine("list_issues", "List the issues of a workspace 
 		return IssueList{Issues: app.Store.List(app.Workspace)}, nil
 	}, core.WithTags("issues"))
 
-// Registry holds both capabilities.
-var Registry = core.MustRegistry(CreateIssue, ListIssues)
+// Registry holds the capabilities.
+var Registry = core.MustRegistry(CreateIssue, ListIssues, WatchIssues)
 
 // workspaceOf reads the workspace from a validated input.
 func workspaceOf(input any) string {
@@ -134,6 +137,8 @@ func workspaceOf(input any) string {
 	case CreateIssueInput:
 		return in.WorkspaceID
 	case ListIssuesInput:
+		return in.WorkspaceID
+	case WatchIssuesInput:
 		return in.WorkspaceID
 	}
 	return ""
