@@ -221,4 +221,3 @@ func TestTwoInstancesShareJobsAndKeys(t *testing.T) {
 		t.Errorf("balance %s, want 4999: the transfer ran more than once", cents)
 	}
 }
-
