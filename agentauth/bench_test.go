@@ -60,7 +60,7 @@ type benchWorld struct {
 	v       *agentauth.Verifier
 }
 
-func newBenchWorld(b *testing.B) *benchWorld {
+func newBenchWorld(b *testing.B, mods ...func(*httpx.Config[agentauth.Caller[string]])) *benchWorld {
 	b.Helper()
 	host := agentauthtest.NewHost("hst_bench", agentauthtest.WithUser("user_alice"),
 		agentauthtest.WithRandom(rand.NewChaCha8([32]byte{42})), agentauthtest.WithClock(htClock))
@@ -91,6 +91,9 @@ func newBenchWorld(b *testing.B) *benchWorld {
 	})
 	if err != nil {
 		b.Fatal(err)
+	}
+	for _, m := range mods {
+		m(&cfg)
 	}
 	h, err := httpx.New(exec, cfg)
 	if err != nil {

@@ -208,9 +208,8 @@ func (h *Handler[C, P]) executeLong(ctx context.Context, req *Request, name stri
 	}
 	if claim != nil {
 		// The call ran: its answer is stored (or the key released) even
-		// if the caller has gone.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
+		// if the caller has gone. The store's own timeouts bound it.
+		sctx := context.WithoutCancel(ctx)
 		var err error
 		if storable(meta.status) {
 			var header map[string]string

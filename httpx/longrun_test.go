@@ -51,7 +51,7 @@ var (
 		})
 )
 
-func longExecutor(t *testing.T, defs ...core.Definer) *core.Executor[string, string] {
+func longExecutor(t testing.TB, defs ...core.Definer) *core.Executor[string, string] {
 	t.Helper()
 	return core.MustExecutor(core.MustRegistry(defs...), core.ExecutorConfig[string, string]{
 		CreateContext: func(_ context.Context, p string, _ *core.Definition, _ any) (string, error) { return p, nil },

@@ -40,6 +40,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentcap/agentcap/internal/jsonvalue"
@@ -227,10 +229,20 @@ func (c *Claim) Release(ctx context.Context) error {
 	return c.g.store.Release(ctx, c.key, c.token)
 }
 
+// tokenPrefix makes claim tokens unique across processes; the counter
+// makes them unique within one. Tokens only tell claims apart, they
+// guard nothing, so they need not be unpredictable.
+var (
+	tokenPrefix = func() string {
+		var b [12]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+		return base64.RawURLEncoding.EncodeToString(b[:]) + "."
+	}()
+	tokenCounter atomic.Uint64
+)
+
 func newToken() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	return tokenPrefix + strconv.FormatUint(tokenCounter.Add(1), 36)
 }
 
 // Fingerprint identifies a call for its key: a SHA-256 of the capability
@@ -240,23 +252,32 @@ func newToken() string {
 // null arguments are the same, {}. Text that is not JSON is fingerprinted
 // as it is.
 func Fingerprint(capability string, args []byte) string {
-	h := sha256.New()
-	h.Write([]byte(capability))
-	h.Write([]byte{0})
+	bp := fpBuffers.Get().(*[]byte)
+	buf := append((*bp)[:0], capability...)
+	buf = append(buf, 0)
 	var tree any = map[string]any{}
 	if trimmed := trimSpace(args); len(trimmed) > 0 && string(trimmed) != "null" {
 		v, err := jsonvalue.Parse(trimmed)
 		if err != nil {
-			h.Write([]byte{1})
-			h.Write(trimmed)
-			return hex.EncodeToString(h.Sum(nil))
+			buf = append(buf, 1)
+			buf = append(buf, trimmed...)
+			tree = nil
+		} else {
+			tree = v
 		}
-		tree = v
 	}
-	buf := appendCanonical(make([]byte, 0, 256), tree)
-	h.Write(buf)
-	return hex.EncodeToString(h.Sum(nil))
+	if tree != nil {
+		buf = appendCanonical(buf, tree)
+	}
+	sum := sha256.Sum256(buf)
+	if cap(buf) <= 64<<10 {
+		*bp = buf
+		fpBuffers.Put(bp)
+	}
+	return hex.EncodeToString(sum[:])
 }
+
+var fpBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 func trimSpace(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
