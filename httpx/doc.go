@@ -8,6 +8,10 @@
 //	POST capability/execute             {capability, arguments} -> {data}
 //	POST capability/batch-execute       {requests:[...]} -> {responses:[...]}
 //
+// and, when it runs jobs, a fifth:
+//
+//	GET, DELETE capability/status?id=   poll or cancel a job
+//
 // Mount it with [http.StripPrefix] on a mux, or through the ginx, echox and
 // fiberx packages on an existing router. Every transport goes through
 // [Handler.Serve], a transport-neutral request/response pair, so status
@@ -42,6 +46,54 @@
 // Every response is JSON with Content-Type application/json, ends in a
 // newline, and carries Cache-Control: successful list and describe
 // responses use [Config.ListCacheControl], everything else "no-store".
+//
+// # Streams, jobs and idempotency keys
+//
+// [Config.LongRunning] configures the answers of calls that do not fit
+// one quick request/response:
+//
+//   - A streaming capability (core.DefineStream) answers 200
+//     text/event-stream once its handler starts: one "data" event per
+//     chunk (each validated against the chunk schema that describe
+//     publishes as "chunk", with "streaming": true), then "done" with the
+//     final result; or, on failure, "error" with the error envelope
+//     followed by an empty "done". A call refused before its handler
+//     starts (bad input, no grant) gets an ordinary JSON error. Every
+//     event is flushed as it is written, under net/http, Gin, Echo and
+//     Fiber alike. A stream ends when its client goes away (the
+//     execution is cancelled), after StreamMaxDuration (error
+//     stream_expired), and when Recheck fails (every RecheckInterval; for
+//     Agent Auth, a revoked agent or host).
+//   - An async capability (core.WithAsync), and with AsyncAfter any call
+//     still running after that long, answers 202
+//     {"status":"pending","status_url":...,"retry_after":N} with
+//     Retry-After: N, and runs on as a job (package jobs) with its own
+//     deadline. GET status_url answers 200 with the same shape while
+//     pending (with the latest "progress", if the handler reported any),
+//     {"status":"completed","result":...} or
+//     {"status":"failed","error":{"error":code,"message":...,"code":code}}.
+//     DELETE status_url cancels a pending job (it fails with "cancelled").
+//     Only the caller that started a job (LongRunning.Owner) sees it; any
+//     other gets 404 job_not_found.
+//   - With Idempotency, an Idempotency-Key header on execute makes a
+//     retried call run once: a repeat with the same key, caller,
+//     capability and arguments (compared in canonical form) replays the
+//     stored status and body with Idempotent-Replayed: true; a repeat while
+//     the first still runs waits for it (up to the guard's Wait, then 409
+//     idempotency_in_progress); the same key with other arguments is 422
+//     idempotency_key_reused. Successes and definitive errors are stored;
+//     5xx, 408, 409, 425, 429 and 499 answers are not, so a retry runs
+//     again. Batch items have no place for a key in the batch shape, so
+//     batch-execute refuses the header (400 invalid_idempotency_key), and a
+//     stream cannot be replayed, so a streaming capability refuses it too.
+//
+// Batch items that name a streaming or async capability fail, each on its
+// own, with batch_unsupported_result_type.
+//
+// The codes these add to core's table: batch_unsupported_result_type
+// (400), stream_expired (504), job_not_found (404), cancelled (409),
+// instance_lost (503), invalid_idempotency_key (400),
+// idempotency_in_progress (409), idempotency_key_reused (422).
 //
 // # Memory
 //

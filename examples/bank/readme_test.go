@@ -31,12 +31,22 @@ const (
 	readmeAddr = "127.0.0.1:8080"
 )
 
-func TestReadme(t *testing.T) {
+func TestReadme(t *testing.T) { runReadmeSection(t, readmeSection) }
+
+// TestReadmeJobs runs the README's walk-through of a statement built as a
+// job and of a retried transfer.
+func TestReadmeJobs(t *testing.T) { runReadmeSection(t, readmeJobsSection) }
+
+// readmeJobsSection is the README section on jobs and idempotency keys.
+const readmeJobsSection = "## Bank: a statement as a job, a transfer retried"
+
+// runReadmeSection starts the bank as section says and runs its calls.
+func runReadmeSection(t *testing.T, section string) {
 	if testing.Short() {
 		t.Skip("builds and runs the commands")
 	}
 	root := repoRoot(t)
-	start, calls := readmeBlocks(t)
+	start, calls := readmeBlocks(t, section)
 
 	startWords, err := shellWords(start.text, nil)
 	if err != nil {
@@ -100,16 +110,16 @@ type shellBlock struct {
 
 // readmeBlocks returns the two sh blocks of the bank's README section:
 // the start command, and the calls.
-func readmeBlocks(t *testing.T) (start, calls shellBlock) {
+func readmeBlocks(t *testing.T, section string) (start, calls shellBlock) {
 	t.Helper()
 	data, err := os.ReadFile(readmePath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(string(data), "\n")
-	first := slices.Index(lines, readmeSection)
+	first := slices.Index(lines, section)
 	if first < 0 {
-		t.Fatalf("the README has no section %q", readmeSection)
+		t.Fatalf("the README has no section %q", section)
 	}
 	var blocks []shellBlock
 	var cur *shellBlock
@@ -364,11 +374,27 @@ func (r *readmeRunner) step(line int, it shellItem) {
 		return
 	}
 	if m := substitution.FindStringSubmatch(it.text); m != nil {
+		if cmd, member, ok := strings.Cut(m[2], " | jq -r "); ok {
+			words, err := shellWords(cmd, r.vars)
+			if err != nil || len(words) == 0 || words[0] != "curl" || !strings.HasPrefix(member, ".") || strings.ContainsAny(member, " |") {
+				t.Fatalf("README line %d: only curl ... | jq -r .member is run: %q (%v)", line, m[2], err)
+			}
+			r.vars[m[1]] = r.curlField(line, words[1:], member[1:])
+			return
+		}
 		words, err := shellWords(m[2], r.vars)
 		if err != nil {
 			t.Fatalf("README line %d: %v", line, err)
 		}
 		r.vars[m[1]] = r.runDevtoken(line, words)
+		return
+	}
+	if words, err := shellWords(it.text, r.vars); err == nil && len(words) == 2 && words[0] == "sleep" {
+		d, err := time.ParseDuration(words[1] + "s")
+		if err != nil || d > 10*time.Second {
+			t.Fatalf("README line %d: sleep %q", line, words[1])
+		}
+		time.Sleep(d)
 		return
 	}
 	if m := assignment.FindStringSubmatch(it.text); m != nil {
@@ -391,11 +417,25 @@ func (r *readmeRunner) step(line int, it shellItem) {
 		t.Fatalf("README line %d: %v", line, err)
 	}
 	if len(words) == 0 || words[0] != "curl" {
-		t.Fatalf("README line %d: only curl, NAME=value and NAME=$(go run ./examples/bank/cmd/devtoken ...) are run: %q", line, it.text)
+		t.Fatalf("README line %d: only curl, sleep, NAME=value, NAME=$(go run ./examples/bank/cmd/devtoken ...) and NAME=$(curl ... | jq -r .member) are run: %q", line, it.text)
 	}
 	rep := r.runCurl(line, words[1:])
 	r.curls++
 	r.answer, r.answerLine, r.shown = &rep, line, nil
+}
+
+// curlField runs "curl ARGS | jq -r .member" and returns the member, a
+// string, of the JSON answer.
+func (r *readmeRunner) curlField(line int, args []string, member string) string {
+	t := r.t
+	t.Helper()
+	rep := r.runCurl(line, args)
+	r.curls++
+	v, ok := rep.m[member].(string)
+	if !ok {
+		t.Fatalf("README line %d: the answer has no string %q: %s", line, member, rep.body)
+	}
+	return v
 }
 
 // runDevtoken runs "go run ./examples/bank/cmd/devtoken ARGS" as the
@@ -423,7 +463,7 @@ func (r *readmeRunner) runDevtoken(line int, words []string) string {
 	return tok
 }
 
-// runCurl sends the request of "curl -s [-H HEADER]... [-d BODY] URL".
+// runCurl sends the request of "curl -s [-X METHOD] [-H HEADER]... [-d BODY] URL".
 func (r *readmeRunner) runCurl(line int, args []string) reply {
 	t := r.t
 	t.Helper()
@@ -431,10 +471,14 @@ func (r *readmeRunner) runCurl(line int, args []string) reply {
 		headers = http.Header{}
 		body    *string
 		target  string
+		method  string
 	)
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
 		case a == "-s":
+		case a == "-X" && i+1 < len(args):
+			i++
+			method = args[i]
 		case (a == "-H" || a == "-d") && i+1 < len(args):
 			i++
 			if a == "-d" {
@@ -457,11 +501,16 @@ func (r *readmeRunner) runCurl(line int, args []string) reply {
 	if !strings.HasPrefix(target, r.bank.url+"/") {
 		t.Fatalf("README line %d: %q is not a URL of the bank", line, target)
 	}
-	method := http.MethodGet
 	var rd io.Reader
-	if body != nil {
+	switch {
+	case body != nil:
 		// Like curl -d: a POST, with the body as written.
-		method, rd = http.MethodPost, strings.NewReader(*body)
+		rd = strings.NewReader(*body)
+		if method == "" {
+			method = http.MethodPost
+		}
+	case method == "":
+		method = http.MethodGet
 	}
 	req, err := http.NewRequest(method, target, rd)
 	if err != nil {
@@ -512,7 +561,10 @@ func (r *readmeRunner) finishAnswer() {
 	if where := jsonMismatch(want, got, ""); where != "" {
 		t.Errorf("README line %d: the answer differs at %s:\nshown:  %s\nactual: %s", line, where, shown, rep.body)
 	}
+	// A failed job is polled with 200: its "error" is the job's, not
+	// the answer's.
 	_, isError := rep.m["error"]
+	isError = isError && rep.m["status"] != "failed"
 	if isError != (rep.status >= 400) {
 		t.Errorf("README line %d: status %d with body %s", line, rep.status, rep.body)
 	}
