@@ -35,16 +35,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
 // Record is a claimed or answered key.
@@ -73,7 +69,9 @@ type Store interface {
 	Claim(ctx context.Context, key, fingerprint, token string, lease time.Duration) (claimed bool, rec *Record, err error)
 	// Complete stores the answer of the claim token on key, kept for
 	// ttl. It does nothing when the claim is no longer token's (its
-	// lease ran out and another call claimed the key).
+	// lease ran out and another call claimed the key). The answer's Body
+	// and Header belong to the caller once Complete returns: a store
+	// copies what it keeps.
 	Complete(ctx context.Context, key, token string, answer Record, ttl time.Duration) error
 	// Release drops the in-progress claim token on key, so that the next
 	// call with the key runs.
@@ -219,9 +217,10 @@ func (g *Guard) Begin(ctx context.Context, scope, key, fingerprint string) (*Cla
 	}
 }
 
-// Complete stores the answer for replay.
+// Complete stores the answer for replay. body may be reused once it
+// returns.
 func (c *Claim) Complete(ctx context.Context, status int, header map[string]string, body []byte) error {
-	return c.g.store.Complete(ctx, c.key, c.token, Record{Status: status, Header: header, Body: slices.Clone(body), Done: true}, c.g.ttl)
+	return c.g.store.Complete(ctx, c.key, c.token, Record{Status: status, Header: header, Body: body, Done: true}, c.g.ttl)
 }
 
 // Release gives the key up without an answer, so that a retry runs.
@@ -242,7 +241,9 @@ var (
 )
 
 func newToken() string {
-	return tokenPrefix + strconv.FormatUint(tokenCounter.Add(1), 36)
+	var b [40]byte
+	t := append(b[:0], tokenPrefix...)
+	return string(strconv.AppendUint(t, tokenCounter.Add(1), 36))
 }
 
 // Fingerprint identifies a call for its key: a SHA-256 of the capability
@@ -255,19 +256,13 @@ func Fingerprint(capability string, args []byte) string {
 	bp := fpBuffers.Get().(*[]byte)
 	buf := append((*bp)[:0], capability...)
 	buf = append(buf, 0)
-	var tree any = map[string]any{}
-	if trimmed := trimSpace(args); len(trimmed) > 0 && string(trimmed) != "null" {
-		v, err := jsonvalue.Parse(trimmed)
-		if err != nil {
-			buf = append(buf, 1)
-			buf = append(buf, trimmed...)
-			tree = nil
-		} else {
-			tree = v
-		}
-	}
-	if tree != nil {
-		buf = appendCanonical(buf, tree)
+	if trimmed := trimSpace(args); len(trimmed) == 0 || string(trimmed) == "null" {
+		buf = append(buf, '{', '}')
+	} else if c, ok := appendCanonical(buf, trimmed); ok {
+		buf = c
+	} else {
+		buf = append(buf, 1)
+		buf = append(buf, trimmed...)
 	}
 	sum := sha256.Sum256(buf)
 	if cap(buf) <= 64<<10 {
@@ -287,44 +282,4 @@ func trimSpace(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
-}
-
-// appendCanonical writes v with object members in key order and numbers
-// in one spelling.
-func appendCanonical(dst []byte, v any) []byte {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonvalue.AppendString(dst, k)
-			dst = append(dst, ':')
-			dst = appendCanonical(dst, x[k])
-		}
-		return append(dst, '}')
-	case []any:
-		dst = append(dst, '[')
-		for i, e := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendCanonical(dst, e)
-		}
-		return append(dst, ']')
-	case json.Number:
-		s := string(x)
-		if f, err := strconv.ParseFloat(s, 64); err == nil {
-			return strconv.AppendFloat(dst, f, 'g', -1, 64)
-		}
-		return append(dst, s...)
-	default:
-		return jsonvalue.Append(dst, v)
-	}
 }

@@ -67,7 +67,9 @@ func (s *MemoryStore) Complete(_ context.Context, key, token string, answer Reco
 		return nil
 	}
 	answer.Fingerprint, answer.Token, answer.Done = e.rec.Fingerprint, token, true
-	e.rec = *copyRecord(answer)
+	answer.Header = maps.Clone(answer.Header)
+	answer.Body = slices.Clone(answer.Body)
+	e.rec = answer
 	e.expires = s.now().Add(ttl)
 	return nil
 }
