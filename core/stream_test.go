@@ -217,3 +217,32 @@ func TestNewCodesInTable(t *testing.T) {
 		}
 	}
 }
+
+// Batch items share the request's context: cancelling it cancels every
+// item still running.
+func TestBatchItemsShareTheContext(t *testing.T) {
+	started := make(chan struct{}, 3)
+	block := core.MustDefine("block", "Wait for the end.",
+		func(ctx context.Context, _ app, _ core.NoInput) (tickOut, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return tickOut{}, ctx.Err()
+		})
+	e := core.MustExecutor(core.MustRegistry(block), core.ExecutorConfig[app, user]{CreateContext: createContext})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for range 3 {
+			<-started
+		}
+		cancel()
+	}()
+	res, err := e.ExecuteBatch(ctx, user{ID: "u"}, []core.BatchCall{{ID: "1", Capability: "block"}, {ID: "2", Capability: "block"}, {ID: "3", Capability: "block"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err == nil || r.Err.Code != core.CodeCanceled {
+			t.Errorf("%s: %v", r.ID, r.Err)
+		}
+	}
+}
