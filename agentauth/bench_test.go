@@ -124,13 +124,18 @@ func (w *benchWorld) tokens(n int) []string {
 // location). The request's header map is the one a server would hand
 // over.
 func BenchmarkVerifiedExecute(b *testing.B) {
-	w := newBenchWorld(b)
+	runVerified(b, newBenchWorld(b), nil)
+}
+
+// runVerified runs b.N verified executes through w, the i-th with
+// Idempotency-Key keys[i] when keys is not nil.
+func runVerified(b *testing.B, w *benchWorld, keys []string) {
 	tokens := w.tokens(b.N)
 	bearer := make([]string, len(tokens))
 	for i, t := range tokens {
 		bearer[i] = "Bearer " + t
 	}
-	auth := []string{""}
+	auth, key := []string{""}, []string{""}
 	body := []byte(benchBody)
 	rd := bytes.NewReader(body)
 	req := httptest.NewRequest(http.MethodPost, "/capability/execute", nil)
@@ -144,6 +149,10 @@ func BenchmarkVerifiedExecute(b *testing.B) {
 		req.Body = io.NopCloser(rd)
 		auth[0] = bearer[i]
 		req.Header["Authorization"] = auth
+		if keys != nil {
+			key[0] = keys[i]
+			req.Header["Idempotency-Key"] = key
+		}
 		rw.reset()
 		w.handler.ServeHTTP(rw, req)
 		if rw.code != http.StatusOK {

@@ -1,11 +1,7 @@
 package agentauth_test
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"testing"
 
@@ -15,7 +11,6 @@ import (
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/idempotency"
 	"github.com/agentcap/agentcap/idempotency/redisstore"
-	"github.com/agentcap/agentcap/internal/benchcpu"
 )
 
 // benchIdempotent is BenchmarkVerifiedExecute with an Idempotency-Key on
@@ -29,35 +24,12 @@ func benchIdempotent(b *testing.B, store idempotency.Store) {
 	w := newBenchWorld(b, func(cfg *httpx.Config[agentauth.Caller[string]]) {
 		cfg.LongRunning.Idempotency = guard
 	})
-	tokens := w.tokens(b.N)
-	bearer := make([]string, len(tokens))
-	keys := make([]string, len(tokens))
+	keys := make([]string, b.N)
 	run := fmt.Sprintf("%p", guard)
-	for i, t := range tokens {
-		bearer[i] = "Bearer " + t
+	for i := range keys {
 		keys[i] = fmt.Sprintf("bench-%s-%d", run, i)
 	}
-	auth, key := []string{""}, []string{""}
-	body := []byte(benchBody)
-	rd := bytes.NewReader(body)
-	req := httptest.NewRequest(http.MethodPost, "/capability/execute", nil)
-	req.Header.Set("Content-Type", "application/json")
-	rw := &benchWriter{header: http.Header{}}
-	b.ReportAllocs()
-	b.ResetTimer()
-	defer benchcpu.Report(b)()
-	for i := range b.N {
-		rd.Reset(body)
-		req.Body = io.NopCloser(rd)
-		auth[0], key[0] = bearer[i], keys[i]
-		req.Header["Authorization"] = auth
-		req.Header["Idempotency-Key"] = key
-		rw.reset()
-		w.handler.ServeHTTP(rw, req)
-		if rw.code != http.StatusOK {
-			b.Fatalf("status %d: %s", rw.code, rw.body.Bytes())
-		}
-	}
+	runVerified(b, w, keys)
 }
 
 // BenchmarkVerifiedExecuteIdempotentMemory: the idempotency keys in

@@ -9,7 +9,6 @@ package pgstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/agentcap/agentcap/idempotency"
 	"github.com/agentcap/agentcap/idempotency/internal/sqlstore"
+	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 
 // Table is the name of the table holding the keys.
@@ -32,10 +32,7 @@ var _ idempotency.Store = (*Store)(nil)
 var dialect = &sqlstore.Dialect{
 	Table:    Table,
 	Numbered: true,
-	Lock: func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('agentcap.idempotency.schema.' || current_schema()))`)
-		return err
-	},
+	Lock:     sqlutil.PostgresLock("agentcap.idempotency.schema"),
 }
 
 // New returns a Store on pool, creating its table if needed. The pool

@@ -6,22 +6,20 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/agentcap/agentcap/idempotency"
 	"github.com/agentcap/agentcap/idempotency/internal/sqlstore"
+	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 
 // Table is the name of the table holding the keys.
 const Table = "agentcap_idempotency"
 
 // BusyTimeout is how long a write waits for another connection's.
-const BusyTimeout = 10 * time.Second
+const BusyTimeout = sqlutil.SQLiteBusyTimeout
 
 // Store is an idempotency.Store in SQLite.
 type Store struct {
@@ -33,15 +31,10 @@ var _ idempotency.Store = (*Store)(nil)
 // Open opens (creating if needed) the SQLite file at path, which may be
 // the file an application already uses for other tables. Close closes it.
 func Open(ctx context.Context, path string) (*Store, error) {
-	switch {
-	case path == "":
-		return nil, errors.New("sqlitestore: empty path")
-	case strings.HasPrefix(path, "file:"), strings.Contains(path, "?"), path == ":memory:":
-		return nil, fmt.Errorf("sqlitestore: %q is not a plain file path", path)
+	dsn, err := sqlutil.SQLiteDSN(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	dsn := path + "?_txlock=immediate" +
-		fmt.Sprintf("&_pragma=busy_timeout(%d)", BusyTimeout.Milliseconds()) +
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)

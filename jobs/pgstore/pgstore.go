@@ -10,13 +10,13 @@ package pgstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/agentcap/agentcap/internal/sqlutil"
 	"github.com/agentcap/agentcap/jobs"
 	"github.com/agentcap/agentcap/jobs/internal/sqlstore"
 )
@@ -38,10 +38,7 @@ var dialect = &sqlstore.Dialect{
 		var pe *pgconn.PgError
 		return errors.As(err, &pe) && pe.Code == "23505"
 	},
-	Lock: func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('agentcap.jobs.schema.' || current_schema()))`)
-		return err
-	},
+	Lock: sqlutil.PostgresLock("agentcap.jobs.schema"),
 }
 
 // New returns a Store on pool, creating its table if needed. The pool

@@ -9,12 +9,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/agentcap/agentcap/internal/sqlutil"
 	"github.com/agentcap/agentcap/jobs"
 	"github.com/agentcap/agentcap/jobs/internal/sqlstore"
 )
@@ -23,7 +22,7 @@ import (
 const Table = "agentcap_jobs"
 
 // BusyTimeout is how long a write waits for another connection's.
-const BusyTimeout = 10 * time.Second
+const BusyTimeout = sqlutil.SQLiteBusyTimeout
 
 // Store is a jobs.Store in SQLite.
 type Store struct {
@@ -43,15 +42,10 @@ var dialect = &sqlstore.Dialect{
 // Open opens (creating if needed) the SQLite file at path, which may be
 // the file an application already uses for other tables. Close closes it.
 func Open(ctx context.Context, path string) (*Store, error) {
-	switch {
-	case path == "":
-		return nil, errors.New("sqlitestore: empty path")
-	case strings.HasPrefix(path, "file:"), strings.Contains(path, "?"), path == ":memory:":
-		return nil, fmt.Errorf("sqlitestore: %q is not a plain file path", path)
+	dsn, err := sqlutil.SQLiteDSN(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	dsn := path + "?_txlock=immediate" +
-		fmt.Sprintf("&_pragma=busy_timeout(%d)", BusyTimeout.Milliseconds()) +
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)

@@ -10,11 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentcap/agentcap/idempotency"
+	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 
 // Dialect is what differs between databases.
@@ -55,25 +54,15 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Sto
 )`,
 		`CREATE INDEX IF NOT EXISTS ` + t + `_expires ON ` + t + ` (expires_at)`,
 	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("idempotency: creating the schema: %w", err)
+	if err := sqlutil.CreateSchema(ctx, db, d.Lock, schema); err != nil {
+		return nil, fmt.Errorf("idempotency: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	if d.Lock != nil {
-		if err := d.Lock(ctx, tx); err != nil {
-			return nil, fmt.Errorf("idempotency: locking the schema: %w", err)
+	q := func(s string) string {
+		if d.Numbered {
+			return sqlutil.Number(s)
 		}
+		return s
 	}
-	for _, stmt := range schema {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return nil, fmt.Errorf("idempotency: creating the schema: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("idempotency: creating the schema: %w", err)
-	}
-	q := func(s string) string { return number(s, d.Numbered) }
 	return &Store{
 		db: db, close: close, now: time.Now,
 		claim: q(`INSERT INTO ` + t + ` (idem_key, fingerprint, token, done, status, header, body, expires_at) VALUES (?, ?, ?, 0, 0, NULL, NULL, ?)
@@ -84,23 +73,6 @@ WHERE ` + t + `.expires_at <= ?`),
 		release:  q(`DELETE FROM ` + t + ` WHERE idem_key = ? AND token = ? AND done = 0`),
 		sweep:    q(`DELETE FROM ` + t + ` WHERE expires_at <= ?`),
 	}, nil
-}
-
-func number(query string, numbered bool) string {
-	if !numbered {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // Close closes what Open was given to close.

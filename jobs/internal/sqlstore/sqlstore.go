@@ -9,11 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/internal/sqlutil"
 	"github.com/agentcap/agentcap/jobs"
 )
 
@@ -66,23 +65,8 @@ func Schema(table string) []string {
 // Open creates the table if needed and returns a Store. close, if set,
 // is what Close calls.
 func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Store, error) {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("jobs: creating the schema: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if d.Lock != nil {
-		if err := d.Lock(ctx, tx); err != nil {
-			return nil, fmt.Errorf("jobs: locking the schema: %w", err)
-		}
-	}
-	for _, stmt := range Schema(d.Table) {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return nil, fmt.Errorf("jobs: creating the schema: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("jobs: creating the schema: %w", err)
+	if err := sqlutil.CreateSchema(ctx, db, d.Lock, Schema(d.Table)); err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	t := d.Table
 	s := &Store{db: db, d: d, close: close}
@@ -101,17 +85,7 @@ func (s *Store) q(query string) string {
 	if !s.d.Numbered {
 		return query
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return sqlutil.Number(query)
 }
 
 // Close closes what Open was given to close.

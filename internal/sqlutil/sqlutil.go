@@ -1,0 +1,83 @@
+// Package sqlutil holds what the SQL stores of package jobs and package
+// idempotency share: placeholder numbering, schema creation under a lock,
+// and the checks of an SQLite file path.
+package sqlutil
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Number rewrites the ? placeholders of query as $1, $2, ... for
+// databases that want them (PostgreSQL); queries hold no literal '?'.
+func Number(query string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// CreateSchema runs stmts in one transaction, after lock (if any), which
+// serializes instances that start together.
+func CreateSchema(ctx context.Context, db *sql.DB, lock func(context.Context, *sql.Tx) error, stmts []string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("creating the schema: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if lock != nil {
+		if err := lock(ctx, tx); err != nil {
+			return fmt.Errorf("locking the schema: %w", err)
+		}
+	}
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("creating the schema: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("creating the schema: %w", err)
+	}
+	return nil
+}
+
+// PostgresLock returns a lock for CreateSchema: a transaction-scoped
+// advisory lock named after name and the connection's schema, so stores in
+// different schemas of one database create their tables independently.
+func PostgresLock(name string) func(context.Context, *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1 || current_schema()))`, name+".")
+		return err
+	}
+}
+
+// SQLiteBusyTimeout is how long an SQLite write waits for another
+// connection's.
+const SQLiteBusyTimeout = 10 * time.Second
+
+// SQLiteDSN checks that path is a plain file path (not a DSN, not
+// :memory:) and returns the DSN that opens it with write-ahead logging,
+// immediate write transactions and the busy timeout.
+func SQLiteDSN(path string) (string, error) {
+	switch {
+	case path == "":
+		return "", errors.New("empty path")
+	case strings.HasPrefix(path, "file:"), strings.Contains(path, "?"), path == ":memory:":
+		return "", fmt.Errorf("%q is not a plain file path", path)
+	}
+	return path + "?_txlock=immediate" +
+		fmt.Sprintf("&_pragma=busy_timeout(%d)", SQLiteBusyTimeout.Milliseconds()) +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)", nil
+}
