@@ -25,6 +25,23 @@
 // the Agent Auth wire code lives here ([HTTPStatus], [WireCode]) so every
 // transport agrees.
 //
+// # Long-running calls
+//
+// Three pieces let transports serve calls that outlive one quick answer,
+// without any transport in core: [DefineStream] gives a handler an
+// [Emitter] of typed, validated chunks, which reach whatever sink the
+// transport installed with [WithStream] (httpx: server-sent events; an
+// MCP server: progress notifications, say); [WithAsync] marks capabilities
+// whose calls run as jobs (package jobs keeps them; httpx answers 202 and
+// serves polling); [OnHandlerStart] tells a transport the moment a call
+// has passed validation, authorization and context construction, so
+// that it can still answer a refusal directly and only then commit to a
+// stream or a job. [ReportProgress] reaches the transport's listener
+// ([WithProgress]) in both cases. Batches refuse streaming and async
+// capabilities per item with CodeBatchUnsupported; the executor's default
+// timeout does not apply to them (the transport bounds streams, the job
+// runner jobs).
+//
 // Package core imports no web framework and no authentication library.
 // Transports live in httpx (and the ginx, echox, fiberx mounts); Agent Auth
 // lives in agentauth.
