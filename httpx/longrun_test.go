@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +195,78 @@ func TestNoStatusRouteWithoutJobs(t *testing.T) {
 	resp, body := longCall(t, "POST", srv.URL+"/capability/execute", "alice", `{"capability":"pings"}`)
 	if resp.StatusCode != 200 || body != "event: data\ndata: {\"ping\":1}\n\nevent: data\ndata: {\"ping\":2}\n\nevent: done\ndata: {\"slept\":0}\n\n" {
 		t.Errorf("stream: %d %q", resp.StatusCode, body)
+	}
+}
+
+// sdkAnswer is the async answer as the reference TypeScript SDK reads it
+// (its ExecuteCapabilityResponse): status, status_url, result, and an
+// error with code and message.
+type sdkAnswer struct {
+	Data      json.RawMessage `json:"data"`
+	Status    string          `json:"status"`
+	StatusURL string          `json:"status_url"`
+	Result    json.RawMessage `json:"result"`
+	Error     *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// The reference SDK's poller: execute; on {status:"pending", status_url}
+// poll status_url with GET (any non-2xx is an error), waiting
+// parseInt(Retry-After) seconds, until status is completed or failed.
+// Everything it reads must be there, in the types it expects.
+func TestAsyncShapeTheReferenceSDKReads(t *testing.T) {
+	m, err := jobs.New(jobs.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	failing := core.MustDefine("fail_async", "Fail, as a job.",
+		func(context.Context, string, core.NoInput) (sleepOut, error) {
+			return sleepOut{}, core.Conflict("ledger_locked", "the ledger is locked")
+		}, core.WithAsync())
+	srv := serveLong(t, httpx.LongRunning[string]{Jobs: m, Owner: func(p string) string { return p }, BaseURL: "http://agent.test/"},
+		asyncSleeper, failing)
+	for _, tc := range []struct {
+		body      string
+		completed bool
+	}{
+		{`{"capability":"sleep_async","arguments":{"millis":5}}`, true},
+		{`{"capability":"fail_async"}`, false},
+	} {
+		resp, body := longCall(t, "POST", srv.URL+"/capability/execute", "alice", tc.body)
+		var first sdkAnswer
+		if err := json.Unmarshal([]byte(body), &first); err != nil || resp.StatusCode/100 != 2 || first.Status != "pending" || first.StatusURL == "" {
+			t.Fatalf("execute: %d %s", resp.StatusCode, body)
+		}
+		if _, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil {
+			t.Errorf("Retry-After %q is not whole seconds", resp.Header.Get("Retry-After"))
+		}
+		target := srv.URL + strings.TrimPrefix(first.StatusURL, "http://agent.test")
+		var last sdkAnswer
+		for range 100 {
+			resp, body = longCall(t, "GET", target, "alice", "")
+			if resp.StatusCode/100 != 2 {
+				t.Fatalf("poll: %d %s", resp.StatusCode, body)
+			}
+			last = sdkAnswer{}
+			if err := json.Unmarshal([]byte(body), &last); err != nil {
+				t.Fatal(err)
+			}
+			if last.Status == "completed" || last.Status == "failed" {
+				break
+			}
+			if _, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil {
+				t.Errorf("pending poll: Retry-After %q", resp.Header.Get("Retry-After"))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		switch {
+		case tc.completed && (last.Status != "completed" || string(last.Result) != `{"slept":5}` || last.Data != nil || last.Error != nil):
+			t.Errorf("completed: %s", body)
+		case !tc.completed && (last.Status != "failed" || last.Error == nil || last.Error.Code != "ledger_locked" || last.Error.Message != "the ledger is locked" || last.Result != nil):
+			t.Errorf("failed: %s", body)
+		}
 	}
 }
