@@ -53,7 +53,7 @@ func newLRWorld(t *testing.T) *lrWorld {
 		core.MustDefine("report", "A report, as a job.",
 			func(_ context.Context, _ htApp, in lrIn) (lrOut, error) {
 				time.Sleep(20 * time.Millisecond)
-				return lrOut{Text: in.Text}, nil
+				return lrOut(in), nil
 			}, core.WithAsync()),
 		core.MustDefineStream("feed", "A feed until the end.",
 			func(ctx context.Context, _ htApp, _ core.NoInput, emit *core.Emitter[lrOut]) (lrOut, error) {
@@ -66,7 +66,7 @@ func newLRWorld(t *testing.T) *lrWorld {
 		core.MustDefine("note", "Take a note.",
 			func(_ context.Context, a htApp, in lrIn) (lrOut, error) {
 				w.runs <- a.user
-				return lrOut{Text: in.Text}, nil
+				return lrOut(in), nil
 			}),
 	}
 	exec := core.MustExecutor(core.MustRegistry(defs...), core.ExecutorConfig[htApp, htCaller]{
