@@ -20,7 +20,11 @@
 //
 // Fiber (fasthttp) does not report a client that goes away mid-request,
 // so unlike net/http, Gin and Echo, a disconnect does not cancel a running
-// capability; the executor's timeout still bounds it.
+// capability; the executor's timeout still bounds it. Event streams are
+// the exception: they are written through fasthttp's body stream writer,
+// flushed event by event, and a write or flush that fails (the client is
+// gone; idle streams write a keep-alive comment every
+// httpx.LongRunning.KeepAlive) ends the stream and cancels its execution.
 package fiberx
 
 import (

@@ -58,7 +58,9 @@ type Response struct {
 	// Cache-Control.
 	Header http.Header
 	// Body is the JSON body, ending in a newline. It is owned by the
-	// caller until [Response.Release].
+	// caller until [Response.Release]. It is nil for an event stream
+	// (see [Response.Streaming]), whose body [Response.WriteStream]
+	// writes.
 	Body []byte
 
 	// buf is the pooled memory of Body.

@@ -149,11 +149,21 @@ func (s *eventStream) finish(h *handlerBase, ctx context.Context, name string, d
 }
 
 func (s *eventStream) send(ev streamEvent) {
+	// A live writer takes the last events at once; a response that is
+	// never written (a Serve caller that dropped it without Release)
+	// must not hold this goroutine forever.
+	t := time.NewTimer(finalEventWait)
+	defer t.Stop()
 	select {
 	case s.events <- ev:
 	case <-s.gone:
+	case <-t.C:
 	}
 }
+
+// finalEventWait bounds how long the last events of a stream wait for a
+// writer that does not read them.
+const finalEventWait = 30 * time.Second
 
 // abandon stops a stream that will never be written.
 func (s *eventStream) abandon() {
