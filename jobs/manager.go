@@ -314,6 +314,9 @@ func (c *Call) Detach(ctx context.Context) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jobs: recording job: %w", err)
 	}
+	// Progress reported while the record was being written is written
+	// now rather than at the next renewal.
+	c.flushProgress(m.now())
 	return rec, nil
 }
 

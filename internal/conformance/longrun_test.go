@@ -347,7 +347,17 @@ func TestJobs(t *testing.T) {
 			if hdr.Get("Retry-After") != "2" {
 				t.Errorf("Retry-After %q", hdr.Get("Retry-After"))
 			}
-			code, hdr, body := statusCall(t, "GET", target, "alice")
+			// The handler reports its progress as it starts, which may
+			// be just after the 202.
+			var (
+				code int
+				body string
+			)
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+				if code, hdr, body = statusCall(t, "GET", target, "alice"); strings.Contains(body, "progress") {
+					break
+				}
+			}
 			if code != 200 || hdr.Get("Retry-After") != "2" || !strings.Contains(body, `"status":"pending"`) ||
 				!strings.Contains(body, `"progress":{"progress":1,"total":3,"message":"started q1"}`) {
 				t.Errorf("poll: %d %v %s", code, hdr, body)
