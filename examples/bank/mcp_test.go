@@ -69,7 +69,7 @@ func TestMCPEndpoint(t *testing.T) {
 			t.Errorf("transfer_money annotations %+v", tl.Annotations)
 		}
 	}
-	if strings.Join(names, ",") != "check_balance,exchange_rate,list_accounts,transfer_money" {
+	if strings.Join(names, ",") != "check_balance,exchange_rate,list_accounts,statement_export,transfer_money" {
 		t.Errorf("tools %v", names)
 	}
 

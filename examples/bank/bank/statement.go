@@ -117,7 +117,7 @@ var StatementExport = core.MustDefine("statement_export",
 	statementExport,
 	core.WithAsync(),
 	core.WithApproval(core.ApprovalSession), core.WithRisk(core.RiskLow),
-	core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser)
+	core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser, core.WithReadOnly())
 
 func badDates(msg string) *core.AppError { return core.BadRequest(core.WireInvalidRequest, msg) }
 
