@@ -123,7 +123,7 @@ func TestMCPInteropServer(t *testing.T) {
 			t.Errorf("%s: output schema %v, title %q", tl.Name, tl.OutputSchema, tl.Title)
 		}
 	}
-	if !slices.Equal(names, []string{"check_balance", "exchange_rate", "list_accounts", "transfer_money"}) {
+	if !slices.Equal(names, []string{"check_balance", "exchange_rate", "list_accounts", "statement_export", "transfer_money"}) {
 		t.Errorf("tools %v", names)
 	}
 	want := []struct {
@@ -195,7 +195,7 @@ func TestMCPInteropInspector(t *testing.T) {
 	for _, tl := range listed["tools"].([]any) {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	if !slices.Equal(names, []string{"create_issue", "list_issues"}) {
+	if !slices.Equal(names, []string{"create_issue", "list_issues", "watch_issues"}) {
 		t.Errorf("inspector tools/list: %v", listed)
 	}
 	called := inspect("--method", "tools/call", "--tool-name", "create_issue",
