@@ -215,6 +215,13 @@ func renderDefinition(d *core.Definition) (*defInfo, error) {
 		list = append(list, `,"required_constraints":`...)
 		list = appendStrings(list, rc)
 	}
+	// A list entry carries the capability's location too (§5.2 entries
+	// use the §2.12 fields), so that a client routes execution without
+	// describing every capability first.
+	if l := d.Location(); l != "" {
+		list = append(list, `,"location":`...)
+		list = appendString(list, l)
+	}
 
 	desc := head()
 	desc = append(desc, `,"input":`...)

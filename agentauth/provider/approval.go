@@ -399,7 +399,16 @@ func (p *Provider) pollPending(ctx context.Context, agentID string) (slowDown bo
 	if err != nil || len(aps) == 0 {
 		return false, "", err
 	}
+	// The newest pending request is the one being polled. Requests made
+	// in the same instant have no order among them, so a decided one
+	// listed after a pending one must not hide it.
 	latest := aps[len(aps)-1]
+	for i := len(aps) - 1; i >= 0; i-- {
+		if aps[i].Status == store.ApprovalPending {
+			latest = aps[i]
+			break
+		}
+	}
 	if latest.Status != store.ApprovalPending {
 		return false, latest.Status, nil
 	}

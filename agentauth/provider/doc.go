@@ -39,8 +39,9 @@
 // Registration of a delegated agent, and capability requests beyond what
 // Policy allows, wait for a user. The answer carries an approval object
 // with verification_uri, user_code, expires_in and interval; the agent
-// polls status, and a poll sooner than half the interval is 400
-// slow_down. The user decides on the approval page (or through Decide):
+// polls status, and while the agent is pending a poll sooner than half
+// the interval is 400 slow_down (the status of an active agent is a
+// plain read, limited only by the rate limits). The user decides on the approval page (or through Decide):
 // all capabilities, a subset, or none. Capabilities of approval strength
 // webauthn need a second confirmation step. Approving a registration
 // activates the host and links it to the user; later agents of that host

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
@@ -71,16 +70,20 @@ func agentStateError(status string) *core.AppError {
 	return appErr(http.StatusForbidden, code, "the agent is "+status)
 }
 
-// status serves GET /agent/status (protocol §5.5). While the agent, or
-// one of its grants, waits for approval, a poll sooner than half the
-// advertised interval is 400 slow_down.
+// status serves GET /agent/status (protocol §5.5). While the agent
+// itself waits for approval (a registration or reactivation), the call is
+// the RFC 8628 poll of §7.1, and a poll sooner than half the advertised
+// interval is 400 slow_down. The status of an active agent is a plain
+// read of its record, even while a capability request of it waits: it is
+// limited like any other request, by the host's rate limit (429 with
+// Retry-After, §8.13), never answered slow_down.
 func (p *Provider) status(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	_, a, err := p.hostAgent(ctx, r, hostKnownOrPending, r.URL.Query().Get("agent_id"))
 	if err != nil {
 		return err
 	}
-	if waiting(a) {
+	if a.Status == agentauth.StatusPending {
 		slow, _, err := p.pollPending(ctx, a.ID)
 		if err != nil {
 			return internalError(err)
@@ -91,10 +94,6 @@ func (p *Provider) status(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, p.renderAgent(a, nil, true))
 	return nil
-}
-
-func waiting(a *store.Agent) bool {
-	return a.Status == agentauth.StatusPending || slices.ContainsFunc(a.Grants, func(g store.Grant) bool { return g.Status == agentauth.StatusPending })
 }
 
 // approvalPoll serves POST /agent/approval/poll: RFC 8628 §3.5 polling
