@@ -2,15 +2,21 @@ package core
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 )
 
-// LazyExecutor builds an executor on first use. See Lazy.
+// LazyExecutor builds an executor on first use. See Lazy and LazyFor.
 type LazyExecutor[C, P any] struct {
 	build func(context.Context) (*Executor[C, P], error)
+	reg   *Registry
+
+	// ready holds the executor once built, so that every later call
+	// reads it without taking the lock.
+	ready atomic.Pointer[Executor[C, P]]
 
 	mu       sync.Mutex
-	exec     *Executor[C, P]
 	inflight *lazyBuild[C, P]
 }
 
@@ -26,15 +32,51 @@ type lazyBuild[C, P any] struct {
 // the first caller's context values but not its cancellation, so one
 // caller giving up does not fail the build for the others; each caller
 // stops waiting when its own context ends.
+//
+// A LazyExecutor from Lazy does not know its registry before the build
+// (Registry returns nil); transports that serve listings without building
+// the executor need LazyFor.
 func Lazy[C, P any](build func(ctx context.Context) (*Executor[C, P], error)) *LazyExecutor[C, P] {
 	return &LazyExecutor[C, P]{build: build}
 }
 
+// LazyFor is Lazy for an executor of reg: Registry returns reg before the
+// executor exists, so a transport can list and describe capabilities
+// without building it. A build that returns an executor of another
+// registry fails (and is retried like any failed build): what was listed
+// must be what runs.
+func LazyFor[C, P any](reg *Registry, build func(ctx context.Context) (*Executor[C, P], error)) *LazyExecutor[C, P] {
+	return &LazyExecutor[C, P]{build: build, reg: reg}
+}
+
+// errOtherRegistry fails a LazyFor build whose executor serves another
+// registry than the one given.
+var errOtherRegistry = errors.New("agentcap: lazy build returned an executor of another registry")
+
+// Registry returns the registry given to LazyFor, or, for a LazyExecutor
+// from Lazy, the built executor's registry (nil before the first
+// successful build).
+func (l *LazyExecutor[C, P]) Registry() *Registry {
+	if l.reg != nil {
+		return l.reg
+	}
+	if e := l.ready.Load(); e != nil {
+		return e.reg
+	}
+	return nil
+}
+
+// Built returns the executor if a build has succeeded, and nil otherwise.
+// It never starts a build.
+func (l *LazyExecutor[C, P]) Built() *Executor[C, P] { return l.ready.Load() }
+
 // Get returns the executor, building it if needed.
 func (l *LazyExecutor[C, P]) Get(ctx context.Context) (*Executor[C, P], error) {
+	if e := l.ready.Load(); e != nil {
+		return e, nil
+	}
 	l.mu.Lock()
-	if l.exec != nil {
-		e := l.exec
+	if e := l.ready.Load(); e != nil {
 		l.mu.Unlock()
 		return e, nil
 	}
@@ -56,9 +98,12 @@ func (l *LazyExecutor[C, P]) Get(ctx context.Context) (*Executor[C, P], error) {
 
 func (l *LazyExecutor[C, P]) run(ctx context.Context, b *lazyBuild[C, P]) {
 	exec, err := protectBuild(ctx, l.build)
+	if err == nil && l.reg != nil && exec.reg != l.reg {
+		exec, err = nil, errOtherRegistry
+	}
 	l.mu.Lock()
 	if err == nil {
-		l.exec = exec
+		l.ready.Store(exec)
 	}
 	l.inflight = nil
 	l.mu.Unlock()

@@ -56,8 +56,13 @@ func (h *Handler[C, P]) list(ctx context.Context, req *Request, principal P, ano
 	n := 0
 	var last string
 	hasMore := false
-	for _, d := range h.exec.Visible(ctx, principal) {
+	// Listing reads the registry alone: a lazy executor is not built for
+	// it.
+	for _, d := range h.ordered {
 		if after != "" && d.Name() <= after {
+			continue
+		}
+		if !d.Visible(ctx, principal) {
 			continue
 		}
 		info := h.defs[d]
@@ -97,8 +102,8 @@ func (h *Handler[C, P]) describe(ctx context.Context, req *Request, principal P,
 	if len(names) != 1 || names[0] == "" {
 		return h.fail(ctx, buf, invalidQuery("give exactly one non-empty name parameter"))
 	}
-	d, ok := h.exec.Describe(ctx, principal, names[0])
-	if !ok {
+	d, ok := h.reg.Lookup(names[0])
+	if !ok || !d.Visible(ctx, principal) {
 		return h.fail(ctx, buf, envelopeOf(unknownCapability()))
 	}
 	b := append(buf.b[:0], h.defs[d].describe...)

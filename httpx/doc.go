@@ -17,6 +17,17 @@
 // [Handler.Serve], a transport-neutral request/response pair, so status
 // codes, headers and bodies are byte-identical whatever serves them.
 //
+// # Lazy executors
+//
+// [NewLazy] (or [NewSource] with any core.ExecutorSource) serves an
+// executor built on first use by a core.LazyExecutor made with
+// core.LazyFor: list and describe are answered from the registry alone
+// and never start the build; the first execute or batch builds it,
+// concurrent first calls share one build, and while the build fails
+// executions are answered 503 temporarily_unavailable with Retry-After
+// (the cause logged, the failure not kept). The ginx, echox and fiberx
+// mounts take the handler as it is, so every router gets the same.
+//
 // # Errors
 //
 // Failures use the Agent Auth error envelope

@@ -96,7 +96,12 @@ const (
 // for concurrent use.
 type Handler[C, P any] struct {
 	handlerBase
+	// src yields the executor; exec is it when it was built before the
+	// handler, so that the hot path skips the interface call.
+	src          core.ExecutorSource[C, P]
 	exec         *core.Executor[C, P]
+	reg          *core.Registry
+	ordered      []*core.Definition
 	authenticate func(ctx context.Context, req *Request) (P, error)
 	authorize    func(ctx context.Context, principal P, inv *core.Invocation) error
 	grantStatus  func(ctx context.Context, principal P, def *core.Definition) string
@@ -131,6 +136,36 @@ func New[C, P any](exec *core.Executor[C, P], cfg Config[P]) (*Handler[C, P], er
 	if exec == nil {
 		return nil, errors.New("httpx: nil executor")
 	}
+	return NewSource(exec, cfg)
+}
+
+// NewLazy builds a handler whose executor is built on first use by lazy
+// (made with core.LazyFor, so that its registry is known now): list and
+// describe are served from the registry alone and never start the build;
+// the first execute or batch builds the executor, concurrent first calls
+// share that build, and a failed build is answered 503
+// temporarily_unavailable with Retry-After and tried again by the next
+// call. See NewSource.
+func NewLazy[C, P any](lazy *core.LazyExecutor[C, P], cfg Config[P]) (*Handler[C, P], error) {
+	if lazy == nil {
+		return nil, errors.New("httpx: nil lazy executor")
+	}
+	return NewSource(lazy, cfg)
+}
+
+// NewSource builds a handler over any executor source: a built
+// *core.Executor (as New does) or a *core.LazyExecutor (as NewLazy does).
+// The source's registry must be known now: list and describe answers are
+// rendered from it at construction. It fails on an incomplete or
+// inconsistent configuration.
+func NewSource[C, P any](src core.ExecutorSource[C, P], cfg Config[P]) (*Handler[C, P], error) {
+	if src == nil {
+		return nil, errors.New("httpx: nil executor source")
+	}
+	reg := src.Registry()
+	if reg == nil {
+		return nil, errors.New("httpx: the executor source has no registry yet; build a lazy executor with core.LazyFor")
+	}
 	if cfg.Authenticate == nil {
 		return nil, errors.New("httpx: Config.Authenticate is required")
 	}
@@ -145,7 +180,8 @@ func New[C, P any](exec *core.Executor[C, P], cfg Config[P]) (*Handler[C, P], er
 			defLimit:  cfg.DefaultListLimit,
 			maxLimit:  cfg.MaxListLimit,
 		},
-		exec:         exec,
+		src:          src,
+		reg:          reg,
 		authenticate: cfg.Authenticate,
 		authorize:    cfg.Authorize,
 		grantStatus:  cfg.GrantStatus,
@@ -178,10 +214,14 @@ func New[C, P any](exec *core.Executor[C, P], cfg Config[P]) (*Handler[C, P], er
 	if h.defLimit > h.maxLimit {
 		return nil, fmt.Errorf("httpx: DefaultListLimit %d exceeds MaxListLimit %d", h.defLimit, h.maxLimit)
 	}
-	if err := h.long.configure(cfg.LongRunning, exec.Registry()); err != nil {
+	if err := h.long.configure(cfg.LongRunning, reg); err != nil {
 		return nil, err
 	}
-	all := exec.Registry().All()
+	if e, ok := src.(*core.Executor[C, P]); ok {
+		h.exec = e
+	}
+	all := reg.All()
+	h.ordered = all
 	h.defs = make(map[*core.Definition]*defInfo, len(all))
 	for _, d := range all {
 		info, err := renderDefinition(d)
@@ -578,7 +618,7 @@ func unknownCapability() *core.Error {
 // so neither its existence nor its schema leaks. Unknown names go to the
 // executor, whose hooks and metrics then record the attempt.
 func (h *Handler[C, P]) hidden(ctx context.Context, principal P, name string) bool {
-	d, ok := h.exec.Registry().Lookup(name)
+	d, ok := h.reg.Lookup(name)
 	return ok && !d.Visible(ctx, principal)
 }
 
@@ -598,10 +638,14 @@ func (h *Handler[C, P]) execute(ctx context.Context, req *Request, principal P, 
 	if h.hidden(ctx, principal, name) {
 		return h.fail(ctx, buf, envelopeOf(unknownCapability()))
 	}
-	if h.long.applies(req, name) {
-		return h.executeLong(ctx, req, name, args, principal, buf)
+	exec, env := h.executor(ctx)
+	if env != nil {
+		return h.fail(ctx, buf, *env)
 	}
-	data, err := h.exec.ExecuteDynamic(ctx, name, principal, args, h.authorizer(principal))
+	if h.long.applies(req, name) {
+		return h.executeLong(ctx, exec, req, name, args, principal, buf)
+	}
+	data, err := exec.ExecuteDynamic(ctx, name, principal, args, h.authorizer(principal))
 	return h.answer(ctx, name, data, err, buf)
 }
 
@@ -623,7 +667,11 @@ func (h *Handler[C, P]) answer(ctx context.Context, name string, data []byte, er
 }
 
 func (h *Handler[C, P]) batch(ctx context.Context, body []byte, principal P, buf *buffer) replyMeta {
-	calls, perr := parseBatch(body, h.exec.MaxBatch())
+	exec, env := h.executor(ctx)
+	if env != nil {
+		return h.fail(ctx, buf, *env)
+	}
+	calls, perr := parseBatch(body, exec.MaxBatch())
 	if perr != nil {
 		return h.fail(ctx, buf, envelopeOf(perr))
 	}
@@ -644,7 +692,7 @@ func (h *Handler[C, P]) batch(ctx context.Context, body []byte, principal P, buf
 	var ran []core.BatchResult
 	if len(run) > 0 {
 		var err error
-		if ran, err = h.exec.ExecuteBatch(ctx, principal, run, h.authorizer(principal)); err != nil {
+		if ran, err = exec.ExecuteBatch(ctx, principal, run, h.authorizer(principal)); err != nil {
 			return h.fail(ctx, buf, envelopeOf(asCoreError(err)))
 		}
 	}

@@ -153,8 +153,8 @@ func idempotencyError(err error) *core.Error {
 
 // executeLong runs an execute that streams, runs as a job or carries an
 // idempotency key.
-func (h *Handler[C, P]) executeLong(ctx context.Context, req *Request, name string, args []byte, principal P, buf *buffer) replyMeta {
-	def, _ := h.exec.Registry().Lookup(name)
+func (h *Handler[C, P]) executeLong(ctx context.Context, exec *core.Executor[C, P], req *Request, name string, args []byte, principal P, buf *buffer) replyMeta {
+	def, _ := h.reg.Lookup(name)
 	key := ""
 	if h.long.idem != nil {
 		key = req.header("Idempotency-Key")
@@ -164,7 +164,7 @@ func (h *Handler[C, P]) executeLong(ctx context.Context, req *Request, name stri
 			return h.fail(ctx, buf, envelopeOf(core.NewError(core.CodeInvalidIdempotencyKey, core.StageInput,
 				"a streaming capability takes no Idempotency-Key: a stream cannot be replayed", nil)))
 		}
-		return h.startStream(ctx, name, args, principal, buf)
+		return h.startStream(ctx, exec, name, args, principal, buf)
 	}
 	owner := ""
 	if h.long.Owner != nil {
@@ -201,9 +201,9 @@ func (h *Handler[C, P]) executeLong(ctx context.Context, req *Request, name stri
 		meta = h.fail(ctx, buf, envelope{status: http.StatusForbidden, code: core.WireUnauthorized,
 			message: "this caller cannot start jobs"})
 	case def != nil && def.Async(), h.long.jobs != nil && h.long.AsyncAfter > 0:
-		meta = h.runJob(ctx, name, def, args, principal, owner, buf)
+		meta = h.runJob(ctx, exec, name, def, args, principal, owner, buf)
 	default:
-		data, err := h.exec.ExecuteDynamic(ctx, name, principal, args, h.authorizer(principal))
+		data, err := exec.ExecuteDynamic(ctx, name, principal, args, h.authorizer(principal))
 		meta = h.answer(ctx, name, data, err, buf)
 	}
 	if claim != nil {
@@ -233,13 +233,13 @@ func (h *Handler[C, P]) executeLong(ctx context.Context, req *Request, name stri
 // for AsyncAfter. A call refused before its handler starts is answered at
 // once, and a caller that goes away before the call is detached cancels
 // it.
-func (h *Handler[C, P]) runJob(ctx context.Context, name string, def *core.Definition, args []byte, principal P, owner string, buf *buffer) replyMeta {
+func (h *Handler[C, P]) runJob(ctx context.Context, exec *core.Executor[C, P], name string, def *core.Definition, args []byte, principal P, owner string, buf *buffer) replyMeta {
 	// The body is handed back once the answer is rendered; the job keeps
 	// its own copy of the arguments.
 	args = slices.Clone(args)
 	authorize := h.authorizer(principal)
 	call := h.long.jobs.Call(ctx, owner, name, func(jctx context.Context) (json.RawMessage, error) {
-		return h.exec.ExecuteDynamic(jctx, name, principal, args, authorize)
+		return exec.ExecuteDynamic(jctx, name, principal, args, authorize)
 	})
 	async := def != nil && def.Async()
 	var started <-chan struct{}

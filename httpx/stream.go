@@ -60,7 +60,7 @@ type eventStream struct {
 // call can still be refused like any other (400, 403, ...); once it has
 // started the answer is 200 text/event-stream, and everything else,
 // failures included, travels as events.
-func (h *Handler[C, P]) startStream(ctx context.Context, name string, args []byte, principal P, buf *buffer) replyMeta {
+func (h *Handler[C, P]) startStream(ctx context.Context, exec *core.Executor[C, P], name string, args []byte, principal P, buf *buffer) replyMeta {
 	args = slices.Clone(args)
 	sctx, cancel := context.WithCancelCause(ctx)
 	if d := h.long.StreamMaxDuration; d > 0 {
@@ -91,7 +91,7 @@ func (h *Handler[C, P]) startStream(ctx context.Context, name string, args []byt
 	early := make(chan outcome, 1)
 	authorize := h.authorizer(principal)
 	go func() {
-		data, err := h.exec.ExecuteDynamic(xctx, name, principal, args, authorize)
+		data, err := exec.ExecuteDynamic(xctx, name, principal, args, authorize)
 		select {
 		case <-started:
 			s.finish(&h.handlerBase, ctx, name, data, err)

@@ -1,0 +1,40 @@
+package httpx
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/agentcap/agentcap/core"
+)
+
+// wireUnavailable answers an execution while no executor can be built.
+const wireUnavailable = "temporarily_unavailable"
+
+// unavailableRetry is the Retry-After of that answer: a failed build is
+// tried again by the next call, so a short wait is enough.
+const unavailableRetry = time.Second
+
+// executor returns the executor to run with, building it through the
+// source if it is lazy. A build that fails, or that the caller stopped
+// waiting for, is answered 503 temporarily_unavailable; the cause is
+// logged, never sent.
+func (h *Handler[C, P]) executor(ctx context.Context) (exec *core.Executor[C, P], env *envelope) {
+	if h.exec != nil {
+		return h.exec, nil
+	}
+	e, err := h.src.Get(ctx)
+	if err == nil && e != nil {
+		return e, nil
+	}
+	if err == nil {
+		err = errors.New("httpx: the executor source returned no executor")
+	}
+	if ctx.Err() == nil {
+		h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: building the executor failed", slog.String("error", err.Error()))
+	}
+	return nil, &envelope{status: http.StatusServiceUnavailable, code: wireUnavailable,
+		message: "the service is starting or cannot run capabilities right now; retry later", retryAfter: unavailableRetry}
+}
