@@ -22,16 +22,20 @@ const MaxDirectoryFileBytes = 64 << 20
 // and agents the Verifier can use; lookups return deep copies, so callers
 // may not change what it holds.
 type MemoryDirectory struct {
-	mu     sync.RWMutex
-	hosts  map[string]*Host
-	agents map[string]*Agent
+	mu      sync.RWMutex
+	hosts   map[string]*Host
+	agents  map[string]*Agent
+	byThumb map[string]string // inline host key thumbprint -> host id
 }
 
-var _ Directory = (*MemoryDirectory)(nil)
+var (
+	_ Directory        = (*MemoryDirectory)(nil)
+	_ HostKeyDirectory = (*MemoryDirectory)(nil)
+)
 
 // NewMemoryDirectory returns an empty directory.
 func NewMemoryDirectory() *MemoryDirectory {
-	return &MemoryDirectory{hosts: make(map[string]*Host), agents: make(map[string]*Agent)}
+	return &MemoryDirectory{hosts: make(map[string]*Host), agents: make(map[string]*Agent), byThumb: make(map[string]string)}
 }
 
 // PutHost validates h and stores a copy of it, replacing any host with the
@@ -46,10 +50,47 @@ func (d *MemoryDirectory) PutHost(h *Host) error {
 		return fmt.Errorf("agentauth: host %q: %w", h.ID, err)
 	}
 	c := cloneHost(h)
+	thumb, err := hostThumbprint(c)
+	if err != nil {
+		return fmt.Errorf("agentauth: host %q: %w", h.ID, err)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if old, ok := d.hosts[c.ID]; ok {
+		if t, _ := hostThumbprint(old); t != "" && d.byThumb[t] == c.ID {
+			delete(d.byThumb, t)
+		}
+	}
 	d.hosts[c.ID] = c
+	if thumb != "" {
+		d.byThumb[thumb] = c.ID
+	}
 	return nil
+}
+
+// hostThumbprint is the RFC 7638 thumbprint of h's inline key, or "" for
+// a JWKS host.
+func hostThumbprint(h *Host) (string, error) {
+	if len(h.PublicKey) == 0 {
+		return "", nil
+	}
+	k, err := parsePublicJWK(h.PublicKey)
+	if err != nil {
+		return "", err
+	}
+	return jwkThumbprint(k)
+}
+
+// HostByKeyThumbprint implements HostKeyDirectory for hosts with an
+// inline key: a host JWT's iss is the thumbprint of that key.
+func (d *MemoryDirectory) HostByKeyThumbprint(_ context.Context, thumbprint string) (*Host, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	id, ok := d.byThumb[thumbprint]
+	if !ok {
+		return nil, fmt.Errorf("agentauth: host with key thumbprint %q: %w", thumbprint, ErrNotFound)
+	}
+	return cloneHost(d.hosts[id]), nil
 }
 
 // PutAgent validates a and stores a copy of it, replacing any agent with

@@ -18,8 +18,14 @@ import (
 // and the application's principal mapped from it. Session is nil for an
 // anonymous caller of list or describe (see
 // HTTPOptions.AllowAnonymousDiscovery); the zero Caller is that caller.
+// A caller of list or describe that sent a host JWT (see HTTPOptions.Hosts)
+// has Host set and Session nil: it sees what the host's user may see,
+// without grant_status, and can never execute.
 type Caller[P any] struct {
-	Session   *Session
+	Session *Session
+	// Host is the verified host of a host JWT caller of list or describe;
+	// nil otherwise (an agent's host is Session.Host).
+	Host      *Host
 	Principal P
 
 	executing bool
@@ -63,6 +69,22 @@ type HTTPOptions[P any] struct {
 	// AgentAuth discovery="<issuer origin>/.well-known/agent-configuration".
 	// Required: an absolute http or https URL.
 	Issuer string
+
+	// Hosts, when set, lets list and describe run with a host JWT
+	// (protocol §5.2: "capabilities available to the host's linked
+	// user", used before an agent exists): a Bearer token whose typ is
+	// host+jwt is verified by Hosts, and the Caller carries the host. A
+	// HostVerifier serves a resource server trusting a Directory;
+	// provider.HTTPConfig sets the provider's own. Execute and batch never
+	// accept a host JWT. Nil answers a host JWT 401 invalid_jwt, as
+	// before.
+	Hosts HostSource
+
+	// HostPrincipal maps a host JWT caller's host to the application's
+	// principal (for example the host's linked user), which visibility
+	// predicates then see. Nil means the zero P, so that a host caller
+	// sees what an anonymous caller sees.
+	HostPrincipal func(ctx context.Context, h *Host) (P, error)
 
 	// AllowAnonymousDiscovery lets list and describe run without a token,
 	// with the zero Caller: only capabilities whose visibility admits it
@@ -122,11 +144,13 @@ func HTTPConfig[P any](o HTTPOptions[P]) (httpx.Config[Caller[P]], error) {
 		return httpx.Config[Caller[P]]{}, err
 	}
 	a := &httpAuth[P]{
-		sessions:  o.Sessions,
-		principal: o.Principal,
-		authorize: o.Authorize,
-		now:       o.Now,
-		logger:    o.Logger,
+		sessions:      o.Sessions,
+		hosts:         o.Hosts,
+		hostPrincipal: o.HostPrincipal,
+		principal:     o.Principal,
+		authorize:     o.Authorize,
+		now:           o.Now,
+		logger:        o.Logger,
 	}
 	if a.now == nil {
 		a.now = time.Now
@@ -190,11 +214,13 @@ func discoveryChallenge(issuer string) (string, error) {
 
 // httpAuth holds what the httpx callbacks share.
 type httpAuth[P any] struct {
-	sessions  SessionSource
-	principal func(ctx context.Context, s *Session) (P, error)
-	authorize func(ctx context.Context, c Caller[P], inv *core.Invocation) error
-	now       func() time.Time
-	logger    *slog.Logger
+	sessions      SessionSource
+	hosts         HostSource
+	hostPrincipal func(ctx context.Context, h *Host) (P, error)
+	principal     func(ctx context.Context, s *Session) (P, error)
+	authorize     func(ctx context.Context, c Caller[P], inv *core.Invocation) error
+	now           func() time.Time
+	logger        *slog.Logger
 }
 
 func (a *httpAuth[P]) authenticate(ctx context.Context, req *httpx.Request) (Caller[P], error) {
@@ -206,6 +232,9 @@ func (a *httpAuth[P]) authenticate(ctx context.Context, req *httpx.Request) (Cal
 	token, err := BearerToken(header)
 	if err != nil {
 		return zero, err
+	}
+	if a.hosts != nil && isDiscoveryRoute(req.Path) && TokenType(token) == TypeHostJWT {
+		return a.authenticateHost(ctx, token)
 	}
 	s, err := a.sessions.Session(ctx, token)
 	if err != nil {
@@ -221,6 +250,30 @@ func (a *httpAuth[P]) authenticate(ctx context.Context, req *httpx.Request) (Cal
 		}
 	}
 	return c, nil
+}
+
+// authenticateHost verifies the host JWT of a list or describe request.
+func (a *httpAuth[P]) authenticateHost(ctx context.Context, token string) (Caller[P], error) {
+	var zero Caller[P]
+	h, err := a.hosts.VerifyHost(ctx, token)
+	if err != nil {
+		return zero, a.public(ctx, "verifying the host JWT", err)
+	}
+	if h == nil {
+		return zero, a.public(ctx, "verifying the host JWT", errors.New("agentauth: the host source returned no host"))
+	}
+	c := Caller[P]{Host: h}
+	if a.hostPrincipal != nil {
+		if c.Principal, err = a.hostPrincipal(ctx, h); err != nil {
+			return zero, a.public(ctx, "mapping the host to a principal", err)
+		}
+	}
+	return c, nil
+}
+
+func isDiscoveryRoute(path string) bool {
+	p := strings.TrimPrefix(path, "/")
+	return p == httpx.RouteList || p == httpx.RouteDescribe
 }
 
 func isExecuteRoute(path string) bool {

@@ -63,6 +63,7 @@ func testRegistry(t testing.TB) *core.Registry {
 		core.MustDefine("transfer", "Move money.",
 			func(_ context.Context, _ struct{}, in transferIn) (transferOut, error) { return transferOut{true}, nil },
 			core.WithApproval(core.ApprovalWebAuthn), core.WithRisk(core.RiskHigh)),
+		statementCapability,
 	)
 	if err != nil {
 		t.Fatal(err)

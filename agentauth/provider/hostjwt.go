@@ -23,7 +23,7 @@ import (
 // ReplayCache for a host JWT, as agentauth.ReplayKey(HostReplayKeyPrefix,
 // iss, jti). Agent
 // JWTs use agentauth.ReplayKeyPrefix, so the two never collide.
-const HostReplayKeyPrefix = "agentauth:host-jti:"
+const HostReplayKeyPrefix = agentauth.HostReplayKeyPrefix
 
 // Public messages of host JWT verification. Every failure before the
 // signature is verified shares msgInvalidHostToken, so that a caller

@@ -49,11 +49,23 @@ type Policy struct {
 	// AllowAutonomous decides whether a host may register autonomous
 	// agents; host is nil for a host registering for the first time.
 	// An allowed autonomous agent is active at once, granted the
-	// requested capabilities within its host's defaults (never one of
+	// requested capabilities GrantAutonomous allows (never one of
 	// approval strength webauthn, which needs a person); the others are
 	// denied. Nil allows every host, which is safe while hosts have no
 	// defaults. A refusal is 403 unauthorized.
 	AllowAutonomous func(ctx context.Context, host *store.Host) bool
+
+	// GrantAutonomous decides whether an autonomous agent of an active
+	// host is granted def when it asks, at registration or through a
+	// capability request; no user is ever asked, so a capability it does
+	// not grant is denied with a reason. Nil means DefaultGrantAutonomous:
+	// def is one of the host's default capabilities and its approval
+	// strength is not webauthn. An application that offers public
+	// capabilities to every autonomous agent (approval strength none, no
+	// user's data) says so here; see examples/bank. Reactivation still
+	// returns an autonomous agent to its host's defaults only (protocol
+	// §2.5); it asks again for the rest.
+	GrantAutonomous func(ctx context.Context, host *store.Host, def *core.Definition) bool
 
 	// AutoApprove decides whether a delegated agent of a host linked to a
 	// user gets def without asking the user again. Nil means: def is one
@@ -74,6 +86,27 @@ func (p *Provider) autonomousAllowed(ctx context.Context, h *store.Host) bool {
 		return true
 	}
 	return p.policy.AllowAutonomous(ctx, h)
+}
+
+// DefaultGrantAutonomous is the rule Policy.GrantAutonomous falls back
+// on: def is one of host's default capabilities and does not need proof
+// of presence (approval strength webauthn), which an agent without a
+// user can never give.
+func DefaultGrantAutonomous(_ context.Context, host *store.Host, def *core.Definition) bool {
+	return host != nil && def.Approval() != core.ApprovalWebAuthn && slices.Contains(host.DefaultCapabilities, def.Name())
+}
+
+// grantAutonomous applies Policy.GrantAutonomous; capabilities of
+// approval strength webauthn are never granted to an autonomous agent,
+// whatever the policy says.
+func (p *Provider) grantAutonomous(ctx context.Context, h *store.Host, def *core.Definition) bool {
+	if h == nil || h.Status != agentauth.StatusActive || def.Approval() == core.ApprovalWebAuthn {
+		return false
+	}
+	if p.policy.GrantAutonomous != nil {
+		return p.policy.GrantAutonomous(ctx, h, def)
+	}
+	return DefaultGrantAutonomous(ctx, h, def)
 }
 
 func (p *Provider) autoApprove(ctx context.Context, h *store.Host, def *core.Definition) bool {

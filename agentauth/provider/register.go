@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
-	"github.com/agentcap/agentcap/core"
 )
 
 // registration is a parsed POST /agent/register body.
@@ -150,7 +149,7 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 		g := store.Grant{Capability: rc.Name, Status: agentauth.StatusPending, Constraints: cons, Reason: reg.reason}
 		switch {
 		case reg.mode == agentauth.ModeAutonomous:
-			if host.Status == agentauth.StatusActive && def.Approval() != core.ApprovalWebAuthn && slices.Contains(host.DefaultCapabilities, rc.Name) {
+			if p.grantAutonomous(ctx, host, def) {
 				g.Status, g.GrantedBy = agentauth.StatusActive, "system:policy"
 			} else {
 				g.Status, g.DeniedBy, g.Reason = agentauth.StatusDenied, "system:policy", "autonomous agents of this host are not granted this capability"

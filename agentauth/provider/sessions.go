@@ -53,14 +53,48 @@ func (p *Provider) session(ctx context.Context, token string) (*agentauth.Sessio
 	return sess, nil
 }
 
+// Hosts returns the HostSource of capability locations backed by this
+// provider: list and describe with a host JWT (protocol §5.2, §5.2.1).
+// The token is verified exactly as registration verifies it (see
+// verifyHost), for a host the provider knows; the request counts against
+// the host's rate limit. An unknown host is 401 invalid_jwt, after which
+// the published client lists without credentials; a pending host is
+// answered as a host without a user, since nobody has approved it yet;
+// a revoked or rejected host is 403 host_revoked.
+func (p *Provider) Hosts() agentauth.HostSource { return hostSource{p} }
+
+type hostSource struct{ p *Provider }
+
+func (s hostSource) VerifyHost(ctx context.Context, token string) (*agentauth.Host, error) {
+	p := s.p
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, p.issuer, nil)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	r.Header.Set("Authorization", "Bearer "+token)
+	h, err := p.verifyHost(ctx, r, hostKnownOrPending)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.limits.host(ctx, h.host.ID); err != nil {
+		return nil, err
+	}
+	d := h.host.DirectoryHost()
+	if d.Status != agentauth.StatusActive {
+		d.UserID = ""
+	}
+	return d, nil
+}
+
 // HTTPConfig returns the httpx configuration of a capability location
 // served with this provider's agents: agentauth.HTTPConfig with
-// p.Sessions() and p's issuer, and an Authorize step, run before o's own,
+// p.Sessions(), p.Hosts() and p's issuer, and an Authorize step, run before o's own,
 // that checks the capability's per-capability rate limit and that the
 // token was made for where the capability executes: an execution JWT's
 // aud must be the capability's location, or the default location for a
-// capability without one (protocol §4.3). o.Sessions and o.Issuer are
-// ignored.
+// capability without one (protocol §4.3). o.Sessions, o.Hosts and
+// o.Issuer are ignored; o.HostPrincipal maps a host JWT caller of list
+// and describe to the application's principal.
 func HTTPConfig[P any](p *Provider, o agentauth.HTTPOptions[P]) (httpx.Config[agentauth.Caller[P]], error) {
 	return locationConfig(p, o, func(def *core.Definition) string {
 		if loc := def.Location(); loc != "" {
@@ -74,6 +108,7 @@ func HTTPConfig[P any](p *Provider, o agentauth.HTTPOptions[P]) (httpx.Config[ag
 // of def must name.
 func locationConfig[P any](p *Provider, o agentauth.HTTPOptions[P], where func(*core.Definition) string) (httpx.Config[agentauth.Caller[P]], error) {
 	o.Sessions = p.Sessions()
+	o.Hosts = p.Hosts()
 	o.Issuer = p.issuer
 	if o.Now == nil {
 		o.Now = p.now
@@ -171,7 +206,7 @@ func (p *Provider) requestCapability(w http.ResponseWriter, r *http.Request) err
 		g := store.Grant{Capability: rc.Name, Status: agentauth.StatusPending, Constraints: cons, Reason: reason}
 		switch {
 		case a.Mode == agentauth.ModeAutonomous:
-			if def.Approval() != core.ApprovalWebAuthn && slices.Contains(host.DefaultCapabilities, rc.Name) {
+			if p.grantAutonomous(ctx, host, def) {
 				g.Status, g.GrantedBy = agentauth.StatusActive, "system:policy"
 			} else {
 				g.Status, g.DeniedBy, g.Reason = agentauth.StatusDenied, "system:policy", "autonomous agents of this host are not granted this capability"

@@ -170,6 +170,15 @@ func (m *Memory) HostByThumbprint(ctx context.Context, thumbprint string) (*Host
 	return cloneHost(m.hosts[id]), nil
 }
 
+// HostByKeyThumbprint implements Store.
+func (m *Memory) HostByKeyThumbprint(ctx context.Context, thumbprint string) (*agentauth.Host, error) {
+	h, err := m.HostByThumbprint(ctx, thumbprint)
+	if err != nil {
+		return nil, err
+	}
+	return h.DirectoryHost(), nil
+}
+
 // HostByJWKSURL implements Store.
 func (m *Memory) HostByJWKSURL(ctx context.Context, url string) (*Host, error) {
 	m.mu.RLock()

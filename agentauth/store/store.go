@@ -46,6 +46,10 @@ type Store interface {
 	// HostByThumbprint returns the host whose current key has the given
 	// RFC 7638 thumbprint: the iss of its host JWTs.
 	HostByThumbprint(ctx context.Context, thumbprint string) (*Host, error)
+	// HostByKeyThumbprint is HostByThumbprint as the resource server sees
+	// the host, so that a Store is an agentauth.HostKeyDirectory and a
+	// HostVerifier over it finds hosts by the iss of their host JWTs.
+	HostByKeyThumbprint(ctx context.Context, thumbprint string) (*agentauth.Host, error)
 	// HostByJWKSURL returns the host keyed by the given JWKS URL, which
 	// stays the same when the host rotates the keys it publishes there.
 	HostByJWKSURL(ctx context.Context, url string) (*Host, error)

@@ -242,7 +242,15 @@ func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*ht
 	if err != nil {
 		return nil, nil, err
 	}
-	hc, err := directoryConfig(verifier, cfg.issuer, debug)
+	hosts, err := agentauth.NewHostVerifier(agentauth.HostVerifierConfig{
+		Directory: dir,
+		Audiences: []string{cfg.issuer},
+		KeyFetch:  agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
+	})
+	if err != nil {
+		return nil, err
+	}
+	hc, err := directoryConfig(verifier, hosts, cfg.issuer, debug)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -339,6 +347,7 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		SignedInUser: dev.SignedInUser,
 		SignInURL:    devLoginPath,
 		Lifetimes:    lifetimes,
+		Policy:       provider.Policy{GrantAutonomous: bank.GrantAutonomous},
 		KeyFetch:     agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
 		Endpoints:    []string{mcpResource(cfg.issuer)},
 		Logger:       debug,

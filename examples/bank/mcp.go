@@ -39,10 +39,12 @@ func mountMCP(mux *http.ServeMux, issuer string, s *mcpx.Server[*bank.App, bank.
 }
 
 // directoryConfig is the bank's Agent Auth wiring for a location whose
-// agent JWTs sessions verifies.
-func directoryConfig(sessions agentauth.SessionSource, issuer string, debug *slog.Logger) (httpx.Config[bank.Caller], error) {
+// agent JWTs sessions verifies, and whose host JWTs (on list and
+// describe) hosts verifies when not nil.
+func directoryConfig(sessions agentauth.SessionSource, hosts agentauth.HostSource, issuer string, debug *slog.Logger) (httpx.Config[bank.Caller], error) {
 	opts := bank.HTTPOptions()
 	opts.Sessions = sessions
+	opts.Hosts = hosts
 	opts.Issuer = issuer
 	opts.Logger = debug
 	return agentauth.HTTPConfig(opts)
@@ -60,7 +62,7 @@ func directoryMCP(dir agentauth.Directory, exec *bank.Executor, cfg config, debu
 	if err != nil {
 		return nil, err
 	}
-	hc, err := directoryConfig(verifier, cfg.issuer, debug)
+	hc, err := directoryConfig(verifier, nil, cfg.issuer, debug)
 	if err != nil {
 		return nil, err
 	}

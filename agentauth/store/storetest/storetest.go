@@ -68,6 +68,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentGrants", testConcurrentGrants},
 		{"ConcurrentTransitions", testConcurrentTransitions},
 		{"VerifierReadsTheStore", testVerifier},
+		{"HostVerifierReadsTheStore", testHostVerifier},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

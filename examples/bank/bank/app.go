@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -80,15 +81,40 @@ func Authorize(_ context.Context, c Caller, inv *core.Invocation) error {
 	return nil
 }
 
-// HTTPOptions returns the bank's Agent Auth wiring: its principal, its
-// authorizer, and anonymous discovery of public capabilities. The caller
-// adds the session source, the issuer and a logger.
+// HostPrincipal maps the verified host of a host JWT caller of list and
+// describe to the bank's principal: the host's linked user, whose
+// capabilities it may see before it has an agent (protocol §5.2).
+func HostPrincipal(_ context.Context, h *agentauth.Host) (User, error) {
+	return User{ID: h.UserID}, nil
+}
+
+// HTTPOptions returns the bank's Agent Auth wiring: its principal (for
+// agents and for hosts listing capabilities), its authorizer, and
+// anonymous discovery of public capabilities. The caller adds the
+// session source, the host source, the issuer and a logger.
 func HTTPOptions() agentauth.HTTPOptions[User] {
 	return agentauth.HTTPOptions[User]{
 		Principal:               Principal,
+		HostPrincipal:           HostPrincipal,
 		Authorize:               Authorize,
 		AllowAnonymousDiscovery: true,
 	}
+}
+
+// Public reports whether def is one of the bank's public capabilities:
+// it acts for no user and needs no approval (approval strength none).
+// exchange_rate is one.
+func Public(def *core.Definition) bool {
+	return def.Approval() == core.ApprovalNone && !actsForUserDef(def)
+}
+
+// GrantAutonomous is the bank's provider policy for autonomous agents
+// (provider.Policy.GrantAutonomous): an autonomous agent that asks for a
+// public capability gets it without a user, since anybody may use it;
+// every other capability acts for a user, which an autonomous agent has
+// not, and is denied.
+func GrantAutonomous(_ context.Context, _ *store.Host, def *core.Definition) bool {
+	return Public(def)
 }
 
 // Resolver builds the application context of a call. It works from the

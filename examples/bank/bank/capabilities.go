@@ -113,11 +113,16 @@ const transferSchema = `{
 }`
 
 // actsForUser is the visibility of capabilities that act for a user:
-// agents with a user see them. Other agents are admitted while they
-// execute, so that they get 403 unauthorized rather than a 404 that
-// would suggest a typo.
+// agents with a user, and hosts linked to one, see them. Other agents
+// are admitted while they execute, so that they get 403 unauthorized
+// rather than a 404 that would suggest a typo.
 var actsForUser = core.VisibleTo(func(_ context.Context, c agentauth.Caller[User]) bool {
-	return c.Session != nil && (UserOf(c.Session) != "" || c.Executing())
+	if c.Session == nil {
+		// A host listing before it has an agent sees them when it is
+		// linked to a user (HostPrincipal).
+		return c.Host != nil && c.Principal.ID != ""
+	}
+	return UserOf(c.Session) != "" || c.Executing()
 })
 
 // The bank's capabilities.

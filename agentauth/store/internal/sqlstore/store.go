@@ -169,6 +169,15 @@ func (s *Store) HostByThumbprint(ctx context.Context, thumbprint string) (*store
 	return s.hostWhere(ctx, "host with thumbprint", thumbprint, `thumbprint = ?`, thumbprint)
 }
 
+// HostByKeyThumbprint implements store.Store.
+func (s *Store) HostByKeyThumbprint(ctx context.Context, thumbprint string) (*agentauth.Host, error) {
+	h, err := s.HostByThumbprint(ctx, thumbprint)
+	if err != nil {
+		return nil, err
+	}
+	return h.DirectoryHost(), nil
+}
+
 // HostByJWKSURL implements store.Store.
 func (s *Store) HostByJWKSURL(ctx context.Context, url string) (*store.Host, error) {
 	return s.hostWhere(ctx, "host with JWKS URL", url, `jwks_url = ?`, url)

@@ -1,0 +1,368 @@
+package agentauth
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentcap/agentcap/core"
+)
+
+// HostReplayKeyPrefix starts every key recorded in a ReplayCache for a
+// host JWT, as ReplayKey(HostReplayKeyPrefix, iss, jti). Agent JWTs use
+// ReplayKeyPrefix, so the two never collide, and a provider and a
+// resource server sharing one cache spend a host JWT once between them.
+const HostReplayKeyPrefix = "agentauth:host-jti:"
+
+// Public messages of host JWT verification. Every failure before the
+// signature is verified shares msgInvalidHostToken, so that a caller
+// cannot probe which hosts exist.
+const (
+	msgInvalidHostToken = "invalid host JWT"
+	msgHostExpired      = "host JWT expired"
+	msgHostNotYetValid  = "host JWT issued in the future"
+	msgHostTooOld       = "host JWT too old"
+	msgHostLifetime     = "host JWT lifetime too long"
+	msgHostAudience     = "host JWT audience not accepted"
+	msgHostReplayed     = "host JWT already used"
+)
+
+// HostSource verifies host JWTs (typ host+jwt) presented to list and
+// describe capabilities (protocol §5.2, §5.2.1) and returns the host each
+// one proves. Errors are *core.AppError values in the protocol's codes.
+//
+// The host returned is the caller's to read, never to change. A pending
+// host is returned without its user: until it is approved, nobody's
+// capabilities are its to see.
+type HostSource interface {
+	VerifyHost(ctx context.Context, token string) (*Host, error)
+}
+
+// HostKeyDirectory is a Directory that can also find a host by the RFC
+// 7638 thumbprint of its current key, which is what a host JWT's "iss"
+// names (protocol §4.2). A HostVerifier over a Directory without it finds
+// hosts by id alone (an "iss" equal to the host id). MemoryDirectory and
+// the stores of package agentauth/store implement it.
+type HostKeyDirectory interface {
+	Directory
+	// HostByKeyThumbprint returns the host whose current key has the
+	// thumbprint, or an error wrapping ErrNotFound.
+	HostByKeyThumbprint(ctx context.Context, thumbprint string) (*Host, error)
+}
+
+// HostVerifierConfig configures a HostVerifier. Directory and Audiences
+// are required; every other field has a safe default, as in
+// VerifierConfig.
+type HostVerifierConfig struct {
+	// Directory resolves hosts: by id, and by key thumbprint when it is a
+	// HostKeyDirectory.
+	Directory Directory
+	// Audiences are the "aud" values accepted: the issuer URL, which is
+	// what a host JWT names (protocol §4.2).
+	Audiences []string
+	// Skew, MaxAge, Replay, KeyFetch and Now are as in VerifierConfig.
+	Skew     time.Duration
+	MaxAge   time.Duration
+	Replay   ReplayCache
+	KeyFetch FetchPolicy
+	Now      func() time.Time
+}
+
+// HostVerifier verifies host JWTs against a Directory: the host JWT
+// checks of protocol §4.5.1 for a known host, as a provider runs them on
+// registration. It is safe for concurrent use.
+type HostVerifier struct {
+	v *Verifier
+}
+
+var _ HostSource = (*HostVerifier)(nil)
+
+// NewHostVerifier checks cfg and returns a HostVerifier.
+func NewHostVerifier(cfg HostVerifierConfig) (*HostVerifier, error) {
+	v, err := NewVerifier(VerifierConfig{
+		Directory: cfg.Directory,
+		Audiences: cfg.Audiences,
+		Skew:      cfg.Skew,
+		MaxAge:    cfg.MaxAge,
+		Replay:    cfg.Replay,
+		KeyFetch:  cfg.KeyFetch,
+		Now:       cfg.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agentauth: host verifier: %w", err)
+	}
+	return &HostVerifier{v: v}, nil
+}
+
+// hostToken is a host JWT after its syntax, header and claim types were
+// checked, before its signature is.
+type hostToken struct {
+	kid          string
+	signingInput []byte
+	sig          []byte
+	payload      []byte
+	iss, jti     string
+	aud          []string
+	iat, exp     time.Time
+	hasIat       bool
+	hasExp       bool
+}
+
+func invalidHostToken(cause error) error {
+	return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgInvalidHostToken).WithCause(cause)
+}
+
+// VerifyHost verifies a host JWT and returns its host. The checks run in
+// this order, the first failure answering (all 401 invalid_jwt unless
+// said otherwise):
+//
+//  1. Syntax: at most MaxTokenBytes, three base64url segments, JSON
+//     objects without duplicate members; header members only alg, typ
+//     and kid; typ exactly host+jwt (an agent+jwt here is token
+//     confusion); alg exactly EdDSA; iss a non-empty string, the other
+//     registered claims of their JSON types.
+//  2. aud: one of the configured audiences.
+//  3. The host: by iss as its id, else, for a HostKeyDirectory, by iss
+//     as the thumbprint of its current key. An unknown host fails like a
+//     bad signature, after as long; a directory failure is 500.
+//  4. The signature, with the host's inline key, or the key of its JWKS
+//     URL that the header's kid names.
+//  5. iss: the host id, the thumbprint of the host's inline key, or the
+//     thumbprint the directory found the host by.
+//  6. iat, exp and lifetime, as for agent JWTs (see Verifier.Session):
+//     iat at most Skew ahead, age at most MaxAge + Skew, 0 < exp - iat
+//     <= MaxAge, now before exp with no skew; jti present.
+//  7. jti replay, recorded last under ReplayKey(HostReplayKeyPrefix, iss,
+//     jti), so that a token failing another check does not use up its id.
+//  8. Status: revoked or rejected is 403 host_revoked; a pending host is
+//     returned without its user.
+func (hv *HostVerifier) VerifyHost(ctx context.Context, token string) (*Host, error) {
+	v := hv.v
+	tok, err := parseHostJWT(token)
+	if err != nil {
+		return nil, err
+	}
+	if !audienceMatches(tok.aud, v.audiences) {
+		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgHostAudience).
+			WithCause(fmt.Errorf("agentauth: host JWT aud %q", tok.aud))
+	}
+	host, byThumb, err := hv.lookup(ctx, tok.iss)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			_ = timingKey.verify(tok.signingInput, tok.sig)
+			return nil, invalidHostToken(err)
+		}
+		return nil, internal(fmt.Errorf("agentauth: directory: host %q: %w", tok.iss, err))
+	}
+	var thumb string
+	switch {
+	case len(host.PublicKey) > 0:
+		k, err := v.inline.get(host.PublicKey)
+		if errors.Is(err, errNotCurvePoint) {
+			return nil, invalidHostToken(err)
+		}
+		if err != nil {
+			return nil, internal(fmt.Errorf("agentauth: host %q: public key: %w", host.ID, err))
+		}
+		if !k.ed.verify(tok.signingInput, tok.sig) {
+			return nil, invalidHostToken(fmt.Errorf("agentauth: signature of host %q does not verify", host.ID))
+		}
+		thumb = k.thumb
+	case host.JWKSURL != "":
+		if tok.kid == "" {
+			return nil, invalidHostToken(fmt.Errorf("agentauth: host %q uses a JWKS URL and the token has no kid", host.ID))
+		}
+		payload, err := v.keys.get(host.JWKSURL).verify(ctx, token)
+		if err != nil {
+			return nil, invalidHostToken(fmt.Errorf("agentauth: signature of host %q (JWKS): %w", host.ID, err))
+		}
+		if string(payload) != string(tok.payload) {
+			return nil, invalidHostToken(errors.New("agentauth: verified payload differs from the parsed payload"))
+		}
+	default:
+		return nil, internal(fmt.Errorf("agentauth: host %q has no key", host.ID))
+	}
+	if tok.iss != host.ID && tok.iss != thumb && !byThumb {
+		return nil, invalidHostToken(fmt.Errorf("agentauth: iss %q names neither host %q nor its key", tok.iss, host.ID))
+	}
+	if err := v.checkHostTimes(tok); err != nil {
+		return nil, err
+	}
+	fresh, err := v.replay.CheckAndSet(ctx, ReplayKey(HostReplayKeyPrefix, tok.iss, tok.jti), v.maxAge+2*v.skew)
+	if err != nil {
+		return nil, internal(fmt.Errorf("agentauth: replay cache: %w", err))
+	}
+	if !fresh {
+		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgHostReplayed)
+	}
+	switch host.Status {
+	case StatusActive:
+		return cloneHost(host), nil
+	case StatusPending:
+		h := cloneHost(host)
+		h.UserID = ""
+		return h, nil
+	default:
+		return nil, hostStatusError(host)
+	}
+}
+
+// lookup finds the host a host JWT's iss names; byThumb reports that the
+// directory found it by key thumbprint.
+func (hv *HostVerifier) lookup(ctx context.Context, iss string) (h *Host, byThumb bool, err error) {
+	h, err = hv.v.dir.Host(ctx, iss)
+	if err == nil || !errors.Is(err, ErrNotFound) {
+		return h, false, err
+	}
+	kd, ok := hv.v.dir.(HostKeyDirectory)
+	if !ok {
+		if l, isLender := hv.v.dir.(memoryLender); isLender {
+			kd = l.d
+			ok = true
+		}
+	}
+	if !ok {
+		return nil, false, err
+	}
+	h, err = kd.HostByKeyThumbprint(ctx, iss)
+	return h, err == nil, err
+}
+
+// checkHostTimes is step 6 of VerifyHost.
+func (v *Verifier) checkHostTimes(tok *hostToken) error {
+	now := v.now()
+	msg := ""
+	switch {
+	case !tok.hasIat || !tok.hasExp || tok.jti == "":
+		msg = "host JWT lacks iat, exp or jti"
+	case tok.iat.After(now.Add(v.skew)):
+		msg = msgHostNotYetValid
+	case now.Sub(tok.iat) > v.maxAge+v.skew:
+		msg = msgHostTooOld
+	case tok.exp.Sub(tok.iat) <= 0 || tok.exp.Sub(tok.iat) > v.maxAge:
+		msg = msgHostLifetime
+	case !now.Before(tok.exp):
+		msg = msgHostExpired
+	default:
+		return nil
+	}
+	return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msg)
+}
+
+var hostB64 = base64.RawURLEncoding.Strict()
+
+// parseHostJWT is step 1 of VerifyHost.
+func parseHostJWT(token string) (*hostToken, error) {
+	if len(token) > MaxTokenBytes {
+		return nil, invalidHostToken(errors.New("token too large"))
+	}
+	segs := strings.Split(token, ".")
+	if len(segs) != 3 || segs[0] == "" || segs[1] == "" || segs[2] == "" {
+		return nil, invalidHostToken(errors.New("not a JWS compact serialization"))
+	}
+	header, err := hostB64.DecodeString(segs[0])
+	if err != nil {
+		return nil, invalidHostToken(err)
+	}
+	payload, err := hostB64.DecodeString(segs[1])
+	if err != nil {
+		return nil, invalidHostToken(err)
+	}
+	sig, err := hostB64.DecodeString(segs[2])
+	if err != nil {
+		return nil, invalidHostToken(err)
+	}
+	h, err := decodeObject(header)
+	if err != nil {
+		return nil, invalidHostToken(err)
+	}
+	for name := range h {
+		if name != "alg" && name != "typ" && name != "kid" {
+			return nil, invalidHostToken(fmt.Errorf("header member %q is not accepted", name))
+		}
+	}
+	typ, err1 := optString(h, "typ")
+	alg, err2 := optString(h, "alg")
+	kid, err3 := optString(h, "kid")
+	switch {
+	case err1 != nil || err2 != nil || err3 != nil:
+		return nil, invalidHostToken(errors.New("header member of the wrong type"))
+	case typ != TypeHostJWT:
+		return nil, invalidHostToken(fmt.Errorf("typ %q is not %s", typ, TypeHostJWT))
+	case alg != "EdDSA":
+		return nil, invalidHostToken(fmt.Errorf("alg %q is not EdDSA", alg))
+	}
+	if err := checkNoDuplicates(payload); err != nil {
+		return nil, invalidHostToken(err)
+	}
+	c, err := decodeObject(payload)
+	if err != nil {
+		return nil, invalidHostToken(err)
+	}
+	tok := &hostToken{
+		kid:          kid,
+		signingInput: []byte(segs[0] + "." + segs[1]),
+		sig:          sig,
+		payload:      payload,
+	}
+	if tok.iss, err = optString(c, "iss"); err != nil || tok.iss == "" {
+		return nil, invalidHostToken(errors.New("iss is missing or not a string"))
+	}
+	if tok.jti, err = optString(c, "jti"); err != nil {
+		return nil, invalidHostToken(err)
+	}
+	if raw, ok := c["aud"]; ok {
+		var one string
+		if json.Unmarshal(raw, &one) == nil {
+			tok.aud = []string{one}
+		} else if err := json.Unmarshal(raw, &tok.aud); err != nil || slices.Contains(tok.aud, "") {
+			return nil, invalidHostToken(errors.New(`claim "aud" has the wrong type`))
+		}
+	}
+	for _, d := range []struct {
+		name string
+		t    *time.Time
+		has  *bool
+	}{{"iat", &tok.iat, &tok.hasIat}, {"exp", &tok.exp, &tok.hasExp}} {
+		raw, ok := c[d.name]
+		if !ok {
+			continue
+		}
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e11 {
+			return nil, invalidHostToken(fmt.Errorf("claim %q is not a NumericDate", d.name))
+		}
+		sec, frac := math.Modf(f)
+		*d.t, *d.has = time.Unix(int64(sec), int64(frac*1e9)), true
+	}
+	return tok, nil
+}
+
+// TokenType returns the "typ" header of a compact JWT without verifying
+// anything, or "" when the header cannot be read. It tells a host JWT
+// from an agent JWT before either is verified, so that each goes to its
+// own verifier; the verifier then checks typ again.
+func TokenType(token string) string {
+	head, _, ok := strings.Cut(token, ".")
+	if !ok || len(head) > MaxTokenBytes {
+		return ""
+	}
+	header, err := hostB64.DecodeString(head)
+	if err != nil {
+		return ""
+	}
+	var h struct {
+		Typ string `json:"typ"`
+	}
+	if json.Unmarshal(header, &h) != nil {
+		return ""
+	}
+	return h.Typ
+}

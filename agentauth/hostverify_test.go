@@ -1,0 +1,249 @@
+package agentauth_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/testing/agentauthtest"
+)
+
+// hostWorld is a directory of hosts for host JWT tests, and a location
+// that accepts host JWTs on list and describe.
+type hostWorld struct {
+	alice, pending, revoked, unlinked, stranger *agentauthtest.Host
+	verifier                                    *agentauth.HostVerifier
+	handler                                     *httpx.Handler[htApp, htCaller]
+}
+
+func newHostWorld(t *testing.T) *hostWorld {
+	t.Helper()
+	w := &hostWorld{
+		alice:    htHost("hst_alice", 1, agentauthtest.WithUser("user_alice"), agentauthtest.WithDefaultCapabilities("pay")),
+		pending:  htHost("hst_pending", 3, agentauthtest.WithUser("user_p"), agentauthtest.WithStatus(agentauth.StatusPending)),
+		revoked:  htHost("hst_revoked", 2, agentauthtest.WithUser("user_r"), agentauthtest.WithStatus(agentauth.StatusRevoked)),
+		unlinked: htHost("hst_robots", 4),
+		stranger: htHost("hst_stranger", 5),
+	}
+	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{w.alice, w.pending, w.revoked, w.unlinked}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.verifier, err = agentauth.NewHostVerifier(agentauth.HostVerifierConfig{
+		Directory: dir,
+		Audiences: []string{htIssuer},
+		Now:       htClock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents, err := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: dir, Audiences: []string{htAudience, htIssuer}, Now: htClock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := htOptions(agents, nil)
+	o.Hosts = w.verifier
+	o.HostPrincipal = func(_ context.Context, h *agentauth.Host) (htUser, error) { return htUser{id: h.UserID}, nil }
+	cfg, err := agentauth.HTTPConfig(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := core.MustRegistry(htPay, htPublic, hostAware)
+	exec := core.MustExecutor(reg, core.ExecutorConfig[htApp, htCaller]{
+		CreateContext: func(context.Context, htCaller, *core.Definition, any) (htApp, error) { return htApp{}, nil },
+	})
+	if w.handler, err = httpx.New(exec, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// hostAware is visible to callers acting for a user, agents and hosts
+// alike: the application's visibility reads the principal HostPrincipal
+// mapped.
+var hostAware = core.MustDefine("accounts", "Acts for the linked user.",
+	func(context.Context, htApp, core.NoInput) (emptyOut, error) { return emptyOut{OK: true}, nil },
+	core.VisibleTo(func(_ context.Context, c htCaller) bool { return c.Principal.id != "" }))
+
+// TestHostVerifier runs the host JWT checks of protocol §4.5.1 against a
+// directory, in the order VerifyHost documents.
+func TestHostVerifier(t *testing.T) {
+	w := newHostWorld(t)
+	other := ed25519.NewKeyFromSeed(make([]byte, 32))
+	replayed := w.alice.Token(htIssuer)
+	if _, err := w.verifier.VerifyHost(context.Background(), replayed); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		token    string
+		status   int
+		code     string
+		wantUser string
+	}{
+		{"by key thumbprint", w.alice.Token(htIssuer), 200, "", "user_alice"},
+		{"by host id", w.alice.Token(htIssuer, agentauthtest.WithIssuer("hst_alice")), 200, "", "user_alice"},
+		{"aud array naming the issuer", w.alice.Token(htIssuer, agentauthtest.WithClaim("aud", []string{"x", htIssuer})), 200, "", "user_alice"},
+		{"pending host without its user", w.pending.Token(htIssuer), 200, "", ""},
+		{"unlinked host", w.unlinked.Token(htIssuer), 200, "", ""},
+		{"revoked host", w.revoked.Token(htIssuer), 403, agentauth.CodeHostRevoked, ""},
+		{"unknown host", w.stranger.Token(htIssuer), 401, agentauth.CodeInvalidJWT, ""},
+		{"agent typ", w.alice.Token(htIssuer, agentauthtest.WithType("agent+jwt")), 401, agentauth.CodeInvalidJWT, ""},
+		{"alg none", w.alice.Token(htIssuer, agentauthtest.WithAlgorithm("none")), 401, agentauth.CodeInvalidJWT, ""},
+		{"jwk header", w.alice.Token(htIssuer, agentauthtest.WithHeader("jwk", json.RawMessage(w.alice.PublicJWK()))), 401, agentauth.CodeInvalidJWT, ""},
+		{"other audience", w.alice.Token("https://elsewhere.test"), 401, agentauth.CodeInvalidJWT, ""},
+		{"location as audience", w.alice.Token(htAudience), 401, agentauth.CodeInvalidJWT, ""},
+		{"iss of another host", w.alice.Token(htIssuer, agentauthtest.WithIssuer(w.unlinked.Thumbprint())), 401, agentauth.CodeInvalidJWT, ""},
+		{"signed by another key", w.alice.Token(htIssuer, agentauthtest.WithSigningKey(other)), 401, agentauth.CodeInvalidJWT, ""},
+		{"expired", w.alice.Token(htIssuer, agentauthtest.WithIssuedAt(htNow.Add(-2*time.Minute))), 401, agentauth.CodeInvalidJWT, ""},
+		{"issued in the future", w.alice.Token(htIssuer, agentauthtest.WithIssuedAt(htNow.Add(time.Minute))), 401, agentauth.CodeInvalidJWT, ""},
+		{"lifetime too long", w.alice.Token(htIssuer, agentauthtest.WithLifetime(time.Hour)), 401, agentauth.CodeInvalidJWT, ""},
+		{"no jti", w.alice.Token(htIssuer, agentauthtest.WithoutClaim("jti")), 401, agentauth.CodeInvalidJWT, ""},
+		{"no iss", w.alice.Token(htIssuer, agentauthtest.WithoutClaim("iss")), 401, agentauth.CodeInvalidJWT, ""},
+		{"replayed", replayed, 401, agentauth.CodeInvalidJWT, ""},
+		{"garbage", "a.b.c", 401, agentauth.CodeInvalidJWT, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := w.verifier.VerifyHost(context.Background(), tt.token)
+			if tt.status == 200 {
+				if err != nil {
+					t.Fatalf("VerifyHost: %v", err)
+				}
+				if h.UserID != tt.wantUser {
+					t.Errorf("user %q, want %q", h.UserID, tt.wantUser)
+				}
+				return
+			}
+			var ae *core.AppError
+			if !errors.As(err, &ae) || ae.HTTPStatus() != tt.status || ae.WireCode() != tt.code {
+				t.Fatalf("VerifyHost: %v, want %d %s", err, tt.status, tt.code)
+			}
+		})
+	}
+}
+
+// TestHostJWTOnListAndDescribe checks the host JWT mode of protocol §5.2
+// and §5.2.1 at a location trusting a directory: a linked host sees the
+// capabilities available to its user, with no grant_status (only agent
+// JWTs get one); a host without a user sees what an anonymous caller
+// sees; execute never accepts a host JWT.
+func TestHostJWTOnListAndDescribe(t *testing.T) {
+	w := newHostWorld(t)
+	list := func(token string) (int, []map[string]any, string) {
+		r := call(t, w.handler, http.MethodGet, "/capability/list", token, "")
+		var page struct {
+			Capabilities []map[string]any `json:"capabilities"`
+		}
+		_ = json.Unmarshal([]byte(r.Body), &page)
+		return r.Status, page.Capabilities, r.Body
+	}
+	names := func(caps []map[string]any) []string {
+		var out []string
+		for _, c := range caps {
+			out = append(out, c["name"].(string))
+			if _, ok := c["grant_status"]; ok {
+				t.Errorf("%s carries grant_status for a host caller", c["name"])
+			}
+		}
+		return out
+	}
+	status, caps, body := list(w.alice.Token(htIssuer))
+	if status != 200 {
+		t.Fatalf("list with alice's host JWT: %d %s", status, body)
+	}
+	if diff := cmp.Diff([]string{"accounts", "public_info"}, names(caps)); diff != "" {
+		t.Errorf("alice's host sees (-want +got):\n%s", diff)
+	}
+	status, caps, body = list(w.unlinked.Token(htIssuer))
+	if status != 200 {
+		t.Fatalf("list with an unlinked host's JWT: %d %s", status, body)
+	}
+	if diff := cmp.Diff([]string{"public_info"}, names(caps)); diff != "" {
+		t.Errorf("an unlinked host sees (-want +got):\n%s", diff)
+	}
+	if status, _, body = list(w.pending.Token(htIssuer)); status != 200 {
+		t.Errorf("pending host: %d %s", status, body)
+	}
+	if status, _, body = list(w.revoked.Token(htIssuer)); status != 403 {
+		t.Errorf("revoked host: %d %s", status, body)
+	}
+	if status, _, body = list(w.stranger.Token(htIssuer)); status != 401 {
+		t.Errorf("unknown host: %d %s", status, body)
+	}
+
+	d := call(t, w.handler, http.MethodGet, "/capability/describe?name=accounts", w.alice.Token(htIssuer), "")
+	var desc map[string]any
+	if err := json.Unmarshal([]byte(d.Body), &desc); err != nil || d.Status != 200 || desc["name"] != "accounts" || desc["grant_status"] != nil {
+		t.Errorf("describe with a host JWT: %d %s", d.Status, d.Body)
+	}
+	if d := call(t, w.handler, http.MethodGet, "/capability/describe?name=accounts", w.unlinked.Token(htIssuer), ""); d.Status != 404 {
+		t.Errorf("describe hidden from an unlinked host: %d %s", d.Status, d.Body)
+	}
+
+	ex := call(t, w.handler, http.MethodPost, "/capability/execute", w.alice.Token(htIssuer), `{"capability":"public_info"}`)
+	if ex.Status != 401 || !jsonHasCode(ex.Body, agentauth.CodeInvalidJWT) {
+		t.Errorf("execute with a host JWT: %d %s", ex.Status, ex.Body)
+	}
+}
+
+// TestHostJWTWithoutHostSource keeps the old answer where no host source
+// is configured: a host JWT is not an agent JWT.
+func TestHostJWTWithoutHostSource(t *testing.T) {
+	w := newHTWorld(t)
+	host := htHost("hst_alice", 1, agentauthtest.WithUser("user_alice"))
+	r := call(t, w.handler, http.MethodGet, "/capability/list", host.Token(htIssuer), "")
+	if r.Status != 401 || !jsonHasCode(r.Body, agentauth.CodeInvalidJWT) {
+		t.Errorf("%d %s", r.Status, r.Body)
+	}
+}
+
+func TestTokenType(t *testing.T) {
+	host := htHost("hst_alice", 1)
+	for _, tt := range []struct{ token, want string }{
+		{host.Token(htIssuer), agentauth.TypeHostJWT},
+		{host.NewAgent("agt").Token(htAudience), agentauth.TypeAgentJWT},
+		{"not a token", ""},
+		{"%%%.x.y", ""},
+	} {
+		if got := agentauth.TokenType(tt.token); got != tt.want {
+			t.Errorf("TokenType(%.20s) = %q, want %q", tt.token, got, tt.want)
+		}
+	}
+}
+
+func jsonHasCode(body, code string) bool {
+	var m map[string]any
+	return json.Unmarshal([]byte(body), &m) == nil && m["error"] == code
+}
+
+type hostCall struct {
+	Status int
+	Body   string
+}
+
+// call sends one request with a bearer token to h.
+func call(t *testing.T, h http.Handler, method, path, token, body string) hostCall {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return hostCall{rec.Code, rec.Body.String()}
+}
