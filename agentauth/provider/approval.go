@@ -326,7 +326,9 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 		for _, name := range requested {
 			c := store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusDenied, By: d.UserID, Reason: reason}
 			if slices.Contains(allowed, name) {
-				c = store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusActive, By: d.UserID}
+				def, _ := p.reg.Lookup(name)
+				c = store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusActive, By: d.UserID,
+					ExpiresAt: p.grantExpiry(ctx, agent, def, now)}
 			}
 			if err := p.store.UpdateGrantStatus(ctx, agent.ID, name, c); err != nil && !errors.Is(err, store.ErrStatus) && !errors.Is(err, store.ErrNotFound) {
 				return err
@@ -352,7 +354,7 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 		}
 	}
 	if agent.Mode == agentauth.ModeDelegated {
-		if _, err := p.store.LinkHostUser(ctx, host.ID, d.UserID); err != nil {
+		if err := p.linkHost(ctx, host.ID, d.UserID); err != nil {
 			if errors.Is(err, store.ErrConflict) {
 				return ErrWrongUser
 			}

@@ -223,6 +223,9 @@ func (p *Provider) reactivate(w http.ResponseWriter, r *http.Request) error {
 		default:
 			auto = false
 		}
+		if g.Status == agentauth.StatusActive {
+			g.ExpiresAt = p.grantExpiry(ctx, a, def, p.now())
+		}
 		grants = append(grants, g)
 		caps = append(caps, store.RequestedCapability{Name: name, Constraints: g.Constraints})
 	}
@@ -230,7 +233,7 @@ func (p *Provider) reactivate(w http.ResponseWriter, r *http.Request) error {
 	if !auto {
 		to = agentauth.StatusPending
 		for i := range grants {
-			grants[i].Status, grants[i].GrantedBy = agentauth.StatusPending, ""
+			grants[i].Status, grants[i].GrantedBy, grants[i].ExpiresAt = agentauth.StatusPending, "", nil
 		}
 	}
 	if err := p.store.ReactivateAgent(ctx, a.ID, to, grants, p.now(), p.lifetimes); err != nil {

@@ -74,6 +74,15 @@ type Policy struct {
 	// of presence).
 	AutoApprove func(ctx context.Context, host *store.Host, def *core.Definition) bool
 
+	// GrantTTL returns how long a grant of def lasts once active, counted
+	// from the moment it becomes active (approval, or a grant without a
+	// user); zero or less means until the agent loses it otherwise. The
+	// grant's expires_at is then reported in status and registration
+	// answers (protocol §3.3), and a call after it is 403
+	// capability_not_granted: an expired grant is not an effective one.
+	// Nil gives every grant no expiry. GrantTTLs builds one from a table.
+	GrantTTL func(ctx context.Context, agent *store.Agent, def *core.Definition) time.Duration
+
 	// Constraints returns constraints the server imposes on a grant of
 	// def, whatever the agent proposed: a transfer limit, say. They are
 	// combined with the proposal so that the grant is at most as wide as
@@ -86,6 +95,28 @@ func (p *Provider) autonomousAllowed(ctx context.Context, h *store.Host) bool {
 		return true
 	}
 	return p.policy.AllowAutonomous(ctx, h)
+}
+
+// GrantTTLs returns a Policy.GrantTTL that gives each capability named in
+// ttls that lifetime, and every other capability none.
+func GrantTTLs(ttls map[string]time.Duration) func(context.Context, *store.Agent, *core.Definition) time.Duration {
+	return func(_ context.Context, _ *store.Agent, def *core.Definition) time.Duration {
+		return ttls[def.Name()]
+	}
+}
+
+// grantExpiry is when a grant of def that becomes active at now ends
+// under Policy.GrantTTL; nil for never.
+func (p *Provider) grantExpiry(ctx context.Context, a *store.Agent, def *core.Definition, now time.Time) *time.Time {
+	if p.policy.GrantTTL == nil || def == nil {
+		return nil
+	}
+	ttl := p.policy.GrantTTL(ctx, a, def)
+	if ttl <= 0 {
+		return nil
+	}
+	t := now.Add(ttl)
+	return &t
 }
 
 // DefaultGrantAutonomous is the rule Policy.GrantAutonomous falls back

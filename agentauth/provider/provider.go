@@ -109,6 +109,12 @@ type Config struct {
 	// is fine for one instance; several instances need a shared secret.
 	PageSecret []byte
 
+	// OnClaim, when set, is told of autonomous agents claimed because
+	// their host became linked to a user (protocol §2.10), after the
+	// claim, so that the application moves what they own to the user. Its
+	// error is logged; the claim stands.
+	OnClaim func(ctx context.Context, c Claim) error
+
 	// IntrospectionAuth authenticates callers of the introspection
 	// endpoint (protocol §5.12); see BearerCredential. Nil leaves the
 	// endpoint open, rate limited per client address.
@@ -163,6 +169,7 @@ type Provider struct {
 	presence        func(r *http.Request, u *User, a *Approval) error
 	pageSecret      []byte
 	introspectAuth  func(r *http.Request) bool
+	onClaim         func(ctx context.Context, c Claim) error
 	limits          *limits
 	replay          agentauth.ReplayCache
 	skew, maxAge    time.Duration
@@ -218,6 +225,7 @@ func New(cfg Config) (*Provider, error) {
 		presence:        cfg.PresenceCheck,
 		pageSecret:      slices.Clone(cfg.PageSecret),
 		introspectAuth:  cfg.IntrospectionAuth,
+		onClaim:         cfg.OnClaim,
 		replay:          cfg.Replay,
 		skew:            cfg.Skew,
 		maxAge:          agentauth.DefaultMaxAge,

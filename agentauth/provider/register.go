@@ -105,6 +105,9 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if reg.mode == agentauth.ModeAutonomous && h.host != nil && h.host.UserID != "" {
+		return linkedHostAutonomous()
+	}
 	if reg.mode == agentauth.ModeAutonomous && !p.autonomousAllowed(ctx, h.host) {
 		return appErr(http.StatusForbidden, agentauth.CodeUnauthorized, "this host may not register autonomous agents")
 	}
@@ -159,6 +162,9 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 		default:
 			auto = false
 		}
+		if g.Status == agentauth.StatusActive {
+			g.ExpiresAt = p.grantExpiry(ctx, agent, def, agent.CreatedAt)
+		}
 		agent.Grants = append(agent.Grants, g)
 	}
 	activeNow := (reg.mode == agentauth.ModeAutonomous && host.Status == agentauth.StatusActive) ||
@@ -168,7 +174,7 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 		// would allow wait for it too, so the page shows everything the
 		// agent will hold.
 		for i := range agent.Grants {
-			agent.Grants[i].Status, agent.Grants[i].GrantedBy = agentauth.StatusPending, ""
+			agent.Grants[i].Status, agent.Grants[i].GrantedBy, agent.Grants[i].ExpiresAt = agentauth.StatusPending, "", nil
 		}
 	}
 	if err := p.store.CreateAgent(ctx, agent); err != nil {

@@ -216,6 +216,9 @@ func (p *Provider) requestCapability(w http.ResponseWriter, r *http.Request) err
 		default:
 			pending = append(pending, store.RequestedCapability{Name: rc.Name, Constraints: cons})
 		}
+		if g.Status == agentauth.StatusActive {
+			g.ExpiresAt = p.grantExpiry(ctx, a, def, p.now())
+		}
 		fresh = append(fresh, g)
 	}
 	if len(fresh) == 0 {

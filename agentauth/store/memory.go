@@ -253,7 +253,8 @@ func (m *Memory) LinkHostUser(ctx context.Context, id, userID string) ([]string,
 		case a.Mode == agentauth.ModeAutonomous && slices.Contains(liveAgentStatuses, a.Status):
 			a.Status, a.UserID, a.UpdatedAt = agentauth.StatusClaimed, userID, now
 			for i := range a.Grants {
-				a.Grants[i].Status, a.Grants[i].UpdatedAt = agentauth.StatusDenied, now
+				g := &a.Grants[i]
+				g.Status, g.DeniedBy, g.Reason, g.UpdatedAt = agentauth.StatusDenied, ClaimedBy, ClaimedReason, now
 			}
 			claimed = append(claimed, aid)
 		case a.Mode == agentauth.ModeDelegated && a.UserID == "":

@@ -370,6 +370,7 @@ func ChangeGrant(g *Grant, agentID string, c GrantChange, now time.Time) error {
 	switch c.To {
 	case agentauth.StatusActive:
 		g.GrantedBy = c.By
+		g.ExpiresAt = normTimePtr(c.ExpiresAt)
 	case agentauth.StatusDenied:
 		g.DeniedBy = c.By
 	}

@@ -122,6 +122,10 @@ type GrantChange struct {
 	By string
 	// Reason replaces the grant's reason when not empty.
 	Reason string
+	// ExpiresAt becomes the grant's expiry when To is active (nil: it
+	// never expires), so that a grant's lifetime runs from its approval;
+	// other changes keep the expiry.
+	ExpiresAt *time.Time
 }
 
 // Approval is a pending request for a user's consent to a registration,

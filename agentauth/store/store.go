@@ -63,8 +63,9 @@ type Store interface {
 	// user: linking it to another is ErrConflict, linking it again to the
 	// same user changes nothing. Linking claims the host's autonomous
 	// agents that are pending, active or expired (status claimed, grants
-	// denied, attributed to the user) and gives its delegated agents
-	// without a user this user; claimed lists the claimed agent ids.
+	// denied by ClaimedBy with ClaimedReason, attributed to the user) and
+	// gives its delegated agents without a user this user; claimed lists
+	// the claimed agent ids.
 	LinkHostUser(ctx context.Context, id, userID string) (claimed []string, err error)
 	// SetHostDefaultCapabilities replaces the host's default capabilities.
 	SetHostDefaultCapabilities(ctx context.Context, id string, capabilities []string) error
@@ -223,6 +224,13 @@ const (
 const (
 	MethodDeviceAuthorization = "device_authorization"
 	MethodCIBA                = "ciba"
+)
+
+// Claiming (protocol §2.10): LinkHostUser denies every grant of a claimed
+// agent as ClaimedBy, with ClaimedReason, so that its history says why.
+const (
+	ClaimedBy     = "system:claimed"
+	ClaimedReason = "the agent was claimed when its host was linked to a user"
 )
 
 // SweepResult counts what Sweep changed.

@@ -347,7 +347,17 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		SignedInUser: dev.SignedInUser,
 		SignInURL:    devLoginPath,
 		Lifetimes:    lifetimes,
-		Policy:       provider.Policy{GrantAutonomous: bank.GrantAutonomous},
+		Policy: provider.Policy{
+			GrantAutonomous: bank.GrantAutonomous,
+			GrantTTL:        provider.GrantTTLs(bank.GrantLifetimes),
+		},
+		OnClaim: func(ctx context.Context, c provider.Claim) error {
+			// The bank's autonomous agents own nothing to move; the
+			// claim is logged for the record.
+			logger.InfoContext(ctx, "autonomous agents claimed", slog.String("user", c.UserID),
+				slog.String("host", c.HostID), slog.Any("agents", c.AgentIDs))
+			return nil
+		},
 		KeyFetch:     agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
 		Endpoints:    []string{mcpResource(cfg.issuer)},
 		Logger:       debug,

@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentTransitions", testConcurrentTransitions},
 		{"VerifierReadsTheStore", testVerifier},
 		{"HostVerifierReadsTheStore", testHostVerifier},
+		{"GrantChangeExpiry", testGrantChangeExpiry},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -396,8 +397,8 @@ func testLinkHostUser(t *testing.T, s store.Store) {
 		}
 	}
 	for _, g := range getAgent(t, s, "agt_auto_active").Grants {
-		if g.Status != agentauth.StatusDenied {
-			t.Errorf("claimed agent keeps grant %s %s", g.Capability, g.Status)
+		if g.Status != agentauth.StatusDenied || g.DeniedBy != store.ClaimedBy || g.Reason != store.ClaimedReason {
+			t.Errorf("claimed agent's grant %s: %s by %q (%q)", g.Capability, g.Status, g.DeniedBy, g.Reason)
 		}
 	}
 	if g := getAgent(t, s, "agt_auto_revoked").Grants; g[0].Status != agentauth.StatusActive {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
@@ -107,6 +108,11 @@ func HTTPOptions() agentauth.HTTPOptions[User] {
 func Public(def *core.Definition) bool {
 	return def.Approval() == core.ApprovalNone && !actsForUserDef(def)
 }
+
+// GrantLifetimes are the bank's grant lifetimes (provider.GrantTTLs): a
+// grant of transfer_money lasts a day from its approval, after which the
+// agent asks again; the other grants last as long as their agent.
+var GrantLifetimes = map[string]time.Duration{"transfer_money": 24 * time.Hour}
 
 // GrantAutonomous is the bank's provider policy for autonomous agents
 // (provider.Policy.GrantAutonomous): an autonomous agent that asks for a

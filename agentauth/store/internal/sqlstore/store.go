@@ -294,7 +294,8 @@ func (s *Store) LinkHostUser(ctx context.Context, id, userID string) ([]string, 
 			if _, err := exec(ctx, tx, s.d, `UPDATE agentauth_agents SET status = 'claimed', user_id = ?, updated_at = ? WHERE id = ?`, userID, now, aid); err != nil {
 				return s.dbErr(err)
 			}
-			if _, err := exec(ctx, tx, s.d, `UPDATE agentauth_grants SET status = 'denied', updated_at = ? WHERE agent_id = ?`, now, aid); err != nil {
+			if _, err := exec(ctx, tx, s.d, `UPDATE agentauth_grants SET status = 'denied', denied_by = ?, reason = ?, updated_at = ? WHERE agent_id = ?`,
+				store.ClaimedBy, store.ClaimedReason, now, aid); err != nil {
 				return s.dbErr(err)
 			}
 		}
@@ -725,6 +726,12 @@ func (s *Store) UpdateGrantStatus(ctx context.Context, agentID, capability strin
 		if _, err := exec(ctx, tx, s.d, `UPDATE agentauth_grants SET status = ?, granted_by = ?, denied_by = ?, reason = ?, updated_at = ?
 			WHERE agent_id = ? AND capability = ?`, g.Status, g.GrantedBy, g.DeniedBy, g.Reason, s.d.t(g.UpdatedAt), agentID, capability); err != nil {
 			return s.dbErr(err)
+		}
+		if c.To == agentauth.StatusActive {
+			if _, err := exec(ctx, tx, s.d, `UPDATE agentauth_grants SET expires_at = ? WHERE agent_id = ? AND capability = ?`,
+				s.d.tp(g.ExpiresAt), agentID, capability); err != nil {
+				return s.dbErr(err)
+			}
 		}
 		return nil
 	})
