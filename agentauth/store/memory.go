@@ -671,12 +671,7 @@ func (m *Memory) ListApprovals(ctx context.Context, agentID string) ([]*Approval
 			out = append(out, cloneApproval(&a.Approval))
 		}
 	}
-	slices.SortFunc(out, func(a, b *Approval) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return compareStrings(a.ID, b.ID)
-	})
+	slices.SortFunc(out, compareApprovals)
 	return out, nil
 }
 

@@ -456,6 +456,23 @@ func checkCapabilityNames(names []string) error {
 	return checkText(names...)
 }
 
+// CheckUserID refuses the empty user id, which would match every record
+// without a user.
+func CheckUserID(userID string) error {
+	if userID == "" {
+		return invalid("user id is empty")
+	}
+	return nil
+}
+
+// CheckName refuses a display name that cannot be stored unchanged.
+func CheckName(name string) error {
+	if err := checkText(name); err != nil {
+		return invalid("name: %v", err)
+	}
+	return nil
+}
+
 // checkText refuses text that no JSON document or SQL text column can
 // carry unchanged: invalid UTF-8 (it would come back as U+FFFD) and NUL.
 func checkText(fields ...string) error {

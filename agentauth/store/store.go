@@ -157,6 +157,23 @@ type Store interface {
 	// marked expired and cannot be decided.
 	DecideApproval(ctx context.Context, id, to, userID string, now time.Time) error
 
+	// ListUserHosts returns the hosts linked to the user, oldest first,
+	// for the user's own view of what acts for them. An empty user id is
+	// ErrInvalid.
+	ListUserHosts(ctx context.Context, userID string) ([]*Host, error)
+	// ListUserAgents returns, with their grants, oldest first, the agents
+	// that act for the user or run under a host linked to the user. An
+	// empty user id is ErrInvalid.
+	ListUserAgents(ctx context.Context, userID string) ([]*Agent, error)
+	// ListUserApprovals returns the pending approval requests addressed
+	// to the user (Approval.UserID) or about an agent of the user or of a
+	// host linked to the user, oldest first, expired ones included. An
+	// empty user id is ErrInvalid.
+	ListUserApprovals(ctx context.Context, userID string) ([]*Approval, error)
+	// SetHostName and SetAgentName change a display name.
+	SetHostName(ctx context.Context, id, name string) error
+	SetAgentName(ctx context.Context, id, name string) error
+
 	// Sweep applies the lifetime policy at now, in one transaction: see
 	// SweepResult for what it changes.
 	Sweep(ctx context.Context, now time.Time, p Policy) (SweepResult, error)

@@ -78,3 +78,84 @@ func testGrantChangeExpiry(t *testing.T, s store.Store) {
 		t.Errorf("re-activated grant keeps expiry %v", g.ExpiresAt)
 	}
 }
+
+// testUserViews checks the signed-in user's views: their hosts, the
+// agents acting for them or under their hosts, and the approval requests
+// waiting for them; and the display name setters.
+func testUserViews(t *testing.T, s store.Store) {
+	host := func(id, user string, created time.Duration) {
+		h := newHost(id)
+		h.UserID, h.CreatedAt = user, at(created)
+		mustHost(t, s, h)
+	}
+	host("hst_mine_b", "usr_1", 2*time.Second)
+	host("hst_mine_a", "usr_1", time.Second)
+	host("hst_unlinked", "", 0)
+	host("hst_theirs", "usr_2", 0)
+	agent := func(id, hostID, user, mode string, created time.Duration) {
+		a := newAgent(id, hostID)
+		a.UserID, a.Mode, a.CreatedAt = user, mode, at(created)
+		mustAgent(t, s, a)
+	}
+	agent("agt_deleg", "hst_mine_a", "usr_1", agentauth.ModeDelegated, time.Second)
+	agent("agt_claimed", "hst_mine_a", "usr_1", agentauth.ModeAutonomous, 0)
+	agent("agt_no_user_yet", "hst_mine_b", "", agentauth.ModeDelegated, 2*time.Second)
+	agent("agt_unlinked", "hst_unlinked", "", agentauth.ModeAutonomous, 0)
+	agent("agt_theirs", "hst_theirs", "usr_2", agentauth.ModeDelegated, 0)
+	approval := func(id, agentID, hostID, user, status string, created time.Duration) {
+		must(t, s.CreateApproval(ctx, &store.Approval{ID: id, Method: store.MethodCIBA, AgentID: agentID, HostID: hostID,
+			UserID: user, Status: status, ExpiresAt: at(time.Hour), CreatedAt: at(created)}))
+	}
+	approval("apr_host", "agt_no_user_yet", "hst_mine_b", "", store.ApprovalPending, 2*time.Second)
+	approval("apr_addressed", "agt_unlinked", "hst_unlinked", "usr_1", store.ApprovalPending, time.Second)
+	approval("apr_agent", "agt_deleg", "hst_mine_a", "", store.ApprovalPending, 0)
+	approval("apr_decided", "agt_deleg", "hst_mine_a", "usr_1", store.ApprovalApproved, 0)
+	approval("apr_theirs", "agt_theirs", "hst_theirs", "", store.ApprovalPending, 0)
+
+	ids := func(n int, id func(i int) string) []string {
+		out := []string{}
+		for i := range n {
+			out = append(out, id(i))
+		}
+		return out
+	}
+	hosts, err := s.ListUserHosts(ctx, "usr_1")
+	must(t, err)
+	if diff := cmp.Diff([]string{"hst_mine_a", "hst_mine_b"}, ids(len(hosts), func(i int) string { return hosts[i].ID })); diff != "" {
+		t.Errorf("ListUserHosts (-want +got):\n%s", diff)
+	}
+	agents, err := s.ListUserAgents(ctx, "usr_1")
+	must(t, err)
+	if diff := cmp.Diff([]string{"agt_claimed", "agt_deleg", "agt_no_user_yet"}, ids(len(agents), func(i int) string { return agents[i].ID })); diff != "" {
+		t.Errorf("ListUserAgents (-want +got):\n%s", diff)
+	}
+	aps, err := s.ListUserApprovals(ctx, "usr_1")
+	must(t, err)
+	if diff := cmp.Diff([]string{"apr_agent", "apr_addressed", "apr_host"}, ids(len(aps), func(i int) string { return aps[i].ID })); diff != "" {
+		t.Errorf("ListUserApprovals (-want +got):\n%s", diff)
+	}
+	for name, err := range map[string]error{
+		"ListUserHosts":     func() error { _, err := s.ListUserHosts(ctx, ""); return err }(),
+		"ListUserAgents":    func() error { _, err := s.ListUserAgents(ctx, ""); return err }(),
+		"ListUserApprovals": func() error { _, err := s.ListUserApprovals(ctx, ""); return err }(),
+	} {
+		wantIs(t, name+" of no user", err, store.ErrInvalid)
+	}
+	if none, err := s.ListUserAgents(ctx, "usr_nobody"); err != nil || none == nil || len(none) != 0 {
+		t.Errorf("ListUserAgents of a user without agents = %#v, %v, want an empty slice", none, err)
+	}
+
+	must(t, s.SetAgentName(ctx, "agt_deleg", "Renamed agent"))
+	must(t, s.SetHostName(ctx, "hst_mine_a", "Work laptop"))
+	if a := getAgent(t, s, "agt_deleg"); a.Name != "Renamed agent" {
+		t.Errorf("agent name %q", a.Name)
+	}
+	h, err := s.GetHost(ctx, "hst_mine_a")
+	must(t, err)
+	if h.Name != "Work laptop" {
+		t.Errorf("host name %q", h.Name)
+	}
+	wantIs(t, "SetAgentName unknown", s.SetAgentName(ctx, "agt_missing", "x"), store.ErrNotFound)
+	wantIs(t, "SetHostName unknown", s.SetHostName(ctx, "hst_missing", "x"), store.ErrNotFound)
+	wantIs(t, "SetAgentName invalid", s.SetAgentName(ctx, "agt_deleg", "a\x00b"), store.ErrInvalid)
+}

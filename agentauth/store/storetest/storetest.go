@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"VerifierReadsTheStore", testVerifier},
 		{"HostVerifierReadsTheStore", testHostVerifier},
 		{"GrantChangeExpiry", testGrantChangeExpiry},
+		{"UserViews", testUserViews},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"slices"
+)
+
+// ListUserHosts implements Store.
+func (m *Memory) ListUserHosts(ctx context.Context, userID string) ([]*Host, error) {
+	if err := CheckUserID(userID); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	out := []*Host{}
+	for _, h := range m.hosts {
+		if h.UserID == userID {
+			out = append(out, cloneHost(h))
+		}
+	}
+	slices.SortFunc(out, func(a, b *Host) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return compareStrings(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// ListUserAgents implements Store.
+func (m *Memory) ListUserAgents(ctx context.Context, userID string) ([]*Agent, error) {
+	if err := CheckUserID(userID); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	out := []*Agent{}
+	for _, a := range m.agents {
+		if a.UserID == userID || m.hosts[a.HostID].UserID == userID {
+			out = append(out, cloneAgent(a))
+		}
+	}
+	slices.SortFunc(out, compareAgents)
+	return out, nil
+}
+
+// ListUserApprovals implements Store.
+func (m *Memory) ListUserApprovals(ctx context.Context, userID string) ([]*Approval, error) {
+	if err := CheckUserID(userID); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	out := []*Approval{}
+	for _, a := range m.approvals {
+		if a.Status != ApprovalPending {
+			continue
+		}
+		mine := a.UserID == userID
+		if h, ok := m.hosts[a.HostID]; ok && h.UserID == userID {
+			mine = true
+		}
+		if ag, ok := m.agents[a.AgentID]; ok && ag.UserID == userID {
+			mine = true
+		}
+		if mine {
+			out = append(out, cloneApproval(&a.Approval))
+		}
+	}
+	slices.SortFunc(out, compareApprovals)
+	return out, nil
+}
+
+// compareApprovals orders approval requests oldest first.
+func compareApprovals(a, b *Approval) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return compareStrings(a.ID, b.ID)
+}
+
+// SetHostName implements Store.
+func (m *Memory) SetHostName(ctx context.Context, id, name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h, err := m.hostLocked(ctx, id)
+	if err != nil {
+		return err
+	}
+	h.Name, h.UpdatedAt = name, normTime(m.now())
+	return nil
+}
+
+// SetAgentName implements Store.
+func (m *Memory) SetAgentName(ctx context.Context, id, name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, err := m.agentLocked(ctx, id)
+	if err != nil {
+		return err
+	}
+	a.Name, a.UpdatedAt = name, normTime(m.now())
+	return nil
+}
