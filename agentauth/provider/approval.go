@@ -37,8 +37,16 @@ var (
 type Approval struct {
 	// ID identifies the request.
 	ID string
-	// UserCode is the code the user entered, formatted for display.
+	// Method is how the user was asked: device_authorization (the user
+	// brought the code) or ciba (the provider notified the user).
+	Method string
+	// UserCode is the code the user entered, formatted for display;
+	// empty when the request was opened by its ID (a CIBA request, or one
+	// listed on the user's page).
 	UserCode string
+	// UserID is the user a CIBA request is addressed to: only that user
+	// may decide it. Empty for device authorization.
+	UserID string
 	// Kind is "registration" for a new (or reactivated) agent and
 	// "capabilities" for an active agent asking for more.
 	Kind string
@@ -84,8 +92,13 @@ func (a *Approval) NeedsPresence(allowed []string) bool {
 
 // Decision is a user's decision about an approval request.
 type Decision struct {
-	// UserCode names the request.
+	// UserCode names the request, as the user typed it.
 	UserCode string
+	// ApprovalID names the request instead of UserCode, for requests the
+	// user opened from their own list: a CIBA request addressed to them,
+	// or a request about an agent of theirs. Only the addressed user, or
+	// the user of the agent or its host, may decide by ID.
+	ApprovalID string
 	// UserID is the deciding user. Required.
 	UserID string
 	// Deny refuses the whole request: a registration's agent is
@@ -148,9 +161,46 @@ func (p *Provider) newUserCode() (string, error) {
 	return string(out), nil
 }
 
-// startApproval creates an approval request for agent's capabilities and
-// returns the approval object to send.
-func (p *Provider) startApproval(ctx context.Context, agent *store.Agent, caps []store.RequestedCapability, binding string) (*approvalJSON, error) {
+// approvalRequest is what starts an approval: the agent and its host,
+// the capabilities the user is asked for, and the client's hints
+// (protocol §5.3, §5.4: binding_message, preferred_method, login_hint).
+type approvalRequest struct {
+	kind  string // registration, capabilities or reactivation
+	agent *store.Agent
+	host  *store.Host
+	caps  []store.RequestedCapability
+	hints approvalHints
+}
+
+// approvalHints are the client's approval hints, read from a request body.
+type approvalHints struct {
+	binding, preferred, loginHint string
+}
+
+// readHints reads binding_message, preferred_method and login_hint.
+func readHints(m map[string]json.RawMessage) (approvalHints, error) {
+	var h approvalHints
+	var err error
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"binding_message", &h.binding}, {"preferred_method", &h.preferred}, {"login_hint", &h.loginHint}} {
+		if *f.dst, err = optString(m, f.name); err != nil {
+			return h, err
+		}
+	}
+	h.binding = displayText(h.binding, maxBindingRunes)
+	h.loginHint = displayText(h.loginHint, maxNameRunes)
+	return h, nil
+}
+
+// startApproval chooses the approval method (protocol §7.5), creates the
+// request and returns the approval object to send.
+func (p *Provider) startApproval(ctx context.Context, rq approvalRequest) (*approvalJSON, error) {
+	method, userID, err := p.chooseMethod(ctx, rq)
+	if err != nil {
+		return nil, err
+	}
 	id, err := p.newID("apr_")
 	if err != nil {
 		return nil, internalError(err)
@@ -161,41 +211,53 @@ func (p *Provider) startApproval(ctx context.Context, agent *store.Agent, caps [
 		if err != nil {
 			return nil, internalError(err)
 		}
-		err = p.store.CreateApproval(ctx, &store.Approval{
+		formatted := FormatUserCode(code)
+		ap := &store.Approval{
 			ID:             id,
-			Method:         store.MethodDeviceAuthorization,
-			AgentID:        agent.ID,
-			HostID:         agent.HostID,
-			Capabilities:   caps,
+			Method:         method,
+			AgentID:        rq.agent.ID,
+			HostID:         rq.agent.HostID,
+			Capabilities:   rq.caps,
 			UserCode:       code,
 			Status:         store.ApprovalPending,
 			Interval:       p.pollInterval / 2,
 			ExpiresAt:      now.Add(p.approvalLife),
-			BindingMessage: binding,
+			BindingMessage: rq.hints.binding,
 			CreatedAt:      now,
-		})
+		}
+		if method == store.MethodCIBA {
+			ap.UserID = userID
+			ap.BindingMessage = cibaBindingMessage(rq.hints.binding, rq.agent.Name, formatted)
+		}
+		err = p.store.CreateApproval(ctx, ap)
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
 		if err != nil {
 			return nil, internalError(err)
 		}
-		formatted := FormatUserCode(code)
-		return &approvalJSON{
-			Method:                  store.MethodDeviceAuthorization,
-			VerificationURI:         p.verificationURI,
-			VerificationURIComplete: p.verificationURI + "?code=" + url.QueryEscape(formatted),
-			UserCode:                formatted,
-			BindingMessage:          binding,
-			ExpiresIn:               int(p.approvalLife / time.Second),
-			Interval:                int(p.pollInterval / time.Second),
-		}, nil
+		out := &approvalJSON{
+			Method:         method,
+			BindingMessage: ap.BindingMessage,
+			ExpiresIn:      int(p.approvalLife / time.Second),
+			Interval:       int(p.pollInterval / time.Second),
+		}
+		if method == store.MethodCIBA {
+			p.notify(ctx, rq, ap)
+			return out, nil
+		}
+		out.VerificationURI = p.verificationURI
+		out.VerificationURIComplete = p.verificationURI + "?code=" + url.QueryEscape(formatted)
+		out.UserCode = formatted
+		return out, nil
 	}
 	return nil, internalError(errors.New("no free user code after 5 draws"))
 }
 
 // PendingApproval returns the pending approval request with the user
-// code, for the approval page or an application's own.
+// code, for the approval page or an application's own. A CIBA request is
+// addressed to its user and is never found by code: see
+// PendingApprovalByID.
 func (p *Provider) PendingApproval(ctx context.Context, userCode string) (*Approval, error) {
 	code := NormalizeUserCode(userCode)
 	if code == "" {
@@ -208,6 +270,31 @@ func (p *Provider) PendingApproval(ctx context.Context, userCode string) (*Appro
 	if err != nil {
 		return nil, err
 	}
+	if ap.Method == store.MethodCIBA {
+		return nil, ErrApprovalNotFound
+	}
+	return p.approvalView(ctx, ap, FormatUserCode(code))
+}
+
+// PendingApprovalByID returns the pending approval request with the id,
+// as listed by UserApprovals. Callers check that the request is the
+// signed-in user's to see; Decide checks it again.
+func (p *Provider) PendingApprovalByID(ctx context.Context, id string) (*Approval, error) {
+	if id == "" {
+		return nil, ErrApprovalNotFound
+	}
+	ap, err := p.store.GetApproval(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrApprovalNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.approvalView(ctx, ap, "")
+}
+
+// approvalView describes a pending request for its approver.
+func (p *Provider) approvalView(ctx context.Context, ap *store.Approval, userCode string) (*Approval, error) {
 	if ap.Status != store.ApprovalPending || !p.now().Before(ap.ExpiresAt) {
 		return nil, ErrApprovalClosed
 	}
@@ -224,7 +311,8 @@ func (p *Provider) PendingApproval(ctx context.Context, userCode string) (*Appro
 	}
 	v := &Approval{
 		ID:             ap.ID,
-		UserCode:       FormatUserCode(code),
+		Method:         ap.Method,
+		UserCode:       userCode,
 		AgentID:        agent.ID,
 		AgentName:      agent.Name,
 		Mode:           agent.Mode,
@@ -233,6 +321,9 @@ func (p *Provider) PendingApproval(ctx context.Context, userCode string) (*Appro
 		NewHost:        host.Status == agentauth.StatusPending,
 		BindingMessage: ap.BindingMessage,
 		ExpiresAt:      ap.ExpiresAt,
+	}
+	if ap.Method == store.MethodCIBA {
+		v.UserID = ap.UserID
 	}
 	switch agent.Status {
 	case agentauth.StatusPending:
@@ -260,6 +351,23 @@ func (p *Provider) PendingApproval(ctx context.Context, userCode string) (*Appro
 	return v, nil
 }
 
+// mayDecideByID reports whether userID may open and decide the request v
+// by its ID: it is addressed to the user, or concerns an agent of the
+// user or of a host linked to the user.
+func (p *Provider) mayDecideByID(ctx context.Context, v *Approval, userID string) (bool, error) {
+	if userID == "" {
+		return false, nil
+	}
+	if v.Method == store.MethodCIBA {
+		return v.UserID == userID, nil
+	}
+	_, _, err := p.ownAgent(ctx, userID, v.AgentID)
+	if errors.Is(err, ErrNoSuchAgent) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Decide applies a user's decision to the approval request with
 // d.UserCode. Of concurrent decisions about one request exactly one wins;
 // the others get ErrApprovalClosed.
@@ -273,9 +381,24 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 	if d.UserID == "" {
 		return fmt.Errorf("%w: no user", ErrInvalidDecision)
 	}
-	v, err := p.PendingApproval(ctx, d.UserCode)
-	if err != nil {
+	var v *Approval
+	var err error
+	if d.ApprovalID != "" {
+		if v, err = p.PendingApprovalByID(ctx, d.ApprovalID); err != nil {
+			return err
+		}
+		ok, err := p.mayDecideByID(ctx, v, d.UserID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrWrongUser
+		}
+	} else if v, err = p.PendingApproval(ctx, d.UserCode); err != nil {
 		return err
+	}
+	if v.Method == store.MethodCIBA && v.UserID != d.UserID {
+		return ErrWrongUser
 	}
 	agent, err := p.store.GetAgent(ctx, v.AgentID)
 	if err != nil {

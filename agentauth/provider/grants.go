@@ -179,9 +179,9 @@ func (p *Provider) renderGrants(gs []store.Grant, withGrantedBy bool) []grantJSO
 // approvalJSON is the approval object of protocol §7.
 type approvalJSON struct {
 	Method                  string `json:"method"`
-	VerificationURI         string `json:"verification_uri"`
+	VerificationURI         string `json:"verification_uri,omitempty"`
 	VerificationURIComplete string `json:"verification_uri_complete,omitempty"`
-	UserCode                string `json:"user_code"`
+	UserCode                string `json:"user_code,omitempty"`
 	BindingMessage          string `json:"binding_message,omitempty"`
 	ExpiresIn               int    `json:"expires_in"`
 	Interval                int    `json:"interval"`

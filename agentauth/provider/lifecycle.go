@@ -174,7 +174,11 @@ func (p *Provider) revokeHost(w http.ResponseWriter, r *http.Request) error {
 // is never reset: past it, the agent is revoked.
 func (p *Provider) reactivate(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	_, h, a, err := p.agentRequest(ctx, r, hostKnownActive)
+	m, h, a, err := p.agentRequest(ctx, r, hostKnownActive)
+	if err != nil {
+		return err
+	}
+	hints, err := readHints(m)
 	if err != nil {
 		return err
 	}
@@ -249,7 +253,8 @@ func (p *Provider) reactivate(w http.ResponseWriter, r *http.Request) error {
 	}
 	var ap *approvalJSON
 	if to == agentauth.StatusPending {
-		if ap, err = p.startApproval(ctx, a, caps, ""); err != nil {
+		rq := approvalRequest{kind: KindReactivation, agent: a, host: host, caps: caps, hints: hints}
+		if ap, err = p.startApproval(ctx, rq); err != nil {
 			return err
 		}
 	}

@@ -37,6 +37,17 @@ type RateLimits struct {
 	// capability name: tighter limits for riskier capabilities. Absent
 	// names are limited only by the other dimensions.
 	PerCapability map[string]ratelimit.Limit
+	// CIBAPerHost limits the CIBA approval requests of one host, each of
+	// which may interrupt a person (CIBA Core §14): 30 an hour. Past it
+	// the request is 429 rate_limited.
+	CIBAPerHost ratelimit.Limit
+	// NotifyPerUser limits the CIBA notifications sent to one user: 10 an
+	// hour. Past it a request is still made and listed on the user's
+	// page, but not announced (notification fatigue).
+	NotifyPerUser ratelimit.Limit
+	// UserAPIPerUser limits the signed-in user's API and page requests:
+	// 300 a minute.
+	UserAPIPerUser ratelimit.Limit
 	// ClientIP returns a request's client address. Nil means its
 	// RemoteAddr; behind a proxy, read the proxy's header here.
 	ClientIP func(r *http.Request) string
@@ -59,6 +70,9 @@ func newLimits(c RateLimits, now func() time.Time) (*limits, error) {
 		{&c.PerHost, ratelimit.PerMinute(600)},
 		{&c.PerAgent, ratelimit.PerMinute(120)},
 		{&c.PerUser, ratelimit.PerMinute(1200)},
+		{&c.CIBAPerHost, ratelimit.PerHour(30)},
+		{&c.NotifyPerUser, ratelimit.PerHour(10)},
+		{&c.UserAPIPerUser, ratelimit.PerMinute(300)},
 	}
 	for _, d := range defaults {
 		if *d.l == (ratelimit.Limit{}) {
@@ -145,4 +159,16 @@ func (l *limits) capability(ctx context.Context, name, agentID string) error {
 		return nil
 	}
 	return l.allow(ctx, "capability", ratelimit.Rule{Key: ratelimit.Key(ratelimit.DimCapability, name, agentID), Limit: lim})
+}
+
+func (l *limits) ciba(ctx context.Context, hostID string) error {
+	return l.allow(ctx, "host's CIBA requests", ratelimit.Rule{Key: ratelimit.Key("ciba", hostID), Limit: l.cfg.CIBAPerHost})
+}
+
+func (l *limits) notify(ctx context.Context, userID string) error {
+	return l.allow(ctx, "user's notifications", ratelimit.Rule{Key: ratelimit.Key("notify", userID), Limit: l.cfg.NotifyPerUser})
+}
+
+func (l *limits) user(ctx context.Context, userID string) error {
+	return l.allow(ctx, "user", ratelimit.Rule{Key: ratelimit.Key(ratelimit.DimUser, "api", userID), Limit: l.cfg.UserAPIPerUser})
 }

@@ -74,6 +74,15 @@ type Policy struct {
 	// of presence).
 	AutoApprove func(ctx context.Context, host *store.Host, def *core.Definition) bool
 
+	// ApprovalMethod chooses how the user is asked (protocol §7.5) when a
+	// request needs approval. Nil means DefaultApprovalMethod. The choice
+	// is honoured when it is a method the provider offers and, for CIBA,
+	// when there is someone to address; otherwise device authorization
+	// is used. A policy that looks at anything that depends on whether a
+	// login hint names a user would tell the client so: MethodContext
+	// carries only the hint itself.
+	ApprovalMethod func(ctx context.Context, c MethodContext) string
+
 	// GrantTTL returns how long a grant of def lasts once active, counted
 	// from the moment it becomes active (approval, or a grant without a
 	// user); zero or less means until the agent loses it otherwise. The

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentcap/agentcap/agentauth"
@@ -109,6 +110,22 @@ type Config struct {
 	// is fine for one instance; several instances need a shared secret.
 	PageSecret []byte
 
+	// Notifier, when set, reaches users for CIBA approvals (protocol
+	// §7.2): discovery then offers "ciba" beside device_authorization,
+	// and Policy.ApprovalMethod chooses between them per request. Nil
+	// offers device authorization only.
+	Notifier Notifier
+	// NotifyTimeout bounds one Notify call; zero means
+	// DefaultNotifyTimeout.
+	NotifyTimeout time.Duration
+	// ResolveLoginHint maps a client's login_hint (protocol §5.3) to a
+	// user id, "" for none, for CIBA requests of hosts not yet linked to
+	// a user. The answer to the client does not depend on it (CIBA Core
+	// §14: a hint that names nobody is answered alike, and the request
+	// then waits for no one). An error is answered 500. Nil ignores
+	// login hints.
+	ResolveLoginHint func(ctx context.Context, hint string) (userID string, err error)
+
 	// OnClaim, when set, is told of autonomous agents claimed because
 	// their host became linked to a user (protocol §2.10), after the
 	// claim, so that the application moves what they own to the user. Its
@@ -170,6 +187,10 @@ type Provider struct {
 	pageSecret      []byte
 	introspectAuth  func(r *http.Request) bool
 	onClaim         func(ctx context.Context, c Claim) error
+	notifier        Notifier
+	notifyTimeout   time.Duration
+	resolveHint     func(ctx context.Context, hint string) (string, error)
+	notifying       sync.WaitGroup
 	limits          *limits
 	replay          agentauth.ReplayCache
 	skew, maxAge    time.Duration
@@ -226,6 +247,9 @@ func New(cfg Config) (*Provider, error) {
 		pageSecret:      slices.Clone(cfg.PageSecret),
 		introspectAuth:  cfg.IntrospectionAuth,
 		onClaim:         cfg.OnClaim,
+		notifier:        cfg.Notifier,
+		notifyTimeout:   cfg.NotifyTimeout,
+		resolveHint:     cfg.ResolveLoginHint,
 		replay:          cfg.Replay,
 		skew:            cfg.Skew,
 		maxAge:          agentauth.DefaultMaxAge,
@@ -254,6 +278,9 @@ func New(cfg Config) (*Provider, error) {
 		p.pollInterval = DefaultPollInterval
 	case p.pollInterval < time.Second || p.pollInterval%time.Second != 0:
 		return nil, fmt.Errorf("provider: Config.PollInterval %v must be whole seconds", p.pollInterval)
+	}
+	if p.notifyTimeout <= 0 {
+		p.notifyTimeout = DefaultNotifyTimeout
 	}
 	if p.freshAuth <= 0 {
 		p.freshAuth = DefaultFreshAuth
@@ -312,7 +339,7 @@ func New(cfg Config) (*Provider, error) {
 		return nil, fmt.Errorf("provider: %w", err)
 	}
 	p.keyClient = agentauth.NewSafeHTTPClient(cfg.KeyFetch)
-	methods := []string{store.MethodDeviceAuthorization}
+	methods := p.methods()
 	ep := agentauth.LocationEndpoints("/")
 	ep.Register = PathRegister
 	ep.Status = PathStatus

@@ -14,8 +14,9 @@ import (
 
 // registration is a parsed POST /agent/register body.
 type registration struct {
-	name, hostName, mode, reason, binding string
-	caps                                  []store.RequestedCapability
+	name, hostName, mode, reason string
+	hints                        approvalHints
+	caps                         []store.RequestedCapability
 }
 
 func (p *Provider) parseRegistration(m map[string]json.RawMessage) (*registration, error) {
@@ -27,15 +28,17 @@ func (p *Provider) parseRegistration(m map[string]json.RawMessage) (*registratio
 	for _, f := range []struct {
 		name string
 		dst  *string
-	}{{"host_name", &reg.hostName}, {"mode", &reg.mode}, {"reason", &reg.reason}, {"binding_message", &reg.binding}, {"preferred_method", new(string)}, {"login_hint", new(string)}} {
+	}{{"host_name", &reg.hostName}, {"mode", &reg.mode}, {"reason", &reg.reason}} {
 		if *f.dst, err = optString(m, f.name); err != nil {
 			return nil, err
 		}
 	}
+	if reg.hints, err = readHints(m); err != nil {
+		return nil, err
+	}
 	reg.name = displayText(reg.name, maxNameRunes)
 	reg.hostName = displayText(reg.hostName, maxNameRunes)
 	reg.reason = displayText(reg.reason, maxReasonRunes)
-	reg.binding = displayText(reg.binding, maxReasonRunes)
 	if reg.mode == "" {
 		reg.mode = agentauth.ModeDelegated
 	}
@@ -197,7 +200,8 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 	}
 	var ap *approvalJSON
 	if !activeNow {
-		if ap, err = p.startApproval(ctx, agent, reg.caps, reg.binding); err != nil {
+		rq := approvalRequest{kind: KindRegistration, agent: agent, host: host, caps: reg.caps, hints: reg.hints}
+		if ap, err = p.startApproval(ctx, rq); err != nil {
 			return err
 		}
 	}
@@ -267,7 +271,11 @@ func (p *Provider) retryRegistration(ctx context.Context, w http.ResponseWriter,
 			caps = append(caps, store.RequestedCapability{Name: g.Capability, Constraints: g.Constraints})
 		}
 	}
-	ap, err := p.startApproval(ctx, a, caps, reg.binding)
+	host, err := p.store.GetHost(ctx, a.HostID)
+	if err != nil {
+		return internalError(err)
+	}
+	ap, err := p.startApproval(ctx, approvalRequest{kind: KindRegistration, agent: a, host: host, caps: caps, hints: reg.hints})
 	if err != nil {
 		return err
 	}

@@ -170,14 +170,15 @@ func (p *Provider) requestCapability(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	var reason, binding string
-	if reason, err = optString(m, "reason"); err != nil {
+	reason, err := optString(m, "reason")
+	if err != nil {
 		return err
 	}
-	if binding, err = optString(m, "binding_message"); err != nil {
+	reason = displayText(reason, maxReasonRunes)
+	hints, err := readHints(m)
+	if err != nil {
 		return err
 	}
-	reason, binding = displayText(reason, maxReasonRunes), displayText(binding, maxReasonRunes)
 	a, err := p.store.GetAgent(ctx, sess.Agent.ID)
 	if err != nil {
 		return internalError(err)
@@ -229,7 +230,8 @@ func (p *Provider) requestCapability(w http.ResponseWriter, r *http.Request) err
 	}
 	var ap *approvalJSON
 	if len(pending) > 0 {
-		if ap, err = p.startApproval(ctx, a, pending, binding); err != nil {
+		rq := approvalRequest{kind: KindCapabilities, agent: a, host: host, caps: pending, hints: hints}
+		if ap, err = p.startApproval(ctx, rq); err != nil {
 			return err
 		}
 	}
