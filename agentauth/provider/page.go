@@ -2,6 +2,7 @@ package provider
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -299,7 +300,23 @@ func (p *Provider) checkPresence(r *http.Request, u *User, ap *Approval) error {
 	if p.presence != nil {
 		return p.presence(r, u, ap)
 	}
-	if NormalizeUserCode(r.PostForm.Get("presence_code")) != NormalizeUserCode(ap.UserCode) {
+	return p.checkPresenceCode(r.Context(), ap, r.PostForm.Get("presence_code"))
+}
+
+// checkPresenceCode is the built-in confirmation: typed must be the
+// request's code (the user code, or for a CIBA request the code its
+// binding message ends with). Codes are kept only as digests, so the
+// typed code is looked up and must find this very request.
+func (p *Provider) checkPresenceCode(ctx context.Context, ap *Approval, typed string) error {
+	code := NormalizeUserCode(typed)
+	if code == "" {
+		return errors.New("no confirmation code")
+	}
+	if ap.UserCode != "" && code == NormalizeUserCode(ap.UserCode) {
+		return nil
+	}
+	got, err := p.store.ApprovalByUserCode(ctx, code)
+	if err != nil || got.ID != ap.ID {
 		return errors.New("the confirmation code does not match")
 	}
 	return nil
@@ -323,6 +340,12 @@ func (p *Provider) renderPage(w http.ResponseWriter, status int, d *pageData, ti
 // be the page's. A browser that sends neither falls back on the CSRF
 // token alone.
 func (p *Provider) sameOrigin(r *http.Request) bool {
+	u, err := url.Parse(p.verificationURI)
+	return err == nil && sameOriginAs(r, u.Scheme+"://"+u.Host)
+}
+
+// sameOriginAs is sameOrigin for a page of origin.
+func sameOriginAs(r *http.Request, origin string) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "", "same-origin", "none":
 	default:
@@ -332,8 +355,7 @@ func (p *Provider) sameOrigin(r *http.Request) bool {
 	if o == "" || (o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin") {
 		return true
 	}
-	u, err := url.Parse(p.verificationURI)
-	return err == nil && o == u.Scheme+"://"+u.Host
+	return o == origin
 }
 
 // csrfToken binds a form to its user, its request and its step, and to
@@ -353,6 +375,11 @@ func (p *Provider) csrfMAC(issued, userID, approvalID, step string) string {
 }
 
 func (p *Provider) checkCSRF(token, userID, approvalID, step string) bool {
+	return p.checkCSRFAge(token, userID, approvalID, step, p.approvalLife)
+}
+
+// checkCSRFAge is checkCSRF for tokens that live maxAge.
+func (p *Provider) checkCSRFAge(token, userID, approvalID, step string, maxAge time.Duration) bool {
 	issued, mac, ok := strings.Cut(token, ".")
 	if !ok {
 		return false
@@ -361,7 +388,7 @@ func (p *Provider) checkCSRF(token, userID, approvalID, step string) bool {
 	if err != nil {
 		return false
 	}
-	if age := p.now().Sub(time.Unix(sec, 0)); age < -time.Minute || age > p.approvalLife {
+	if age := p.now().Sub(time.Unix(sec, 0)); age < -time.Minute || age > maxAge {
 		return false
 	}
 	return constantTimeEqual(mac, p.csrfMAC(issued, userID, approvalID, step))

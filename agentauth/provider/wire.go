@@ -72,6 +72,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // *core.AppError speaks to the caller; anything else is a redacted 500.
 // A retry_after member becomes the Retry-After header as well.
 func (p *Provider) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p.writeErrorWith(w, r, err, p.challenge)
+}
+
+// writeErrorWith is writeError with the WWW-Authenticate value of a 401;
+// "" sends none (the user API authenticates users, not agents).
+func (p *Provider) writeErrorWith(w http.ResponseWriter, r *http.Request, err error, challenge string) {
 	var ae *core.AppError
 	if !errors.As(err, &ae) {
 		ae = internalError(err)
@@ -90,8 +96,8 @@ func (p *Provider) writeError(w http.ResponseWriter, r *http.Request, err error)
 	if ra, ok := ae.Fields[ratelimit.RetryAfterField].(int); ok {
 		w.Header().Set("Retry-After", strconv.Itoa(ra))
 	}
-	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", p.challenge)
+	if status == http.StatusUnauthorized && challenge != "" {
+		w.Header().Set("WWW-Authenticate", challenge)
 	}
 	writeJSON(w, status, body)
 }
