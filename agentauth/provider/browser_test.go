@@ -1,135 +1,27 @@
-//go:build unix
-
 package provider_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/net/websocket"
+	"github.com/chromedp/chromedp"
 
+	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/provider"
 )
 
-// cdp is a minimal Chrome DevTools Protocol client over one websocket:
-// enough to drive a page through the approval flow.
-type cdp struct {
-	ws *websocket.Conn
-	id int
-}
-
-func dialCDP(ctx context.Context, wsURL string) (*cdp, error) {
-	cfg, err := websocket.NewConfig(wsURL, "http://127.0.0.1/")
-	if err != nil {
-		return nil, err
-	}
-	ws, err := cfg.DialContext(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &cdp{ws: ws}, nil
-}
-
-// call sends one command and waits for its answer, skipping events.
-func (c *cdp) call(method string, params any, result any) error {
-	c.id++
-	id := c.id
-	if err := websocket.JSON.Send(c.ws, map[string]any{"id": id, "method": method, "params": params}); err != nil {
-		return err
-	}
-	_ = c.ws.SetReadDeadline(time.Now().Add(20 * time.Second))
-	for {
-		var msg struct {
-			ID     int             `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  *struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if err := websocket.JSON.Receive(c.ws, &msg); err != nil {
-			return fmt.Errorf("cdp %s: %w", method, err)
-		}
-		if msg.ID != id {
-			continue
-		}
-		if msg.Error != nil {
-			return fmt.Errorf("cdp %s: %s", method, msg.Error.Message)
-		}
-		if result != nil {
-			return json.Unmarshal(msg.Result, result)
-		}
-		return nil
-	}
-}
-
-// eval evaluates a JavaScript expression in the page and returns its
-// value as a string.
-func (c *cdp) eval(expr string) (string, error) {
-	var res struct {
-		Result struct {
-			Value any `json:"value"`
-		} `json:"result"`
-		ExceptionDetails *struct {
-			Text string `json:"text"`
-		} `json:"exceptionDetails"`
-	}
-	if err := c.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &res); err != nil {
-		return "", err
-	}
-	if res.ExceptionDetails != nil {
-		return "", fmt.Errorf("javascript %q: %s", expr, res.ExceptionDetails.Text)
-	}
-	return fmt.Sprint(res.Result.Value), nil
-}
-
-// waitFor polls the page until expr is true.
-func (c *cdp) waitFor(t *testing.T, what, expr string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		v, err := c.eval(`(document.readyState === "complete" && (` + expr + `)) ? "yes" : "no"`)
-		if err == nil && v == "yes" {
-			return
-		}
-		if time.Now().After(deadline) {
-			html, _ := c.eval(`document.documentElement.outerHTML`)
-			t.Fatalf("waiting for %s: %v; page:\n%s", what, err, html)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (c *cdp) screenshot(path string) error {
-	var res struct {
-		Data string `json:"data"`
-	}
-	if err := c.call("Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true}, &res); err != nil {
-		return err
-	}
-	png, err := base64.StdEncoding.DecodeString(res.Data)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, png, 0o644)
-}
-
-// startChromium starts headless Chromium with remote debugging on a
-// loopback port chosen by Chromium, and returns its browser websocket
-// URL. The test skips without Chromium, except under CI, where the
-// package is installed and its absence is a failure.
-func startChromium(t *testing.T) string {
+// newChromium starts headless Chromium through chromedp with a fresh
+// profile and returns a browser context that ends with the test. The
+// test skips without Chromium, except under CI, where the package is
+// installed and its absence is a failure.
+func newChromium(t *testing.T) context.Context {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
@@ -145,23 +37,27 @@ func startChromium(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin,
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
-		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=*",
-		"--user-data-dir="+dir, "--window-size=900,1200", "about:blank")
-	// Its own process group, so that stopping it stops its helpers too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(dir),
+		chromedp.WindowSize(900, 1200),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
 		for range 50 {
 			if os.RemoveAll(dir) == nil {
 				return
@@ -170,54 +66,12 @@ func startChromium(t *testing.T) string {
 		}
 		t.Logf("could not remove the browser profile %s", dir)
 	})
-	// Chromium prints the browser endpoint on stderr once it listens.
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "DevTools listening on "); ok {
-				found <- strings.TrimSpace(rest)
-			}
-		}
-	}()
-	select {
-	case ws := <-found:
-		return ws
-	case <-time.After(30 * time.Second):
-		t.Fatal("chromium did not start its DevTools endpoint within 30 s")
-		return ""
+	// Start the browser now, so that a failure to start is reported as
+	// such rather than as the first step's.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting chromium: %v", err)
 	}
-}
-
-// pageTarget returns the websocket URL of the page Chromium opened at
-// start, from its /json/list endpoint.
-func pageTarget(t *testing.T, browserWS string) string {
-	t.Helper()
-	u, err := url.Parse(browserWS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		var targets []struct {
-			Type string `json:"type"`
-			WS   string `json:"webSocketDebuggerUrl"`
-		}
-		resp, err := http.Get("http://" + u.Host + "/json/list")
-		if err == nil {
-			err = json.NewDecoder(resp.Body).Decode(&targets)
-			resp.Body.Close()
-		}
-		for _, tg := range targets {
-			if tg.Type == "page" && tg.WS != "" {
-				return tg.WS
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no page target: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return ctx
 }
 
 func artifactDir(t *testing.T) string {
@@ -230,12 +84,75 @@ func artifactDir(t *testing.T) string {
 	return t.TempDir()
 }
 
+// run runs chromedp actions, failing the test with the page's HTML when
+// one fails.
+func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v; page:\n%s", what, err, pageHTML(ctx))
+	}
+}
+
+// value runs one chromedp action that yields a value.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v; page:\n%s", what, err, pageHTML(ctx))
+	}
+	return v
+}
+
+func pageHTML(ctx context.Context) string {
+	html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
+	return html
+}
+
+// screenshot keeps a full-page PNG of the current page in the artifacts.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(artifactDir(t), name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitPath waits until the page's location path is path.
+func waitPath(t *testing.T, ctx context.Context, path string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got := value(t, ctx, "reading the location", chromedp.Evaluate[string](`location.pathname`))
+		if got == path {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page stayed at %s, want %s", got, path)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s := value(t, ctx, "reading "+sel, chromedp.Text(chromedp.CSS(sel)))
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// signIn follows the redirect to the development sign-in and signs in
+// as user.
+func signIn(t *testing.T, ctx context.Context, user string) {
+	t.Helper()
+	waitPath(t, ctx, "/login")
+	run(t, ctx, "signing in", chromedp.Click(chromedp.CSS("#login-"+user)))
+}
+
 // TestApprovalPageInChromium walks the approval page in a real headless
 // Chromium: sign in as alice, review the agent, allow a subset with a
 // webauthn-strength capability, pass the confirmation step, and keep a
 // screenshot of the review page and of the outcome.
 func TestApprovalPageInChromium(t *testing.T) {
-	browserWS := startChromium(t)
+	ctx := newChromium(t)
 	e := newPageEnv(t)
 	h := newKey(t)
 	r := e.register(h, newKey(t), map[string]any{"name": "Budget helper", "host_name": "alice-laptop", "reason": "Pay the rent",
@@ -246,75 +163,135 @@ func TestApprovalPageInChromium(t *testing.T) {
 	ap := r.body["approval"].(map[string]any)
 	code := ap["user_code"].(string)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	page, err := dialCDP(ctx, pageTarget(t, browserWS))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer page.ws.Close()
-	if err := page.call("Page.navigate", map[string]any{"url": ap["verification_uri_complete"]}, nil); err != nil {
-		t.Fatal(err)
-	}
-	page.waitFor(t, "the sign-in page", `location.pathname === "/login"`)
-	mustEval(t, page, `document.getElementById("login-alice").click()`)
-	page.waitFor(t, "the review page", `location.pathname === "/approve" && !!document.getElementById("allow")`)
-
-	got := map[string]string{}
-	for _, id := range []string{"user", "agent-name", "host-name", "mode", "reason", "user-code"} {
-		got[id] = mustEval(t, page, `document.getElementById("`+id+`").textContent.trim()`)
-	}
-	want := map[string]string{"user": "Alice", "agent-name": "Budget helper", "host-name": "alice-laptop first connection from this host",
-		"mode": "delegated", "reason": "Pay the rent", "user-code": code}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("#%s = %q, want %q", k, got[k], v)
+	run(t, ctx, "opening the verification URI", chromedp.Navigate(ap["verification_uri_complete"].(string)))
+	signIn(t, ctx, "alice")
+	run(t, ctx, "the review page", chromedp.WaitVisible(chromedp.CSS("#allow")))
+	want := map[string]string{"#user": "Alice", "#agent-name": "Budget helper", "#host-name": "alice-laptop first connection from this host",
+		"#mode": "delegated", "#reason": "Pay the rent", "#user-code": code}
+	for sel, v := range want {
+		if got := text(t, ctx, sel); got != v {
+			t.Errorf("%s = %q, want %q", sel, got, v)
 		}
 	}
-	transfer := mustEval(t, page, `document.getElementById("cap-transfer").textContent.replace(/\s+/g, " ")`)
+	transfer := text(t, ctx, "#cap-transfer")
 	for _, s := range []string{"needs in-person confirmation", "at most 900", `one of "EUR"`, "high risk"} {
 		if !strings.Contains(transfer, s) {
 			t.Errorf("transfer entry %q lacks %q", transfer, s)
 		}
 	}
-	dir := artifactDir(t)
-	if err := page.screenshot(filepath.Join(dir, "approval-page.png")); err != nil {
-		t.Fatal(err)
+	nav := value(t, ctx, "reading the navigation", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#nav a"), a => a.textContent + (a.getAttribute("aria-current") ? "*" : ""))`))
+	if !slices.Equal(nav, []string{"Approve an agent*", "Your agents"}) {
+		t.Errorf("navigation %q", nav)
 	}
+	screenshot(t, ctx, "approval-page.png")
 
 	// Allow echo and transfer, not check_balance.
-	mustEval(t, page, `document.querySelector('#cap-check_balance input[type=checkbox]').click()`)
-	mustEval(t, page, `document.getElementById("allow").click()`)
-	page.waitFor(t, "the confirmation step", `!!document.getElementById("presence")`)
-	if s := mustEval(t, page, `document.getElementById("strong").textContent.trim()`); s != "transfer" {
+	run(t, ctx, "allowing a subset",
+		chromedp.Click(chromedp.CSS(`#cap-check_balance input[type=checkbox]`)),
+		chromedp.Click(chromedp.CSS("#allow")),
+		chromedp.WaitVisible(chromedp.CSS("#presence")))
+	if s := text(t, ctx, "#strong"); s != "transfer" {
 		t.Errorf("capabilities to confirm: %q", s)
 	}
 	// A wrong confirmation is refused and asked again.
-	mustEval(t, page, `document.getElementById("presence").value = "BBBB-BBBB"`)
-	mustEval(t, page, `document.getElementById("confirm").click()`)
-	page.waitFor(t, "the refusal", `!!document.getElementById("notice") && !!document.getElementById("presence")`)
-	mustEval(t, page, `document.getElementById("presence").value = "`+strings.ToLower(code)+`"`)
-	mustEval(t, page, `document.getElementById("confirm").click()`)
-	page.waitFor(t, "the outcome", `!!document.getElementById("outcome")`)
-	if s := mustEval(t, page, `document.getElementById("outcome").textContent`); s != "You allowed Budget helper: echo, transfer." {
+	run(t, ctx, "a wrong confirmation",
+		chromedp.SendKeys(chromedp.CSS("#presence"), "BBBB-BBBB"),
+		chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#notice")),
+		chromedp.WaitVisible(chromedp.CSS("#presence")))
+	run(t, ctx, "the right confirmation",
+		chromedp.SendKeys(chromedp.CSS("#presence"), strings.ToLower(code)),
+		chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#outcome")))
+	if s := text(t, ctx, "#outcome"); s != "You allowed Budget helper: echo, transfer." {
 		t.Errorf("outcome %q", s)
 	}
-	if err := page.screenshot(filepath.Join(dir, "approval-done.png")); err != nil {
-		t.Fatal(err)
-	}
+	screenshot(t, ctx, "approval-done.png")
 	e.clock.Advance(2 * time.Second)
 	st := e.do(http.MethodGet, provider.PathStatus+"?agent_id="+r.str("agent_id"), e.hostToken(h, nil), nil)
 	if g := grants(st); st.str("status") != "active" || g["echo"] != "active" || g["transfer"] != "active" || g["check_balance"] != "denied" || st.str("user_id") != "alice" {
 		t.Errorf("agent after the page: %s", st.raw)
 	}
-	t.Logf("screenshots in %s", dir)
 }
 
-func mustEval(t *testing.T, c *cdp, expr string) string {
-	t.Helper()
-	v, err := c.eval(expr)
-	if err != nil {
-		t.Fatal(err)
+// TestAgentsPageInChromium walks "Your agents" in headless Chromium: a
+// CIBA request addressed to alice appears under "Waiting for you" with
+// its binding message; she reviews it on the approval page and allows
+// it; the agent's grants, with their constraints, are listed; she
+// revokes one grant, and the agent can no longer use it.
+func TestAgentsPageInChromium(t *testing.T) {
+	ctx := newChromium(t)
+	box := &inbox{}
+	e := newPageEnv(t, func(c *provider.Config) { c.Notifier = box })
+	h, a := newKey(t), newKey(t)
+	r := e.register(h, a, map[string]any{"name": "Budget helper", "host_name": "alice-laptop", "capabilities": []any{
+		"echo", map[string]any{"name": "check_balance", "constraints": map[string]any{"message": map[string]any{"in": []string{"acc_1", "acc_2"}}}}}})
+	e.approve(r, "alice", nil)
+	id := r.str("agent_id")
+	rc := e.do(http.MethodPost, provider.PathRequestCapability, e.agentToken(a, id, e.url, nil),
+		map[string]any{"capabilities": []any{"transfer"}, "preferred_method": "ciba", "binding_message": "Rent for May"})
+	binding, _ := rc.body["approval"].(map[string]any)["binding_message"].(string)
+	if rc.status != http.StatusOK || !strings.HasPrefix(binding, "Rent for May [") {
+		t.Fatalf("CIBA request: %d %s", rc.status, rc.raw)
 	}
-	return v
+	sent := box.all(e.p)
+	if len(sent) != 1 || sent[0].UserID != "alice" {
+		t.Fatalf("notifications %+v", sent)
+	}
+	apID := sent[0].ApprovalID
+	code := bindingCode.FindStringSubmatch(binding)[1]
+
+	run(t, ctx, "opening Your agents", chromedp.Navigate(e.url+"/agents"))
+	signIn(t, ctx, "alice")
+	waitPath(t, ctx, "/agents")
+	run(t, ctx, "the agents page", chromedp.WaitVisible(chromedp.CSS("#agent-"+id)))
+	if s := text(t, ctx, "#approval-"+apID); !strings.Contains(s, "Budget helper") || !strings.Contains(s, binding) || !strings.Contains(s, "transfer") {
+		t.Errorf("the CIBA entry reads %q", s)
+	}
+	card := text(t, ctx, "#agent-"+id)
+	for _, s := range []string{"alice-laptop", "delegated", "check_balance", `one of "acc_1", "acc_2"`, "echo"} {
+		if !strings.Contains(card, s) {
+			t.Errorf("the agent card %q lacks %q", card, s)
+		}
+	}
+	screenshot(t, ctx, "agents-page.png")
+
+	run(t, ctx, "reviewing the CIBA request",
+		chromedp.Click(chromedp.CSS("#review-"+apID)),
+		chromedp.WaitVisible(chromedp.CSS("#allow")))
+	if s := text(t, ctx, "#binding"); s != binding {
+		t.Errorf("the review shows binding message %q, want %q", s, binding)
+	}
+	screenshot(t, ctx, "ciba-review.png")
+	run(t, ctx, "allowing with the code of the message",
+		chromedp.Click(chromedp.CSS("#allow")),
+		chromedp.WaitVisible(chromedp.CSS("#presence")),
+		chromedp.SendKeys(chromedp.CSS("#presence"), code),
+		chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#outcome")))
+	if s := text(t, ctx, "#outcome"); s != "You allowed Budget helper: transfer." {
+		t.Errorf("outcome %q", s)
+	}
+
+	run(t, ctx, "back to Your agents",
+		chromedp.Navigate(e.url+"/agents"),
+		chromedp.WaitVisible(chromedp.CSS("#nothing-waiting")))
+	if s := text(t, ctx, "#grant-"+id+"-transfer"); !strings.Contains(s, "active") {
+		t.Errorf("the transfer grant reads %q", s)
+	}
+	run(t, ctx, "revoking the echo grant",
+		chromedp.Click(chromedp.CSS("#grant-"+id+"-echo button.revoke-grant")),
+		chromedp.WaitVisible(chromedp.CSS("#notice")))
+	if s := text(t, ctx, "#notice"); s != "The capability was revoked." {
+		t.Errorf("notice %q", s)
+	}
+	if s := text(t, ctx, "#grant-"+id+"-echo"); !strings.Contains(s, "denied") {
+		t.Errorf("the echo grant reads %q", s)
+	}
+	screenshot(t, ctx, "agents-revoked.png")
+	x := e.do(http.MethodPost, "/capability/execute", e.agentToken(a, id, e.url+"/capability/execute", nil),
+		map[string]any{"capability": "echo", "arguments": map[string]any{"message": "x"}})
+	if x.status != http.StatusForbidden || x.str("error") != agentauth.CodeCapabilityNotGranted {
+		t.Errorf("execute the revoked grant: %d %s", x.status, x.raw)
+	}
 }

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -25,39 +24,7 @@ import (
 //go:embed page.html.tmpl
 var pageTemplate string
 
-const pageStyle = `body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f4f5f7;color:#1d2733}
-main{max-width:40rem;margin:2rem auto;background:#fff;padding:1.5rem 2rem;border-radius:8px;box-shadow:0 1px 3px #0002}
-header{display:flex;justify-content:space-between;color:#555;font-size:.9rem}
-h1{font-size:1.4rem}dl{display:grid;grid-template-columns:9rem 1fr;gap:.3rem 1rem}dt{color:#555}dd{margin:0;overflow-wrap:anywhere}
-fieldset{border:1px solid #ccd;border-radius:6px;margin:1rem 0}.cap{border-top:1px solid #eee;padding:.6rem 0}.cap:first-of-type{border:0}
-.cap p{margin:.2rem 0 .2rem 1.6rem}.constraints{margin-left:1.6rem;font-size:.9rem;color:#333}.constraints ul{margin:.2rem 0}
-.strength{font-size:.8rem;border-radius:4px;padding:0 .4rem;background:#e8eef8}.strength-webauthn{background:#fde7c8}.risk{font-size:.8rem;color:#a40}
-.warn{color:#a40;font-size:.85rem}.hint{color:#666;font-size:.85rem}.notice{background:#fff4d6;padding:.5rem .8rem;border-radius:4px}
-.actions{display:flex;gap:1rem;margin-top:1rem}button{font:inherit;padding:.5rem 1.2rem;border-radius:5px;border:1px solid #2456a6;background:#2456a6;color:#fff;cursor:pointer}
-button.secondary{background:#fff;color:#2456a6}input[type=text],input:not([type]){font:inherit;padding:.4rem;width:12rem;letter-spacing:.1em}`
-
-// pageCSP allows the page nothing but its own inline style and forms
-// posting to itself; frame-ancestors 'none' keeps it out of frames, so
-// no other site can overlay it to trick a click.
-var pageCSP = func() string {
-	sum := sha256.Sum256([]byte(pageStyle))
-	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-}()
-
-var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"strength": func(a core.Approval) string {
-		switch a {
-		case core.ApprovalWebAuthn:
-			return "needs in-person confirmation"
-		case core.ApprovalSession:
-			return "needs a signed-in user"
-		default:
-			return "standard"
-		}
-	},
-	"risky":      func(r core.Risk) bool { return r == core.RiskHigh || r == core.RiskCritical },
-	"constraint": describeConstraint,
-}).Parse(pageTemplate))
+var pageTmpl = newPageTemplate(pageTemplate)
 
 // describeConstraint renders a constraint for people: "at most 100",
 // "one of EUR, USD", "exactly 5".
@@ -96,11 +63,14 @@ func describeConstraint(raw json.RawMessage) string {
 	return strings.Join(parts, ", ")
 }
 
-// pageData is what the template renders.
+// pageData is what the templates render.
 type pageData struct {
-	Provider  string
-	Title     string
-	Style     template.CSS
+	Provider string
+	Title    string
+	Style    template.CSS
+	Nav      []navItem
+	// Page is the data of a page other than the approval page.
+	Page      any
 	User      *User
 	Notice    string
 	Step      string
@@ -136,57 +106,63 @@ func (p *Provider) ApprovalPage() http.Handler {
 
 func (p *Provider) servePage(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", pageCSP)
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "same-origin")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	d := &pageData{Provider: p.providerName, Style: template.CSS(pageStyle)}
+	setPageHeaders(h)
+	d := p.newPageData("approve")
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		h.Set("Allow", "GET, POST")
-		p.renderPage(w, http.StatusMethodNotAllowed, d, "Not allowed", "signin", "Use the page's own buttons.")
+		p.renderPage(w, http.StatusMethodNotAllowed, d, "Not allowed", "done", "Use the page's own buttons.")
 		return
 	}
-	u, err := p.signedInUser(r)
-	if err != nil {
-		p.logger.ErrorContext(r.Context(), "agentauth/provider: signed-in user", "error", err.Error())
-		p.renderPage(w, http.StatusInternalServerError, d, "Something went wrong", "signin", "The server could not tell who is signed in. Try again later.")
-		return
-	}
-	if u == nil || u.ID == "" || p.now().Sub(u.AuthenticatedAt) > p.freshAuth {
-		notice := "Sign in to approve agents."
-		if u != nil && u.ID != "" {
-			notice = "For your safety, sign in again before approving an agent."
+	next := r.URL.Path
+	if r.Method == http.MethodGet {
+		if code := r.URL.Query().Get("code"); code != "" {
+			next += "?code=" + url.QueryEscape(code)
+		} else if id := r.URL.Query().Get("request"); id != "" {
+			next += "?request=" + url.QueryEscape(id)
 		}
-		if p.signInURL != "" {
-			next := r.URL.Path
-			if code := r.FormValue("code"); r.Method == http.MethodGet && code != "" {
-				next += "?code=" + url.QueryEscape(code)
-			}
-			d.SignInURL = p.signInURL + "?next=" + url.QueryEscape(next)
-			if r.Method == http.MethodGet {
-				http.Redirect(w, r, d.SignInURL, http.StatusSeeOther)
-				return
-			}
-		}
-		p.renderPage(w, http.StatusUnauthorized, d, "Sign in", "signin", notice)
+	}
+	if p.pageUser(w, r, d, pageTmpl, true, next) == nil {
 		return
 	}
-	d.User = u
 	if r.Method == http.MethodPost {
 		p.pagePost(w, r, d)
 		return
 	}
-	code := r.URL.Query().Get("code")
-	if code == "" {
+	code, id := r.URL.Query().Get("code"), r.URL.Query().Get("request")
+	if code == "" && id == "" {
 		p.renderPage(w, http.StatusOK, d, "Connect an agent", "code", "")
 		return
 	}
-	p.pageReview(w, r, d, code, "")
+	p.pageReview(w, r, d, approvalTarget{code: code, id: id}, "")
 }
 
-func (p *Provider) pageReview(w http.ResponseWriter, r *http.Request, d *pageData, code, notice string) {
-	ap, err := p.PendingApproval(r.Context(), code)
+// approvalTarget names the request a page works on: the user code the
+// user typed, or the id of a request on the user's own list.
+type approvalTarget struct{ code, id string }
+
+// pageApproval loads the target for the signed-in user. A request opened
+// by id must be the user's to decide; any other answers like an unknown
+// one.
+func (p *Provider) pageApproval(ctx context.Context, u *User, t approvalTarget) (*Approval, error) {
+	if t.code != "" || t.id == "" {
+		return p.PendingApproval(ctx, t.code)
+	}
+	v, err := p.PendingApprovalByID(ctx, t.id)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := p.mayDecideByID(ctx, v, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, ErrApprovalNotFound
+	}
+	return v, nil
+}
+
+func (p *Provider) pageReview(w http.ResponseWriter, r *http.Request, d *pageData, target approvalTarget, notice string) {
+	ap, err := p.pageApproval(r.Context(), d.User, target)
 	if err != nil {
 		p.pageLookupFailed(w, r, d, err)
 		return
@@ -222,8 +198,8 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		p.renderPage(w, http.StatusForbidden, d, "Request refused", "done", "This form was sent from another site.")
 		return
 	}
-	code := r.PostForm.Get("code")
-	ap, err := p.PendingApproval(r.Context(), code)
+	target := approvalTarget{code: r.PostForm.Get("code"), id: r.PostForm.Get("request")}
+	ap, err := p.pageApproval(r.Context(), d.User, target)
 	if err != nil {
 		p.pageLookupFailed(w, r, d, err)
 		return
@@ -234,7 +210,10 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		p.renderPage(w, http.StatusForbidden, d, "Request refused", "done", "The form has expired or did not come from this page. Open the link again.")
 		return
 	}
-	dec := Decision{UserCode: code, UserID: d.User.ID}
+	dec := Decision{UserCode: target.code, UserID: d.User.ID}
+	if target.code == "" {
+		dec.ApprovalID = ap.ID
+	}
 	switch r.PostForm.Get("action") {
 	case "deny":
 		dec.Deny = true
@@ -277,7 +256,7 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		case errors.Is(err, ErrWrongUser):
 			p.renderPage(w, http.StatusForbidden, d, "Not yours to approve", "done", "This agent's host belongs to another user.")
 		case errors.Is(err, ErrInvalidDecision):
-			p.pageReview(w, r, d, code, "Choose among the requested capabilities.")
+			p.pageReview(w, r, d, target, "Choose among the requested capabilities.")
 		default:
 			p.pageLookupFailed(w, r, d, err)
 		}
@@ -323,16 +302,7 @@ func (p *Provider) checkPresenceCode(ctx context.Context, ap *Approval, typed st
 }
 
 func (p *Provider) renderPage(w http.ResponseWriter, status int, d *pageData, title, step, notice string) {
-	d.Title, d.Step, d.Notice = title, step, notice
-	var buf bytes.Buffer
-	if err := pageTmpl.ExecuteTemplate(&buf, "page", d); err != nil {
-		p.logger.Error("agentauth/provider: approval page template", "error", err.Error())
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	p.render(w, status, pageTmpl, d, title, step, notice)
 }
 
 // sameOrigin refuses a POST that the browser says came from elsewhere.

@@ -14,17 +14,17 @@ import (
 
 // newPageEnv serves the approval page with the development sign-in for
 // alice and bob at /login.
-func newPageEnv(t testing.TB) *env {
+func newPageEnv(t testing.TB, mods ...func(*provider.Config)) *env {
 	dev := provider.NewDevLogin(provider.User{ID: "alice", Name: "Alice"}, provider.User{ID: "bob", Name: "Bob"})
 	return newEnvWrapped(t, func(h http.Handler) http.Handler {
 		mux := http.NewServeMux()
 		mux.Handle("/login", dev)
 		mux.Handle("/", h)
 		return mux
-	}, func(c *provider.Config) {
+	}, append([]func(*provider.Config){func(c *provider.Config) {
 		c.SignedInUser = dev.SignedInUser
 		c.SignInURL = "/login"
-	})
+	}}, mods...)...)
 }
 
 // browser is a cookie-keeping HTTP client that does not follow

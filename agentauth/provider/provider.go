@@ -415,8 +415,9 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Handler returns the provider's whole site as one handler: the
 // discovery document at {origin}/.well-known/agent-configuration (and at
 // that path followed by the issuer's path), the provider endpoints under
-// the issuer, the approval page at the verification URI's path and the
-// user API under {issuer}/user/ when SignedInUser is set, and, when
+// the issuer, the approval page at the verification URI's path, the
+// "Your agents" page at {issuer}/agents and the user API under
+// {issuer}/user/ when SignedInUser is set, and, when
 // location is not nil, the capability
 // routes ({issuer}/capability/...) served by location with the issuer's
 // path stripped, as an httpx handler expects. Other paths are 404.
@@ -434,6 +435,7 @@ func (p *Provider) Handler(location http.Handler) http.Handler {
 			mux.Handle(u.EscapedPath(), p.ApprovalPage())
 		}
 		mux.Handle(p.basePath+"/user/", p.UserAPI())
+		mux.Handle(p.basePath+PathAgentsPage, p.AgentsPage())
 	}
 	if location != nil {
 		prefix := p.basePath + "/capability/"
