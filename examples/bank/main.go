@@ -358,9 +358,9 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 				slog.String("host", c.HostID), slog.Any("agents", c.AgentIDs))
 			return nil
 		},
-		KeyFetch:     agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
-		Endpoints:    []string{mcpResource(cfg.issuer)},
-		Logger:       debug,
+		KeyFetch:  agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
+		Endpoints: []string{mcpResource(cfg.issuer)},
+		Logger:    debug,
 	})
 	if err != nil {
 		return nil, st.Close, err
