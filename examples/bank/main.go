@@ -338,7 +338,7 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 	dev := provider.NewDevLogin(
 		provider.User{ID: "user_alice", Name: "Alice"},
 		provider.User{ID: "user_bob", Name: "Bob"})
-	prov, err := provider.New(provider.Config{
+	prov, err := provider.New(withBankPolicy(provider.Config{
 		Issuer:       cfg.issuer,
 		ProviderName: "bank",
 		Description:  "Example bank: accounts, balances, transfers and exchange rates",
@@ -347,21 +347,10 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		SignedInUser: dev.SignedInUser,
 		SignInURL:    devLoginPath,
 		Lifetimes:    lifetimes,
-		Policy: provider.Policy{
-			GrantAutonomous: bank.GrantAutonomous,
-			GrantTTL:        provider.GrantTTLs(bank.GrantLifetimes),
-		},
-		OnClaim: func(ctx context.Context, c provider.Claim) error {
-			// The bank's autonomous agents own nothing to move; the
-			// claim is logged for the record.
-			logger.InfoContext(ctx, "autonomous agents claimed", slog.String("user", c.UserID),
-				slog.String("host", c.HostID), slog.Any("agents", c.AgentIDs))
-			return nil
-		},
-		KeyFetch:  agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
-		Endpoints: []string{mcpResource(cfg.issuer)},
-		Logger:    debug,
-	})
+		KeyFetch:     agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
+		Endpoints:    []string{mcpResource(cfg.issuer)},
+		Logger:       debug,
+	}, logger))
 	if err != nil {
 		return nil, st.Close, err
 	}

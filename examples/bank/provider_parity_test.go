@@ -3,9 +3,16 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"html"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,22 +105,114 @@ func TestProviderParity(t *testing.T) {
 		t.Errorf("the unlinked host lists (-want +got):\n%s", diff)
 	}
 	alice := newClient()
-	if _, _, err := alice.Connect(ctx, p.url, client.ConnectOptions{
+	aliceAgent, _, err := alice.Connect(ctx, p.url, client.ConnectOptions{
 		Name: "assistant", Capabilities: []client.CapabilityRequest{{Name: "check_balance"}},
 		OnApproval: func(ap client.Approval) {
 			if err := approve(p.url, "user_alice", ap.UserCode, "check_balance"); err != nil {
 				t.Error(err)
 			}
 		},
-	}); err != nil {
+	})
+	if err != nil {
 		t.Fatalf("connect Alice's agent: %v", err)
 	}
 	all := []string{"check_balance", "exchange_rate", "list_accounts", "transfer_money"}
 	if diff := cmp.Diff(all, listedNames(t, p, hostToken(t, alice, p.url))); diff != "" {
 		t.Errorf("Alice's host lists (-want +got):\n%s", diff)
 	}
+
+	// A capability request by CIBA: the bank's notifier logs it, the
+	// request waits on Alice's page, and she allows it there.
+	var asked client.Approval
+	st, err = aliceAgent.RequestCapabilities(ctx, client.RequestOptions{
+		Capabilities: []client.CapabilityRequest{{Name: "list_accounts"}}, PreferredMethod: "ciba",
+		BindingMessage: "List my accounts",
+		OnApproval: func(ap client.Approval) {
+			asked = ap
+			if err := approveOnAgentsPage(p.url, "user_alice", ap.BindingMessage); err != nil {
+				t.Error(err)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatalf("CIBA request: %v\n%s", err, p.logs)
+	}
+	if asked.Method != "ciba" || !strings.HasPrefix(asked.BindingMessage, "List my accounts [") || asked.UserCode != "" {
+		t.Errorf("approval object %+v", asked)
+	}
+	if !strings.Contains(p.logs.String(), "approval requested") || !strings.Contains(p.logs.String(), "user=user_alice") {
+		t.Errorf("the bank's notifier logged nothing:\n%s", p.logs)
+	}
+	granted := false
+	for _, g := range st.Grants {
+		granted = granted || (g.Capability == "list_accounts" && g.Status == "active")
+	}
+	if !granted {
+		t.Errorf("grants after the CIBA approval: %+v", st.Grants)
+	}
 	d := p.do(t, http.MethodGet, "/capability/describe?name=transfer_money", hostToken(t, alice, p.url), "")
 	if d.status != http.StatusOK || d.m["name"] != "transfer_money" {
 		t.Errorf("describe with Alice's host JWT: %d %s", d.status, d.body)
 	}
+}
+
+var requestLink = regexp.MustCompile(`href="(/approve\?request=[^"]+)"`)
+
+// approveOnAgentsPage signs in as user, finds the request showing
+// binding on the "Your agents" page, and allows it on the approval page.
+func approveOnAgentsPage(base, user, binding string) error {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	get := func(path string) (string, error) {
+		resp, err := hc.Get(base + path)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	post := func(path string, form url.Values) (string, error) {
+		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	page, err := post("/login", url.Values{"user": {user}, "next": {"/agents"}})
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(page, html.EscapeString(binding)) {
+		return fmt.Errorf("the agents page does not show %q:\n%s", binding, page)
+	}
+	m := requestLink.FindStringSubmatch(page)
+	if m == nil {
+		return fmt.Errorf("no request to review on the agents page:\n%s", page)
+	}
+	review, err := get(html.UnescapeString(m[1]))
+	if err != nil {
+		return err
+	}
+	csrf := csrfField.FindStringSubmatch(review)
+	if csrf == nil {
+		return fmt.Errorf("no approval form:\n%s", review)
+	}
+	_, id, _ := strings.Cut(html.UnescapeString(m[1]), "request=")
+	done, err := post("/approve", url.Values{"csrf": {csrf[1]}, "request": {id}, "step": {"review"}, "action": {"allow"}, "capability": {"list_accounts"}})
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(done, "You allowed") {
+		return fmt.Errorf("not allowed:\n%s", done)
+	}
+	return nil
 }
