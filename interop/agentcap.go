@@ -112,6 +112,9 @@ func NewAgentcap(location string) (*Agentcap, error) {
 			},
 		},
 		PollInterval: time.Second,
+		// CIBA requests reach the approving user through their list of
+		// pending requests (Decide); nothing else needs telling.
+		Notifier: provider.NotifierFunc(func(context.Context, provider.Notification) error { return nil }),
 	})
 	if err != nil {
 		ln.Close()
@@ -158,16 +161,31 @@ func (a *Agentcap) Issuer() string { return a.issuer }
 func (a *Agentcap) Location() string { return a.location }
 
 // Decide implements Provider through the provider's approval API, as the
-// approval page does for a signed-in user. The interop capabilities have
-// no webauthn strength, so no presence confirmation is involved.
+// approval page does for a signed-in user: by user code for device
+// authorization, and for a CIBA request (which has none) by the id of
+// the agent's request among those waiting for the user. The interop
+// capabilities have no webauthn strength, so no presence confirmation is
+// involved.
 func (a *Agentcap) Decide(ctx context.Context, d Decision) error {
-	if d.UserCode == "" {
-		return errors.New("interop: agentcap approves by user code")
-	}
-	return a.prov.Decide(ctx, provider.Decision{
+	dec := provider.Decision{
 		UserCode:     d.UserCode,
 		UserID:       AgentcapUser,
 		Deny:         d.Deny,
 		Capabilities: d.Capabilities,
-	})
+	}
+	if d.UserCode == "" {
+		aps, err := a.prov.UserApprovals(ctx, AgentcapUser)
+		if err != nil {
+			return err
+		}
+		for _, ap := range aps {
+			if ap.AgentID == d.AgentID {
+				dec.ApprovalID = ap.ID
+			}
+		}
+		if dec.ApprovalID == "" {
+			return errors.New("interop: no request of agent " + d.AgentID + " waits for the user")
+		}
+	}
+	return a.prov.Decide(ctx, dec)
 }

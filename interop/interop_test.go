@@ -515,6 +515,8 @@ func runSuite(t *testing.T, p interop.Provider) {
 			t.Errorf("execute at the agentcap location after revoke: %d %s", status, code)
 		}
 	})
+
+	runParity(t, p, d)
 }
 
 func mustFail(_ *client.Result, err error) error { return err }
