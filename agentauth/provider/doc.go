@@ -47,6 +47,47 @@
 // activates the host and links it to the user; later agents of that host
 // get its default capabilities without asking (Policy.AutoApprove).
 //
+// # Approval methods
+//
+// Device authorization is always offered. With Config.Notifier set, CIBA
+// is offered too (protocol §7.2): Policy.ApprovalMethod picks the method
+// of each request from the client's preferred_method and what the
+// provider knows (§7.5; DefaultApprovalMethod: CIBA when preferred and
+// there is a user or login hint to address). A CIBA request is addressed
+// to the host's user, or to the user Config.ResolveLoginHint finds; the
+// client gets {method: "ciba", binding_message, expires_in, interval},
+// the binding message ending with the request's code; the Notifier is
+// called in the background; the user decides on the approval page
+// (?request=id, also linked from "Your agents") after a fresh sign-in.
+// Hosts and users have CIBA budgets (RateLimits.CIBAPerHost,
+// NotifyPerUser), and a login hint naming nobody is answered like any
+// other (CIBA Core §14).
+//
+// # Grants and claiming
+//
+// Policy.GrantAutonomous decides what autonomous agents get without a
+// user; Policy.GrantTTL how long a grant lasts from its approval
+// (reported as expires_at, enforced at execution). When a host becomes
+// linked to a user, its autonomous agents are claimed (§2.10): status
+// claimed, grants revoked, history the user's, and Config.OnClaim told.
+//
+// # The signed-in user's pages and API
+//
+// With Config.SignedInUser set, the Handler serves, besides the approval
+// page, the "Your agents" page ({issuer}/agents: requests waiting for the
+// user, their agents with grants and constraints, their hosts; revoke an
+// agent, a grant or a host) and the user API ({issuer}/user/..., see
+// UserAPI), which work through the same operations (UserAgents,
+// GrantCapabilities, RevokeGrant, UserHosts, UserApprovals, Decide).
+// The pages share one layout, security headers and CSRF protection;
+// layout.go says how to add one.
+//
+// # Capability listing with host JWTs
+//
+// HTTPConfig wires Hosts into the capability location, so that a host
+// lists and describes capabilities with its host JWT before it has an
+// agent (§5.2, §5.2.1), seeing those of its linked user.
+//
 // # Differences from the reference provider
 //
 // They are listed, with their reasons, in interop/README.md.

@@ -1,0 +1,52 @@
+package agentauth_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/testing/agentauthtest"
+)
+
+// FuzzVerifyHost feeds host JWTs, valid and mangled, to a HostVerifier:
+// it never panics, accepts only tokens the test minted, and refuses
+// everything else with a *core.AppError of the protocol (401, or 403 for
+// a host state), never a server error. TokenType never panics either.
+func FuzzVerifyHost(f *testing.F) {
+	host := htHost("hst_fuzz", 9, agentauthtest.WithUser("user_f"))
+	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{host}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	v, err := agentauth.NewHostVerifier(agentauth.HostVerifierConfig{Directory: dir, Audiences: []string{htIssuer}, Now: htClock})
+	if err != nil {
+		f.Fatal(err)
+	}
+	valid := map[string]bool{}
+	for i := range 3 {
+		tok := host.Token(htIssuer, agentauthtest.WithJTI(fmt.Sprintf("fuzz-%d", i)))
+		valid[tok] = true
+		f.Add(tok)
+	}
+	f.Add("")
+	f.Add("a.b.c")
+	f.Add(host.Token(htIssuer, agentauthtest.WithType("agent+jwt")))
+	f.Add(host.Token(htIssuer, agentauthtest.WithHeader("jku", "https://evil.example")))
+	f.Fuzz(func(t *testing.T, token string) {
+		_ = agentauth.TokenType(token)
+		h, err := v.VerifyHost(context.Background(), token)
+		if err == nil {
+			if !valid[token] || h == nil || h.ID != "hst_fuzz" {
+				t.Fatalf("accepted %q as %+v", token, h)
+			}
+			return
+		}
+		var ae *core.AppError
+		if !errors.As(err, &ae) || (ae.HTTPStatus() != 401 && ae.HTTPStatus() != 403) {
+			t.Fatalf("error %v for %q", err, token)
+		}
+	})
+}
