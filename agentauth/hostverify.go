@@ -86,15 +86,7 @@ var _ HostSource = (*HostVerifier)(nil)
 
 // NewHostVerifier checks cfg and returns a HostVerifier.
 func NewHostVerifier(cfg HostVerifierConfig) (*HostVerifier, error) {
-	v, err := NewVerifier(VerifierConfig{
-		Directory: cfg.Directory,
-		Audiences: cfg.Audiences,
-		Skew:      cfg.Skew,
-		MaxAge:    cfg.MaxAge,
-		Replay:    cfg.Replay,
-		KeyFetch:  cfg.KeyFetch,
-		Now:       cfg.Now,
-	})
+	v, err := NewVerifier(VerifierConfig(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("agentauth: host verifier: %w", err)
 	}
