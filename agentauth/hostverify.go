@@ -93,18 +93,25 @@ func NewHostVerifier(cfg HostVerifierConfig) (*HostVerifier, error) {
 	return &HostVerifier{v: v}, nil
 }
 
-// hostToken is a host JWT after its syntax, header and claim types were
-// checked, before its signature is.
-type hostToken struct {
-	kid          string
-	signingInput []byte
-	sig          []byte
-	payload      []byte
-	iss, jti     string
-	aud          []string
-	iat, exp     time.Time
-	hasIat       bool
-	hasExp       bool
+// HostJWT is a host JWT after ParseHostJWT checked its syntax, header and
+// claim types, before its signature is verified: what a verifier reads
+// to find the host and its key.
+type HostJWT struct {
+	// Kid is the header's kid ("" when absent).
+	Kid string
+	// Issuer and ID are the iss and jti claims; Issuer is never empty.
+	Issuer, ID string
+	// Audience is aud, a string or an array of strings.
+	Audience []string
+	// IssuedAt and Expiry are iat and exp, when HasIssuedAt and HasExpiry.
+	IssuedAt, Expiry       time.Time
+	HasIssuedAt, HasExpiry bool
+	// Claims are all the claims, raw, for the ones the caller reads
+	// itself (host_public_key, agent_public_key, ...).
+	Claims map[string]json.RawMessage
+	// Payload is the decoded payload; SigningInput and Signature are what
+	// the signature check needs.
+	Payload, SigningInput, Signature []byte
 }
 
 func invalidHostToken(cause error) error {
@@ -137,21 +144,21 @@ func invalidHostToken(cause error) error {
 //     returned without its user.
 func (hv *HostVerifier) VerifyHost(ctx context.Context, token string) (*Host, error) {
 	v := hv.v
-	tok, err := parseHostJWT(token)
+	tok, err := ParseHostJWT(token)
 	if err != nil {
 		return nil, err
 	}
-	if !audienceMatches(tok.aud, v.audiences) {
+	if !audienceMatches(tok.Audience, v.audiences) {
 		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgHostAudience).
-			WithCause(fmt.Errorf("agentauth: host JWT aud %q", tok.aud))
+			WithCause(fmt.Errorf("agentauth: host JWT aud %q", tok.Audience))
 	}
-	host, byThumb, err := hv.lookup(ctx, tok.iss)
+	host, byThumb, err := hv.lookup(ctx, tok.Issuer)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			_ = timingKey.verify(tok.signingInput, tok.sig)
+			_ = timingKey.verify(tok.SigningInput, tok.Signature)
 			return nil, invalidHostToken(err)
 		}
-		return nil, internal(fmt.Errorf("agentauth: directory: host %q: %w", tok.iss, err))
+		return nil, internal(fmt.Errorf("agentauth: directory: host %q: %w", tok.Issuer, err))
 	}
 	var thumb string
 	switch {
@@ -163,31 +170,31 @@ func (hv *HostVerifier) VerifyHost(ctx context.Context, token string) (*Host, er
 		if err != nil {
 			return nil, internal(fmt.Errorf("agentauth: host %q: public key: %w", host.ID, err))
 		}
-		if !k.ed.verify(tok.signingInput, tok.sig) {
+		if !k.ed.verify(tok.SigningInput, tok.Signature) {
 			return nil, invalidHostToken(fmt.Errorf("agentauth: signature of host %q does not verify", host.ID))
 		}
 		thumb = k.thumb
 	case host.JWKSURL != "":
-		if tok.kid == "" {
+		if tok.Kid == "" {
 			return nil, invalidHostToken(fmt.Errorf("agentauth: host %q uses a JWKS URL and the token has no kid", host.ID))
 		}
 		payload, err := v.keys.get(host.JWKSURL).verify(ctx, token)
 		if err != nil {
 			return nil, invalidHostToken(fmt.Errorf("agentauth: signature of host %q (JWKS): %w", host.ID, err))
 		}
-		if string(payload) != string(tok.payload) {
+		if string(payload) != string(tok.Payload) {
 			return nil, invalidHostToken(errors.New("agentauth: verified payload differs from the parsed payload"))
 		}
 	default:
 		return nil, internal(fmt.Errorf("agentauth: host %q has no key", host.ID))
 	}
-	if tok.iss != host.ID && tok.iss != thumb && !byThumb {
-		return nil, invalidHostToken(fmt.Errorf("agentauth: iss %q names neither host %q nor its key", tok.iss, host.ID))
+	if tok.Issuer != host.ID && tok.Issuer != thumb && !byThumb {
+		return nil, invalidHostToken(fmt.Errorf("agentauth: iss %q names neither host %q nor its key", tok.Issuer, host.ID))
 	}
 	if err := v.checkHostTimes(tok); err != nil {
 		return nil, err
 	}
-	fresh, err := v.replay.CheckAndSet(ctx, ReplayKey(HostReplayKeyPrefix, tok.iss, tok.jti), v.maxAge+2*v.skew)
+	fresh, err := v.replay.CheckAndSet(ctx, ReplayKey(HostReplayKeyPrefix, tok.Issuer, tok.ID), v.maxAge+2*v.skew)
 	if err != nil {
 		return nil, internal(fmt.Errorf("agentauth: replay cache: %w", err))
 	}
@@ -228,19 +235,19 @@ func (hv *HostVerifier) lookup(ctx context.Context, iss string) (h *Host, byThum
 }
 
 // checkHostTimes is step 6 of VerifyHost.
-func (v *Verifier) checkHostTimes(tok *hostToken) error {
+func (v *Verifier) checkHostTimes(tok *HostJWT) error {
 	now := v.now()
 	msg := ""
 	switch {
-	case !tok.hasIat || !tok.hasExp || tok.jti == "":
+	case !tok.HasIssuedAt || !tok.HasExpiry || tok.ID == "":
 		msg = "host JWT lacks iat, exp or jti"
-	case tok.iat.After(now.Add(v.skew)):
+	case tok.IssuedAt.After(now.Add(v.skew)):
 		msg = msgHostNotYetValid
-	case now.Sub(tok.iat) > v.maxAge+v.skew:
+	case now.Sub(tok.IssuedAt) > v.maxAge+v.skew:
 		msg = msgHostTooOld
-	case tok.exp.Sub(tok.iat) <= 0 || tok.exp.Sub(tok.iat) > v.maxAge:
+	case tok.Expiry.Sub(tok.IssuedAt) <= 0 || tok.Expiry.Sub(tok.IssuedAt) > v.maxAge:
 		msg = msgHostLifetime
-	case !now.Before(tok.exp):
+	case !now.Before(tok.Expiry):
 		msg = msgHostExpired
 	default:
 		return nil
@@ -250,8 +257,16 @@ func (v *Verifier) checkHostTimes(tok *hostToken) error {
 
 var hostB64 = base64.RawURLEncoding.Strict()
 
-// parseHostJWT is step 1 of VerifyHost.
-func parseHostJWT(token string) (*hostToken, error) {
+// ParseHostJWT runs the syntax, header and claim-type checks of a host
+// JWT (step 1 of HostVerifier.VerifyHost): at most MaxTokenBytes, three
+// base64url segments, JSON objects without duplicate members, header
+// members only alg, typ and kid, typ exactly host+jwt, alg exactly
+// EdDSA, iss a non-empty string, jti a string, aud a string or an array
+// of non-empty strings, iat and exp NumericDates. Every failure is 401
+// invalid_jwt with one message, so that a caller cannot tell which check
+// failed. Nothing is verified: a provider reads the token's key claims
+// from the result to find the key it then verifies with.
+func ParseHostJWT(token string) (*HostJWT, error) {
 	if len(token) > MaxTokenBytes {
 		return nil, invalidHostToken(errors.New("token too large"))
 	}
@@ -298,23 +313,24 @@ func parseHostJWT(token string) (*hostToken, error) {
 	if err != nil {
 		return nil, invalidHostToken(err)
 	}
-	tok := &hostToken{
-		kid:          kid,
-		signingInput: []byte(segs[0] + "." + segs[1]),
-		sig:          sig,
-		payload:      payload,
+	tok := &HostJWT{
+		Kid:          kid,
+		Claims:       c,
+		Payload:      payload,
+		SigningInput: []byte(segs[0] + "." + segs[1]),
+		Signature:    sig,
 	}
-	if tok.iss, err = optString(c, "iss"); err != nil || tok.iss == "" {
+	if tok.Issuer, err = optString(c, "iss"); err != nil || tok.Issuer == "" {
 		return nil, invalidHostToken(errors.New("iss is missing or not a string"))
 	}
-	if tok.jti, err = optString(c, "jti"); err != nil {
+	if tok.ID, err = optString(c, "jti"); err != nil {
 		return nil, invalidHostToken(err)
 	}
 	if raw, ok := c["aud"]; ok {
 		var one string
 		if json.Unmarshal(raw, &one) == nil {
-			tok.aud = []string{one}
-		} else if err := json.Unmarshal(raw, &tok.aud); err != nil || slices.Contains(tok.aud, "") {
+			tok.Audience = []string{one}
+		} else if err := json.Unmarshal(raw, &tok.Audience); err != nil || slices.Contains(tok.Audience, "") {
 			return nil, invalidHostToken(errors.New(`claim "aud" has the wrong type`))
 		}
 	}
@@ -322,7 +338,7 @@ func parseHostJWT(token string) (*hostToken, error) {
 		name string
 		t    *time.Time
 		has  *bool
-	}{{"iat", &tok.iat, &tok.hasIat}, {"exp", &tok.exp, &tok.hasExp}} {
+	}{{"iat", &tok.IssuedAt, &tok.HasIssuedAt}, {"exp", &tok.Expiry, &tok.HasExpiry}} {
 		raw, ok := c[d.name]
 		if !ok {
 			continue

@@ -3,13 +3,10 @@ package provider
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"strings"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -267,91 +264,32 @@ func (p *Provider) checkTimes(tok *hostToken) error {
 	return nil
 }
 
-var b64 = base64.RawURLEncoding.Strict()
-
-// parseHostToken runs the syntax, header and claim-type checks.
+// parseHostToken runs the syntax, header and claim-type checks
+// (agentauth.ParseHostJWT) and reads the claims registration needs.
 func parseHostToken(token string) (*hostToken, error) {
-	if len(token) > agentauth.MaxTokenBytes {
-		return nil, invalidHostToken(errors.New("token too large"))
-	}
-	segs := strings.Split(token, ".")
-	if len(segs) != 3 || segs[0] == "" || segs[1] == "" || segs[2] == "" {
-		return nil, invalidHostToken(errors.New("not a JWS compact serialization"))
-	}
-	for _, c := range token {
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return nil, invalidHostToken(errors.New("a byte outside the base64url alphabet"))
-		}
-	}
-	header, err := b64.DecodeString(segs[0])
+	j, err := agentauth.ParseHostJWT(token)
 	if err != nil {
-		return nil, invalidHostToken(err)
+		return nil, err
 	}
-	h, err := parseObject(header)
-	if err != nil {
-		return nil, invalidHostToken(errors.New("header is not a JSON object"))
+	tok := &hostToken{
+		raw: token, kid: j.Kid, payload: j.Payload,
+		iss: j.Issuer, jti: j.ID, aud: j.Audience,
+		iat: j.IssuedAt, exp: j.Expiry, hasIat: j.HasIssuedAt, hasExp: j.HasExpiry,
 	}
-	for name := range h {
-		if name != "alg" && name != "typ" && name != "kid" {
-			return nil, invalidHostToken(fmt.Errorf("header member %q is not accepted", name))
-		}
-	}
-	typ, err1 := optString(h, "typ")
-	alg, err2 := optString(h, "alg")
-	kid, err3 := optString(h, "kid")
-	switch {
-	case err1 != nil || err2 != nil || err3 != nil:
-		return nil, invalidHostToken(errors.New("header member of the wrong type"))
-	case typ != agentauth.TypeHostJWT:
-		return nil, invalidHostToken(fmt.Errorf("typ %q is not %s", typ, agentauth.TypeHostJWT))
-	case alg != string(jose.EdDSA):
-		return nil, invalidHostToken(fmt.Errorf("alg %q is not EdDSA", alg))
-	}
-	payload, err := b64.DecodeString(segs[1])
-	if err != nil {
-		return nil, invalidHostToken(err)
-	}
-	c, err := parseObject(payload)
-	if err != nil {
-		return nil, invalidHostToken(errors.New("claims are not a JSON object"))
-	}
-	tok := &hostToken{raw: token, kid: kid, payload: payload}
-	bad := func(name string) error {
-		return invalidHostToken(fmt.Errorf("claim %q has the wrong type", name))
-	}
+	c := j.Claims
 	for _, s := range []struct {
 		name string
 		dst  *string
 	}{
-		{"iss", &tok.iss}, {"jti", &tok.jti}, {"host_jwks_url", &tok.hostJWKSURL},
-		{"agent_jwks_url", &tok.agentJWKSURL}, {"agent_kid", &tok.agentKID}, {"host_name", &tok.hostNameClaim},
+		{"host_jwks_url", &tok.hostJWKSURL}, {"agent_jwks_url", &tok.agentJWKSURL},
+		{"agent_kid", &tok.agentKID}, {"host_name", &tok.hostNameClaim},
 	} {
 		v, err := optString(c, s.name)
 		if err != nil {
-			return nil, bad(s.name)
+			return nil, invalidHostToken(fmt.Errorf("claim %q has the wrong type", s.name))
 		}
 		*s.dst = v
 	}
-	if tok.iss == "" {
-		return nil, invalidHostToken(errors.New("iss is missing"))
-	}
-	if raw, ok := c["aud"]; ok {
-		var one string
-		if json.Unmarshal(raw, &one) == nil {
-			tok.aud = []string{one}
-		} else if json.Unmarshal(raw, &tok.aud) != nil {
-			return nil, bad("aud")
-		}
-	}
-	var ok bool
-	if tok.iat, ok, err = numericDate(c, "iat"); err != nil {
-		return nil, bad("iat")
-	}
-	tok.hasIat = ok
-	if tok.exp, ok, err = numericDate(c, "exp"); err != nil {
-		return nil, bad("exp")
-	}
-	tok.hasExp = ok
 	for _, k := range []struct {
 		name string
 		dst  *json.RawMessage
@@ -361,25 +299,11 @@ func parseHostToken(token string) (*hostToken, error) {
 			continue
 		}
 		if len(raw) == 0 || raw[0] != '{' {
-			return nil, bad(k.name)
+			return nil, invalidHostToken(fmt.Errorf("claim %q has the wrong type", k.name))
 		}
 		*k.dst = raw
 	}
 	return tok, nil
-}
-
-// numericDate reads a NumericDate claim: a JSON number of seconds.
-func numericDate(c map[string]json.RawMessage, name string) (time.Time, bool, error) {
-	raw, ok := c[name]
-	if !ok {
-		return time.Time{}, false, nil
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e11 {
-		return time.Time{}, false, errors.New("not a NumericDate")
-	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)), true, nil
 }
 
 func containsString(list []string, s string) bool {

@@ -140,10 +140,10 @@ func (p *Provider) servePage(w http.ResponseWriter, r *http.Request) {
 // user typed, or the id of a request on the user's own list.
 type approvalTarget struct{ code, id string }
 
-// pageApproval loads the target for the signed-in user. A request opened
+// approvalFor loads the target for the signed-in user u. A request opened
 // by id must be the user's to decide; any other answers like an unknown
 // one.
-func (p *Provider) pageApproval(ctx context.Context, u *User, t approvalTarget) (*Approval, error) {
+func (p *Provider) approvalFor(ctx context.Context, u *User, t approvalTarget) (*Approval, error) {
 	if t.code != "" || t.id == "" {
 		return p.PendingApproval(ctx, t.code)
 	}
@@ -162,7 +162,7 @@ func (p *Provider) pageApproval(ctx context.Context, u *User, t approvalTarget) 
 }
 
 func (p *Provider) pageReview(w http.ResponseWriter, r *http.Request, d *pageData, target approvalTarget, notice string) {
-	ap, err := p.pageApproval(r.Context(), d.User, target)
+	ap, err := p.approvalFor(r.Context(), d.User, target)
 	if err != nil {
 		p.pageLookupFailed(w, r, d, err)
 		return
@@ -199,7 +199,7 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		return
 	}
 	target := approvalTarget{code: r.PostForm.Get("code"), id: r.PostForm.Get("request")}
-	ap, err := p.pageApproval(r.Context(), d.User, target)
+	ap, err := p.approvalFor(r.Context(), d.User, target)
 	if err != nil {
 		p.pageLookupFailed(w, r, d, err)
 		return

@@ -416,18 +416,10 @@ func (p *Provider) apiApprovals(w http.ResponseWriter, r *http.Request, u *User)
 
 // userApproval loads a request the user may see by id.
 func (p *Provider) userApproval(ctx context.Context, u *User, id string) (*Approval, error) {
-	v, err := p.PendingApprovalByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	ok, err := p.mayDecideByID(ctx, v, u.ID)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
+	if id == "" {
 		return nil, ErrApprovalNotFound
 	}
-	return v, nil
+	return p.approvalFor(ctx, u, approvalTarget{id: id})
 }
 
 func (p *Provider) apiApproval(w http.ResponseWriter, r *http.Request, u *User) error {

@@ -419,12 +419,7 @@ func (m *Memory) ListAgents(ctx context.Context, hostID string) ([]*Agent, error
 }
 
 // compareAgents orders agents oldest first, then by id.
-func compareAgents(a, b *Agent) int {
-	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-		return c
-	}
-	return compareStrings(a.ID, b.ID)
-}
+func compareAgents(a, b *Agent) int { return compareCreated(a.CreatedAt, b.CreatedAt, a.ID, b.ID) }
 
 // UpdateAgentStatus implements Store.
 func (m *Memory) UpdateAgentStatus(ctx context.Context, id string, from []string, to string) error {

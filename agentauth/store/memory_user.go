@@ -3,90 +3,85 @@ package store
 import (
 	"context"
 	"slices"
+	"time"
 )
 
-// ListUserHosts implements Store.
-func (m *Memory) ListUserHosts(ctx context.Context, userID string) ([]*Host, error) {
+// forUser runs read under the read lock for a non-empty user id.
+func (m *Memory) forUser(ctx context.Context, userID string, read func()) error {
 	if err := CheckUserID(userID); err != nil {
-		return nil, err
+		return err
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if err := m.check(ctx); err != nil {
-		return nil, err
+		return err
 	}
+	read()
+	return nil
+}
+
+// compareCreated orders records oldest first, then by id.
+func compareCreated(a, b time.Time, aID, bID string) int {
+	if c := a.Compare(b); c != 0 {
+		return c
+	}
+	return compareStrings(aID, bID)
+}
+
+// ListUserHosts implements Store.
+func (m *Memory) ListUserHosts(ctx context.Context, userID string) ([]*Host, error) {
 	out := []*Host{}
-	for _, h := range m.hosts {
-		if h.UserID == userID {
-			out = append(out, cloneHost(h))
+	err := m.forUser(ctx, userID, func() {
+		for _, h := range m.hosts {
+			if h.UserID == userID {
+				out = append(out, cloneHost(h))
+			}
 		}
-	}
-	slices.SortFunc(out, func(a, b *Host) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return compareStrings(a.ID, b.ID)
 	})
-	return out, nil
+	slices.SortFunc(out, func(a, b *Host) int { return compareCreated(a.CreatedAt, b.CreatedAt, a.ID, b.ID) })
+	return out, err
 }
 
 // ListUserAgents implements Store.
 func (m *Memory) ListUserAgents(ctx context.Context, userID string) ([]*Agent, error) {
-	if err := CheckUserID(userID); err != nil {
-		return nil, err
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if err := m.check(ctx); err != nil {
-		return nil, err
-	}
 	out := []*Agent{}
-	for _, a := range m.agents {
-		if a.UserID == userID || m.hosts[a.HostID].UserID == userID {
-			out = append(out, cloneAgent(a))
+	err := m.forUser(ctx, userID, func() {
+		for _, a := range m.agents {
+			if a.UserID == userID || m.hosts[a.HostID].UserID == userID {
+				out = append(out, cloneAgent(a))
+			}
 		}
-	}
+	})
 	slices.SortFunc(out, compareAgents)
-	return out, nil
+	return out, err
 }
 
 // ListUserApprovals implements Store.
 func (m *Memory) ListUserApprovals(ctx context.Context, userID string) ([]*Approval, error) {
-	if err := CheckUserID(userID); err != nil {
-		return nil, err
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if err := m.check(ctx); err != nil {
-		return nil, err
-	}
 	out := []*Approval{}
-	for _, a := range m.approvals {
-		if a.Status != ApprovalPending {
-			continue
+	err := m.forUser(ctx, userID, func() {
+		for _, a := range m.approvals {
+			if a.Status != ApprovalPending {
+				continue
+			}
+			mine := a.UserID == userID
+			if h, ok := m.hosts[a.HostID]; ok && h.UserID == userID {
+				mine = true
+			}
+			if ag, ok := m.agents[a.AgentID]; ok && ag.UserID == userID {
+				mine = true
+			}
+			if mine {
+				out = append(out, cloneApproval(&a.Approval))
+			}
 		}
-		mine := a.UserID == userID
-		if h, ok := m.hosts[a.HostID]; ok && h.UserID == userID {
-			mine = true
-		}
-		if ag, ok := m.agents[a.AgentID]; ok && ag.UserID == userID {
-			mine = true
-		}
-		if mine {
-			out = append(out, cloneApproval(&a.Approval))
-		}
-	}
+	})
 	slices.SortFunc(out, compareApprovals)
-	return out, nil
+	return out, err
 }
 
 // compareApprovals orders approval requests oldest first.
-func compareApprovals(a, b *Approval) int {
-	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-		return c
-	}
-	return compareStrings(a.ID, b.ID)
-}
+func compareApprovals(a, b *Approval) int { return compareCreated(a.CreatedAt, b.CreatedAt, a.ID, b.ID) }
 
 // SetHostName implements Store.
 func (m *Memory) SetHostName(ctx context.Context, id, name string) error {

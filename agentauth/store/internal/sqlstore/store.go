@@ -844,24 +844,8 @@ func (s *Store) ApprovalByDeviceCode(ctx context.Context, code string) (*store.A
 
 // ListApprovals implements store.Store.
 func (s *Store) ListApprovals(ctx context.Context, agentID string) ([]*store.Approval, error) {
-	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT `+approvalColumns+` FROM agentauth_approvals
-		WHERE agent_id = ? ORDER BY created_at, id`), agentID)
-	if err != nil {
-		return nil, s.dbErr(err)
-	}
-	defer rows.Close()
-	out := []*store.Approval{}
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, s.dbErr(err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr(err)
-	}
-	return out, nil
+	return queryAll(ctx, s, scanApproval, `SELECT `+approvalColumns+` FROM agentauth_approvals
+		WHERE agent_id = ? ORDER BY created_at, id`, agentID)
 }
 
 func (s *Store) writeApprovalState(ctx context.Context, tx *sql.Tx, a *store.Approval) error {

@@ -7,29 +7,33 @@ import (
 	"github.com/agentcap/agentcap/agentauth/store"
 )
 
-// ListUserHosts implements store.Store.
-func (s *Store) ListUserHosts(ctx context.Context, userID string) ([]*store.Host, error) {
-	if err := store.CheckUserID(userID); err != nil {
-		return nil, err
-	}
-	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT `+hostColumns+` FROM agentauth_hosts
-		WHERE user_id = ? ORDER BY created_at, id`), userID)
+// queryAll runs a query and scans every row with scan.
+func queryAll[T any](ctx context.Context, s *Store, scan func(sc interface{ Scan(...any) error }) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(query), args...)
 	if err != nil {
 		return nil, s.dbErr(err)
 	}
 	defer rows.Close()
-	out := []*store.Host{}
+	out := []T{}
 	for rows.Next() {
-		h, err := scanHost(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, s.dbErr(err)
 		}
-		out = append(out, h)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.dbErr(err)
 	}
 	return out, nil
+}
+
+// ListUserHosts implements store.Store.
+func (s *Store) ListUserHosts(ctx context.Context, userID string) ([]*store.Host, error) {
+	if err := store.CheckUserID(userID); err != nil {
+		return nil, err
+	}
+	return queryAll(ctx, s, scanHost, `SELECT `+hostColumns+` FROM agentauth_hosts WHERE user_id = ? ORDER BY created_at, id`, userID)
 }
 
 // ListUserAgents implements store.Store.
@@ -49,27 +53,11 @@ func (s *Store) ListUserApprovals(ctx context.Context, userID string) ([]*store.
 	if err := store.CheckUserID(userID); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT `+approvalColumns+` FROM agentauth_approvals
+	return queryAll(ctx, s, scanApproval, `SELECT `+approvalColumns+` FROM agentauth_approvals
 		WHERE status = 'pending' AND (user_id = ?
 			OR host_id IN (SELECT id FROM agentauth_hosts WHERE user_id = ?)
 			OR agent_id IN (SELECT id FROM agentauth_agents WHERE user_id = ?))
-		ORDER BY created_at, id`), userID, userID, userID)
-	if err != nil {
-		return nil, s.dbErr(err)
-	}
-	defer rows.Close()
-	out := []*store.Approval{}
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, s.dbErr(err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr(err)
-	}
-	return out, nil
+		ORDER BY created_at, id`, userID, userID, userID)
 }
 
 // SetHostName implements store.Store.
