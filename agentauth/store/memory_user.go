@@ -81,7 +81,9 @@ func (m *Memory) ListUserApprovals(ctx context.Context, userID string) ([]*Appro
 }
 
 // compareApprovals orders approval requests oldest first.
-func compareApprovals(a, b *Approval) int { return compareCreated(a.CreatedAt, b.CreatedAt, a.ID, b.ID) }
+func compareApprovals(a, b *Approval) int {
+	return compareCreated(a.CreatedAt, b.CreatedAt, a.ID, b.ID)
+}
 
 // SetHostName implements Store.
 func (m *Memory) SetHostName(ctx context.Context, id, name string) error {
