@@ -361,10 +361,17 @@ func ParseDirectory(r io.Reader) (*MemoryDirectory, error) {
 		if err == nil {
 			err = validateHost(h)
 		}
+		var thumb string
+		if err == nil {
+			thumb, err = hostThumbprint(h)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("agentauth: directory: hosts[%d]%s: %w", i, idSuffix(raw), err)
 		}
 		d.hosts[h.ID] = h
+		if thumb != "" {
+			d.byThumb[thumb] = h.ID
+		}
 	}
 	for i, raw := range agents {
 		a, err := parseFixtureAgent(raw)

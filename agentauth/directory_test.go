@@ -297,6 +297,11 @@ func TestParseDirectory(t *testing.T) {
 			t.Errorf("host %s (-want +got):\n%s", id, diff)
 		}
 	}
+	// A file's hosts are found by their key's thumbprint too, as host
+	// JWTs name them.
+	if h, err := d.HostByKeyThumbprint(ctx, hostKey.thumb); err != nil || h.ID != "hst_1" {
+		t.Errorf("HostByKeyThumbprint: %+v, %v", h, err)
+	}
 }
 
 func TestParseDirectoryErrors(t *testing.T) {

@@ -2,6 +2,8 @@ package main_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -9,6 +11,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -215,4 +218,36 @@ func approveOnAgentsPage(base, user, binding string) error {
 		return fmt.Errorf("not allowed:\n%s", done)
 	}
 	return nil
+}
+
+// TestDirectoryHostJWT lists with a host JWT at the bank in -directory
+// mode: the host is checked against the directory's hosts (§5.2), and
+// hst_alice, linked to Alice, sees her capabilities.
+func TestDirectoryHostJWT(t *testing.T) {
+	p := startBank(t, buildBank(t), "testdata/directory.example.json")
+	data, err := os.ReadFile("testdata/alice-host.key.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		JWK struct {
+			D string `json:"d"`
+		} `json:"jwk"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	seed, err := base64.RawURLEncoding.DecodeString(file.JWK.D)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := agentauthtest.NewHost("hst_alice", agentauthtest.WithKey(ed25519.NewKeyFromSeed(seed)))
+	want := []string{"check_balance", "exchange_rate", "list_accounts", "transfer_money"}
+	if diff := cmp.Diff(want, listedNames(t, p, host.Token(p.url))); diff != "" {
+		t.Errorf("hst_alice lists (-want +got):\n%s", diff)
+	}
+	stranger := agentauthtest.NewHost("hst_stranger")
+	if r := p.do(t, http.MethodGet, "/capability/list", stranger.Token(p.url), ""); r.status != http.StatusUnauthorized {
+		t.Errorf("a host the directory does not know: %d %s", r.status, r.body)
+	}
 }
