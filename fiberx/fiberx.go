@@ -48,6 +48,10 @@ import (
 // method, so that httpx answers a wrong method with 405 as on any other
 // transport.
 //
+// h may serve an executor built on first use (httpx.NewLazy): list and
+// describe then answer from the registry before the executor exists, and
+// the first execution builds it.
+//
 // The capability context is c.UserContext() (values a middleware put
 // there with c.SetUserContext) whose Value also sees a snapshot of the
 // c.Locals values, taken when the request reaches the mount.

@@ -33,6 +33,10 @@ var (
 // Mount registers h's routes on r, for every method Gin's Any covers, so
 // that httpx answers a wrong method with 405 as on any other transport.
 //
+// h may serve an executor built on first use (httpx.NewLazy): list and
+// describe then answer from the registry before the executor exists, and
+// the first execution builds it.
+//
 // The capability context is the request's context (deadline and client
 // cancellation) whose Value also sees the keys Gin middleware set with
 // c.Set. The keys are copied when the request reaches the mount: a
