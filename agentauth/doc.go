@@ -30,6 +30,12 @@
 // capability's required constraints, and listings carry grant_status.
 // DiscoveryHandler serves the discovery document at DiscoveryPath.
 //
+// With HTTPOptions.Hosts set (a HostVerifier over the Directory, or a
+// provider's own), list and describe also take host JWTs (protocol §5.2):
+// the Caller then carries the verified Host instead of a Session, sees
+// what HostPrincipal's principal may see, gets no grant_status, and never
+// executes.
+//
 // # Directories
 //
 // MemoryDirectory holds hosts and agents in memory, validated on the way
