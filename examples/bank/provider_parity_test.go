@@ -164,32 +164,11 @@ var requestLink = regexp.MustCompile(`href="(/approve\?request=[^"]+)"`)
 // approveOnAgentsPage signs in as user, finds the request showing
 // binding on the "Your agents" page, and allows it on the approval page.
 func approveOnAgentsPage(base, user, binding string) error {
-	jar, err := cookiejar.New(nil)
+	c, err := newPageClient(base)
 	if err != nil {
 		return err
 	}
-	hc := &http.Client{Jar: jar, Timeout: 10 * time.Second}
-	get := func(path string) (string, error) {
-		resp, err := hc.Get(base + path)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return string(b), err
-	}
-	post := func(path string, form url.Values) (string, error) {
-		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", base)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return string(b), err
-	}
+	get, post := c.get, c.post
 	page, err := post("/login", url.Values{"user": {user}, "next": {"/agents"}})
 	if err != nil {
 		return err
@@ -250,4 +229,54 @@ func TestDirectoryHostJWT(t *testing.T) {
 	if r := p.do(t, http.MethodGet, "/capability/list", stranger.Token(p.url), ""); r.status != http.StatusUnauthorized {
 		t.Errorf("a host the directory does not know: %d %s", r.status, r.body)
 	}
+}
+
+// pageClient is a browser-like client of the bank's pages: it keeps
+// cookies, and posts forms from the bank's own origin.
+type pageClient struct {
+	base string
+	hc   *http.Client
+}
+
+func newPageClient(base string) (*pageClient, error) {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	return &pageClient{base: base, hc: &http.Client{Jar: jar, Timeout: 10 * time.Second}}, nil
+}
+
+// send answers the body of a 200, and an error otherwise.
+func (c *pageClient) send(req *http.Request) (string, error) {
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s %s: %d\n%s", req.Method, req.URL, resp.StatusCode, body)
+	}
+	return string(body), nil
+}
+
+func (c *pageClient) get(path string) (string, error) {
+	req, err := http.NewRequest(http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return "", err
+	}
+	return c.send(req)
+}
+
+func (c *pageClient) post(path string, form url.Values) (string, error) {
+	req, err := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", c.base)
+	return c.send(req)
 }

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
@@ -40,35 +38,11 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 // allows caps on the approval page for the request with userCode, as a
 // browser would: GET the page, then POST its form with its CSRF token.
 func approve(base, userID, userCode string, caps ...string) error {
-	jar, err := cookiejar.New(nil)
+	c, err := newPageClient(base)
 	if err != nil {
 		return err
 	}
-	hc := &http.Client{Jar: jar, Timeout: 10 * time.Second}
-	send := func(req *http.Request) (string, error) {
-		resp, err := hc.Do(req)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return "", err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return "", fmt.Errorf("%s %s: %d\n%s", req.Method, req.URL, resp.StatusCode, body)
-		}
-		return string(body), nil
-	}
-	post := func(path string, form url.Values) (string, error) {
-		req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(form.Encode()))
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", base)
-		return send(req)
-	}
+	post := c.post
 	page := "/approve?code=" + url.QueryEscape(userCode)
 	// The login redirects to next, the review page, which the client
 	// follows with the new cookie.
