@@ -35,6 +35,19 @@ func (h *Handler[C, P]) executor(ctx context.Context) (exec *core.Executor[C, P]
 	if ctx.Err() == nil {
 		h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: building the executor failed", slog.String("error", err.Error()))
 	}
-	return nil, &envelope{status: http.StatusServiceUnavailable, code: wireUnavailable,
-		message: "the service is starting or cannot run capabilities right now; retry later", retryAfter: unavailableRetry}
+	unavailable := unavailableEnvelope
+	return nil, &unavailable
+}
+
+// unavailableEnvelope answers an execution while no executor can be
+// built.
+var unavailableEnvelope = envelope{status: http.StatusServiceUnavailable, code: wireUnavailable,
+	message: "the service is starting or cannot run capabilities right now; retry later", retryAfter: unavailableRetry}
+
+// AnswerUnavailable renders the answer httpx gives an execution while its
+// lazy executor cannot be built (503 temporarily_unavailable with
+// Retry-After), for other transports over the same executor source
+// (package mcpx) to answer in the same words.
+func AnswerUnavailable() ErrorAnswer {
+	return renderAnswer(unavailableEnvelope, false, nil)
 }

@@ -36,6 +36,16 @@
 // capability reports with core.ReportProgress reaches a client that sent
 // a progress token as notifications/progress.
 //
+// # Lazy executors
+//
+// NewLazy (or NewSource with any core.ExecutorSource) serves an executor
+// built on first use by a core.LazyExecutor made with core.LazyFor:
+// tools/list answers from the registry alone, the first tools/call builds
+// the executor (concurrent first calls share the build), and while the
+// build fails a call is an error result with the envelope httpx answers
+// then (temporarily_unavailable). An httpx handler from httpx.NewLazy over
+// the same LazyExecutor shares its one build.
+//
 // # Authentication
 //
 // Over HTTP every request is authenticated by Config.Authenticate, the

@@ -122,7 +122,12 @@ const WellKnownPath = "/.well-known/oauth-protected-resource"
 // transport of the SDK, stdio among them, with [Server.Run]. It is safe
 // for concurrent use.
 type Server[C, P any] struct {
+	// src yields the executor; exec is it when it was built before the
+	// server, so that calls skip the interface.
+	src         core.ExecutorSource[C, P]
 	exec        *core.Executor[C, P]
+	reg         *core.Registry
+	ordered     []*core.Definition
 	impl        *mcp.Implementation
 	opts        mcp.ServerOptions
 	authorize   func(ctx context.Context, principal P, inv *core.Invocation) error
@@ -157,11 +162,41 @@ func New[C, P any](exec *core.Executor[C, P], cfg Config[P]) (*Server[C, P], err
 	if exec == nil {
 		return nil, errors.New("mcpx: nil executor")
 	}
+	return NewSource(exec, cfg)
+}
+
+// NewLazy builds a server whose executor lazy builds on first use (made
+// with core.LazyFor, so that its registry is known now): tools/list is
+// answered from the registry alone and never starts the build; the first
+// tools/call builds the executor, concurrent first calls share that
+// build, and while it fails a call is an error result with httpx's
+// 503 temporarily_unavailable envelope (see httpx.AnswerUnavailable),
+// tried again by the next call. It shares the lazy executor, and so the
+// build, with an httpx handler made by httpx.NewLazy from the same one.
+func NewLazy[C, P any](lazy *core.LazyExecutor[C, P], cfg Config[P]) (*Server[C, P], error) {
+	if lazy == nil {
+		return nil, errors.New("mcpx: nil lazy executor")
+	}
+	return NewSource(lazy, cfg)
+}
+
+// NewSource builds a server over any executor source: a built
+// *core.Executor (as New) or a *core.LazyExecutor (as NewLazy), whose
+// registry must be known now.
+func NewSource[C, P any](src core.ExecutorSource[C, P], cfg Config[P]) (*Server[C, P], error) {
+	if src == nil {
+		return nil, errors.New("mcpx: nil executor source")
+	}
+	reg := src.Registry()
+	if reg == nil {
+		return nil, errors.New("mcpx: the executor source has no registry yet; build a lazy executor with core.LazyFor")
+	}
 	if cfg.PageSize < 0 || cfg.MaxBodyBytes < 0 {
 		return nil, errors.New("mcpx: negative limit in Config")
 	}
 	s := &Server[C, P]{
-		exec:         exec,
+		src:          src,
+		reg:          reg,
 		impl:         &mcp.Implementation{Name: cfg.Name, Version: cfg.Version},
 		authorize:    cfg.Authorize,
 		grantStatus:  cfg.GrantStatus,
@@ -188,7 +223,11 @@ func New[C, P any](exec *core.Executor[C, P], cfg Config[P]) (*Server[C, P], err
 		// changes under a session.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	}
-	all := exec.Registry().All()
+	if e, ok := src.(*core.Executor[C, P]); ok {
+		s.exec = e
+	}
+	all := reg.All()
+	s.ordered = all
 	s.tools = make(map[*core.Definition]*tool, len(all))
 	for _, d := range all {
 		s.tools[d] = renderTool(d)

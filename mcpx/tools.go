@@ -80,8 +80,10 @@ func (s *Server[C, P]) listTools(ctx context.Context, principal P, params *mcp.L
 	}
 	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 	var last string
-	for _, d := range s.exec.Visible(ctx, principal) {
-		if after != "" && d.Name() <= after {
+	// The registry alone answers: a lazy executor is not built for a
+	// listing.
+	for _, d := range s.ordered {
+		if (after != "" && d.Name() <= after) || !d.Visible(ctx, principal) {
 			continue
 		}
 		if len(res.Tools) == s.pageSize {
@@ -120,7 +122,7 @@ func (s *Server[C, P]) callTool(ctx context.Context, principal P, req *mcp.CallT
 		return nil, invalidParams("missing params")
 	}
 	name := params.Name
-	def, known := s.exec.Registry().Lookup(name)
+	def, known := s.reg.Lookup(name)
 	if known && !def.Visible(ctx, principal) {
 		return nil, unknownTool(name)
 	}
@@ -130,7 +132,11 @@ func (s *Server[C, P]) callTool(ctx context.Context, principal P, req *mcp.CallT
 	if token := params.GetProgressToken(); token != nil && req.Session != nil {
 		ctx = core.WithProgress(ctx, progressReporter(ctx, req.Session, token))
 	}
-	data, err := s.exec.ExecuteDynamic(ctx, name, principal, params.Arguments, s.authorizer(principal))
+	exec, err := s.executor(ctx)
+	if err != nil {
+		return s.unavailable(ctx, name, err), nil
+	}
+	data, err := exec.ExecuteDynamic(ctx, name, principal, params.Arguments, s.authorizer(principal))
 	if err != nil {
 		var ce *core.Error
 		if !errors.As(err, &ce) {
