@@ -248,7 +248,7 @@ func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*ht
 		KeyFetch:  agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hc, err := directoryConfig(verifier, hosts, cfg.issuer, debug)
 	if err != nil {

@@ -119,7 +119,7 @@ func TestProviderParity(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect Alice's agent: %v", err)
 	}
-	all := []string{"check_balance", "exchange_rate", "list_accounts", "transfer_money"}
+	all := []string{"check_balance", "exchange_rate", "list_accounts", "statement_export", "transfer_money"}
 	if diff := cmp.Diff(all, listedNames(t, p, hostToken(t, alice, p.url))); diff != "" {
 		t.Errorf("Alice's host lists (-want +got):\n%s", diff)
 	}
@@ -221,7 +221,7 @@ func TestDirectoryHostJWT(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := agentauthtest.NewHost("hst_alice", agentauthtest.WithKey(ed25519.NewKeyFromSeed(seed)))
-	want := []string{"check_balance", "exchange_rate", "list_accounts", "transfer_money"}
+	want := []string{"check_balance", "exchange_rate", "list_accounts", "statement_export", "transfer_money"}
 	if diff := cmp.Diff(want, listedNames(t, p, host.Token(p.url))); diff != "" {
 		t.Errorf("hst_alice lists (-want +got):\n%s", diff)
 	}
