@@ -18,6 +18,9 @@ type BatchCall struct {
 	// Arguments is the raw JSON arguments object. Absent (nil) or null
 	// means {}, as for ExecuteDynamic.
 	Arguments json.RawMessage
+	// ConfirmationToken confirms the call, for a capability that needs a
+	// confirmation (see WithConfirmationToken); "" for none.
+	ConfirmationToken string
 }
 
 // BatchResult is the outcome of one BatchCall: Data on success, Err
@@ -75,6 +78,10 @@ func (e *Executor[C, P]) ExecuteBatch(ctx context.Context, principal P, calls []
 func (e *Executor[C, P]) batchItem(ctx context.Context, principal P, c BatchCall, authorize AuthorizeFunc) BatchResult {
 	if def, ok := e.reg.byName[c.Capability]; ok && def.longRunning() {
 		return BatchResult{ID: c.ID, Err: &Error{Code: CodeBatchUnsupported, Stage: StageLookup, Message: msgBatchUnsupported}}
+	}
+	if c.ConfirmationToken != "" || confirmationToken(ctx) != "" {
+		// An item carries its own token, never the batch's.
+		ctx = context.WithValue(ctx, confirmationTokenKey{}, c.ConfirmationToken)
 	}
 	_, data, err := e.run(ctx, c.Capability, principal, c.Arguments, nil, authorize)
 	return BatchResult{ID: c.ID, Data: data, Err: err}

@@ -72,6 +72,10 @@ type Definition struct {
 	// those defined WithAsync.
 	stream *streamInfo
 	async  bool
+	// preview is set for capabilities defined WithPreview; confirm for
+	// those defined WithConfirmation.
+	preview *previewSpec
+	confirm bool
 
 	inputSchema  json.RawMessage
 	outputSchema json.RawMessage
@@ -181,6 +185,8 @@ type options struct {
 	readOnly     bool
 	stream       *streamInfo
 	async        bool
+	preview      *previewOption
+	confirm      bool
 }
 
 // WithApproval sets the approval strength.
@@ -329,6 +335,7 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 		readOnly:    o.readOnly,
 		stream:      o.stream,
 		async:       o.async,
+		confirm:     o.confirm,
 		appType:     reflect.TypeFor[C](),
 		inType:      reflect.TypeFor[In](),
 		outType:     reflect.TypeFor[Out](),
@@ -411,36 +418,17 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 		}
 		return in, nil
 	}
-	// in and out already hold In and Out; encoding them as they are avoids
-	// boxing the values a second time.
+	// in already holds In; encoding it as it is avoids boxing the value a
+	// second time.
 	d.encodeIn = func(in any) ([]byte, error) { return json.Marshal(in) }
-	d.encodeOut = func(out any) ([]byte, error) { return json.Marshal(out) }
-	// A pointer at the top of Out stands for what it points to (a nil
-	// pointer is null, which the derived schema refuses).
-	base, pointers := d.outType, 0
-	for base.Kind() == reflect.Pointer {
-		base, pointers = base.Elem(), pointers+1
-	}
-	if empty := schema.NilEncoding(base); empty != nil {
-		// encoding/json writes null for a nil slice or map, which the
-		// derived schema refuses; the caller sees an empty collection,
-		// also behind non-nil pointers.
-		d.encodeOut = func(out any) ([]byte, error) {
-			v := reflect.ValueOf(out)
-			for range pointers {
-				if v.IsNil() {
-					return json.Marshal(out)
-				}
-				v = v.Elem()
-			}
-			if v.IsNil() {
-				return slices.Clone(empty), nil
-			}
-			return json.Marshal(out)
-		}
-	}
+	d.encodeOut = resultEncoder(d.outType)
 	d.call = func(ctx context.Context, app C, in any) (any, error) {
 		return handler(ctx, app, in.(In))
+	}
+	if o.preview != nil {
+		if d.preview, err = o.preview.build(d); err != nil {
+			return fail("", "preview: %v", err)
+		}
 	}
 	d.tel = newTelemetryAttrs(name)
 	return &Capability[C, In, Out]{def: d}, nil
@@ -453,6 +441,39 @@ func MustDefine[C, In, Out any](name, description string, handler Handler[C, In,
 		panic(err)
 	}
 	return c
+}
+
+// resultEncoder returns the encoder of results of type t: encoding/json,
+// except that a nil slice or map is sent as [] or {} (see Define).
+func resultEncoder(t reflect.Type) func(out any) ([]byte, error) {
+	// A pointer at the top of the type stands for what it points to (a
+	// nil pointer is null, which the derived schema refuses).
+	base, pointers := t, 0
+	for base.Kind() == reflect.Pointer {
+		base, pointers = base.Elem(), pointers+1
+	}
+	empty := schema.NilEncoding(base)
+	if empty == nil {
+		// out already holds the result type; encoding it as it is avoids
+		// boxing the value a second time.
+		return func(out any) ([]byte, error) { return json.Marshal(out) }
+	}
+	// encoding/json writes null for a nil slice or map, which the derived
+	// schema refuses; the caller sees an empty collection, also behind
+	// non-nil pointers.
+	return func(out any) ([]byte, error) {
+		v := reflect.ValueOf(out)
+		for range pointers {
+			if v.IsNil() {
+				return json.Marshal(out)
+			}
+			v = v.Elem()
+		}
+		if v.IsNil() {
+			return slices.Clone(empty), nil
+		}
+		return json.Marshal(out)
+	}
 }
 
 // buildSchema derives the schema of t with derive, or uses the explicit

@@ -60,8 +60,30 @@ const (
 	CodeIdempotencyKeyReused Code = "idempotency_key_reused"
 )
 
+// Codes of previews and confirmations. Their wire code is the code
+// itself.
+const (
+	// CodePreviewNotSupported: the capability has no preview.
+	CodePreviewNotSupported Code = "preview_not_supported"
+	// CodeConfirmationRequired: the call needs a confirmation token and
+	// carries none. The error carries the preview (when the capability
+	// has one) and a fresh confirmation.
+	CodeConfirmationRequired Code = "confirmation_required"
+	// CodeConfirmationMismatch: the token was issued for another
+	// capability or other arguments.
+	CodeConfirmationMismatch Code = "confirmation_mismatch"
+	// CodeConfirmationExpired: the token's lifetime is over.
+	CodeConfirmationExpired Code = "confirmation_expired"
+	// CodeConfirmationUsed: the token confirmed a call already.
+	CodeConfirmationUsed Code = "confirmation_used"
+	// CodeInvalidConfirmation: the token is unknown, forged, or was
+	// issued to another caller or for another location.
+	CodeInvalidConfirmation Code = "invalid_confirmation"
+)
+
 // Stage names a step of the execution pipeline. Stages run in the order
-// lookup, input, authorize, context, handler, output.
+// lookup, input, authorize, context, confirmation, handler, output; a
+// preview runs preview instead of confirmation and handler.
 type Stage string
 
 // Pipeline stages, in execution order.
@@ -70,8 +92,14 @@ const (
 	StageInput     Stage = "input"
 	StageAuthorize Stage = "authorize"
 	StageContext   Stage = "context"
-	StageHandler   Stage = "handler"
-	StageOutput    Stage = "output"
+	// StageConfirmation consumes the call's confirmation token, or asks
+	// for one.
+	StageConfirmation Stage = "confirmation"
+	// StagePreview runs a preview handler, in previews and in executions
+	// refused with CodeConfirmationRequired.
+	StagePreview Stage = "preview"
+	StageHandler Stage = "handler"
+	StageOutput  Stage = "output"
 )
 
 // Wire codes used by the Agent Auth error envelope for pipeline codes.
@@ -112,6 +140,13 @@ var codeTable = map[Code]struct {
 	CodeInvalidIdempotencyKey: {http.StatusBadRequest, string(CodeInvalidIdempotencyKey)},
 	CodeIdempotencyInProgress: {http.StatusConflict, string(CodeIdempotencyInProgress)},
 	CodeIdempotencyKeyReused:  {http.StatusUnprocessableEntity, string(CodeIdempotencyKeyReused)},
+
+	CodePreviewNotSupported:  {http.StatusBadRequest, string(CodePreviewNotSupported)},
+	CodeConfirmationRequired: {http.StatusPreconditionRequired, string(CodeConfirmationRequired)},
+	CodeConfirmationMismatch: {http.StatusConflict, string(CodeConfirmationMismatch)},
+	CodeConfirmationExpired:  {http.StatusConflict, string(CodeConfirmationExpired)},
+	CodeConfirmationUsed:     {http.StatusConflict, string(CodeConfirmationUsed)},
+	CodeInvalidConfirmation:  {http.StatusForbidden, string(CodeInvalidConfirmation)},
 }
 
 // Public messages for redacted failures.
@@ -149,6 +184,9 @@ type Error struct {
 
 	app   *AppError
 	cause error
+	// fields are extra envelope members of a pipeline error
+	// (CodeConfirmationRequired's preview and confirmation).
+	fields map[string]any
 }
 
 // Error implements error. It includes the hidden cause, for logs; transports
@@ -201,13 +239,15 @@ func (e *Error) RetryAfter() time.Duration {
 	return 0
 }
 
-// Fields returns extra members of the error envelope set by an application
-// error (for example "violations"). The map must not be modified.
+// Fields returns extra members of the error envelope: those set by an
+// application error (for example "violations"), or the "preview" (a
+// json.RawMessage) and "confirmation" of CodeConfirmationRequired. The
+// map must not be modified.
 func (e *Error) Fields() map[string]any {
 	if e.app != nil {
 		return e.app.Fields
 	}
-	return nil
+	return e.fields
 }
 
 // HTTPStatus returns the HTTP status for a pipeline code. Unknown codes map

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentcap/agentcap/internal/jsonvalue"
+	"github.com/agentcap/agentcap/internal/schema"
 )
 
 // DefaultTimeout is the executor's per-capability timeout when the
@@ -61,10 +62,15 @@ type ExecutorConfig[C, P any] struct {
 	// BatchConcurrency bounds how many items of one batch run at once
 	// (default 20).
 	BatchConcurrency int
+
+	// Confirmation configures the single-use tokens that confirm calls of
+	// risky capabilities. Its zero value confirms nothing.
+	Confirmation ConfirmationConfig[P]
 }
 
 // Executor runs capabilities from a registry through the pipeline lookup,
-// input, authorize, context, handler, output. It is safe for concurrent use.
+// input, authorize, context, confirmation, handler, output. It is safe for
+// concurrent use.
 type Executor[C, P any] struct {
 	reg         *Registry
 	create      func(ctx context.Context, principal P, def *Definition, input any) (C, error)
@@ -74,6 +80,7 @@ type Executor[C, P any] struct {
 	tel         *telemetry
 	maxBatch    int
 	concurrency int
+	confirm     *confirmation[P]
 }
 
 // NewExecutor builds an executor. It fails when the configuration is
@@ -114,6 +121,11 @@ func NewExecutor[C, P any](reg *Registry, cfg ExecutorConfig[C, P]) (*Executor[C
 	if e.concurrency == 0 {
 		e.concurrency = DefaultBatchConcurrency
 	}
+	confirm, err := newConfirmation(cfg.Confirmation, reg)
+	if err != nil {
+		return nil, err
+	}
+	e.confirm = confirm
 	tel, err := newTelemetry(cfg.TracerProvider, cfg.MeterProvider)
 	if err != nil {
 		return nil, fmt.Errorf("agentcap: executor: telemetry: %w", err)
@@ -236,29 +248,39 @@ func Execute[C, P, In, Out any](ctx context.Context, e *Executor[C, P], c *Capab
 // typedInput marks an in-process call and carries its input value.
 type typedInput struct{ v any }
 
-// run is the pipeline. Exactly one of args and typed is used.
+// run is the pipeline of an execution. Exactly one of args and typed is
+// used.
 func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args []byte, typed *typedInput, authorize AuthorizeFunc) (any, []byte, *Error) {
+	return e.pipeline(ctx, name, principal, args, typed, authorize, nil)
+}
+
+// pipeline runs an execution, or a preview when preview is non-nil (which
+// then receives the preview's confirmation, if one is issued).
+func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P, args []byte, typed *typedInput, authorize AuthorizeFunc, preview *PreviewResult) (any, []byte, *Error) {
 	start := time.Now()
+	isPreview := preview != nil
 	def, ok := e.reg.byName[name]
 	if !ok {
 		err := &Error{Code: CodeUnknownCapability, Stage: StageLookup, Message: "unknown capability"}
-		ctx, span := e.tel.start(ctx, nil)
+		ctx, span := e.tel.start(ctx, nil, isPreview)
 		took := time.Since(start)
-		e.tel.finish(ctx, span, nil, took, err)
+		e.tel.finish(ctx, span, nil, took, err, isPreview)
 		if len(e.hooks) > 0 {
 			emit(ctx, e.hooks, e.logger, Event{Phase: PhaseError, Stage: StageLookup, Capability: name,
-				Principal: principal, Duration: took, Err: err})
+				Principal: principal, Duration: took, Err: err, Preview: isPreview})
 		}
 		return nil, nil, err
 	}
 
-	ctx, span := e.tel.start(ctx, def)
+	ctx, span := e.tel.start(ctx, def, isPreview)
 	if len(e.hooks) > 0 {
 		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseStart, Stage: StageLookup, Capability: name,
-			Definition: def, Principal: principal})
+			Definition: def, Principal: principal, Preview: isPreview})
 	}
 	timeout := def.timeout
-	if timeout == 0 && !def.longRunning() {
+	// A preview is quick whatever its capability: the executor's default
+	// bounds it.
+	if timeout == 0 && (!def.longRunning() || isPreview) {
 		timeout = e.timeout
 	}
 	// took is set when the execution finishes, before hooks run; the
@@ -280,10 +302,10 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 	)
 	fail := func(e2 *Error) (any, []byte, *Error) {
 		took = time.Since(start)
-		e.tel.finish(ctx, span, def, took, e2)
+		e.tel.finish(ctx, span, def, took, e2, isPreview)
 		if len(e.hooks) > 0 {
 			ev := Event{Phase: PhaseError, Stage: e2.Stage, Capability: name, Definition: def,
-				Principal: principal, Duration: took, Err: e2}
+				Principal: principal, Duration: took, Err: e2, Preview: isPreview}
 			if inputDone {
 				ev.Input = in
 			}
@@ -333,6 +355,17 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 	}
 	appDone = true
 
+	if isPreview {
+		return e.finishPreview(ctx, span, start, &took, def, principal, args, typed, c, in, preview, fail)
+	}
+
+	// confirmation
+	if e.confirm != nil && e.confirm.needs[def] {
+		if err = e.confirmCall(ctx, def, principal, args, typed, c, in); err != nil {
+			return fail(err)
+		}
+	}
+
 	// handler
 	if start, ok := ctx.Value(handlerStartKey{}).(func()); ok {
 		start()
@@ -358,12 +391,110 @@ func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args
 	}
 
 	took = time.Since(start)
-	e.tel.finish(ctx, span, def, took, nil)
+	e.tel.finish(ctx, span, def, took, nil, false)
 	if len(e.hooks) > 0 {
 		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseEnd, Stage: StageOutput, Capability: name, Definition: def,
 			Principal: principal, Duration: took, App: c, Input: in, Output: out, OutputJSON: data})
 	}
 	return out, data, nil
+}
+
+// finishPreview runs the preview stage of a preview, the validation of
+// its result and, when the capability needs one, the issue of a
+// confirmation.
+func (e *Executor[C, P]) finishPreview(ctx context.Context, span trace.Span, start time.Time, took *time.Duration, def *Definition, principal P, args []byte, typed *typedInput, c C, in any, res *PreviewResult, fail func(*Error) (any, []byte, *Error)) (any, []byte, *Error) {
+	out, data, err := e.callPreview(ctx, def, c, in)
+	if err != nil {
+		return fail(err)
+	}
+	if e.confirm != nil && e.confirm.needs[def] {
+		b, err := e.bindCall(def, principal, args, typed)
+		if err != nil {
+			return fail(err)
+		}
+		conf, ierr := e.confirm.confirmer.Issue(ctx, b)
+		if ierr != nil {
+			return fail(classify(ierr, StageConfirmation, CodeExecutionFailed))
+		}
+		res.Confirmation = &conf
+	}
+	*took = time.Since(start)
+	e.tel.finish(ctx, span, def, *took, nil, true)
+	if len(e.hooks) > 0 {
+		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseEnd, Stage: StagePreview, Capability: def.name, Definition: def,
+			Principal: principal, Duration: *took, App: c, Input: in, Output: out, OutputJSON: data, Preview: true})
+	}
+	return out, data, nil
+}
+
+// callPreview runs the preview handler and validates its result.
+func (e *Executor[C, P]) callPreview(ctx context.Context, def *Definition, c C, in any) (out any, data []byte, err *Error) {
+	call := def.preview.call.(func(context.Context, C, any) (any, error))
+	perr := protect(func() error {
+		var herr error
+		out, herr = call(ctx, c, in)
+		return herr
+	})
+	if err = classify(perr, StagePreview, CodeExecutionFailed); err != nil {
+		return nil, nil, err
+	}
+	err = guard(StageOutput, func() *Error {
+		var oerr *Error
+		data, oerr = def.preview.check(out)
+		return oerr
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, data, nil
+}
+
+// bindCall describes a call for its confirmation token: the raw
+// arguments of a dynamic call, the encoded input of a typed one.
+func (e *Executor[C, P]) bindCall(def *Definition, principal P, args []byte, typed *typedInput) (ConfirmationBinding, *Error) {
+	if typed != nil {
+		var err error
+		if args, err = def.encodeIn(typed.v); err != nil {
+			return ConfirmationBinding{}, &Error{Code: CodeExecutionFailed, Stage: StageConfirmation, Message: msgInternal, cause: err}
+		}
+	}
+	b, ok := e.confirm.binding(def, principal, args)
+	if !ok {
+		return b, &Error{Code: CodeForbidden, Stage: StageConfirmation, Message: msgCannotConfirm}
+	}
+	return b, nil
+}
+
+// confirmCall is the confirmation stage of an execution: the call's token
+// is consumed, or, without one, the call is refused with
+// CodeConfirmationRequired, carrying the preview (when the capability has
+// one) and a fresh confirmation, so that the caller needs one more round
+// trip only.
+func (e *Executor[C, P]) confirmCall(ctx context.Context, def *Definition, principal P, args []byte, typed *typedInput, c C, in any) *Error {
+	b, err := e.bindCall(def, principal, args, typed)
+	if err != nil {
+		return err
+	}
+	if token := confirmationToken(ctx); token != "" {
+		if cerr := e.confirm.confirmer.Consume(ctx, token, b); cerr != nil {
+			return consumeError(cerr)
+		}
+		return nil
+	}
+	fields := make(map[string]any, 2)
+	if def.preview != nil {
+		_, data, perr := e.callPreview(ctx, def, c, in)
+		if perr != nil {
+			return perr
+		}
+		fields["preview"] = json.RawMessage(data)
+	}
+	conf, ierr := e.confirm.confirmer.Issue(ctx, b)
+	if ierr != nil {
+		return classify(ierr, StageConfirmation, CodeExecutionFailed)
+	}
+	fields["confirmation"] = ConfirmationJSON(conf)
+	return &Error{Code: CodeConfirmationRequired, Stage: StageConfirmation, Message: msgConfirmationRequired, fields: fields}
 }
 
 // decodeDynamic parses, validates and decodes raw arguments, once. It
@@ -467,10 +598,16 @@ func (d *Definition) checkOutput(out any) ([]byte, *Error) {
 	if d.outImplied {
 		return data, nil
 	}
-	violations, err := d.outValidator.ValidateJSON(data)
+	return validateResult(d.outValidator, data, "result")
+}
+
+// validateResult validates an encoded result (what names it in the hidden
+// cause).
+func validateResult(v *schema.Validator, data []byte, what string) ([]byte, *Error) {
+	violations, err := v.ValidateJSON(data)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidOutput, Stage: StageOutput, Message: msgInternal,
-			cause: fmt.Errorf("re-reading the encoded result: %w", err)}
+			cause: fmt.Errorf("re-reading the encoded %s: %w", what, err)}
 	}
 	if len(violations) > 0 {
 		parts := make([]string, len(violations))
@@ -478,7 +615,7 @@ func (d *Definition) checkOutput(out any) ([]byte, *Error) {
 			parts[i] = fmt.Sprintf("%s: %s", pathOrRoot(v.Path), v.Message)
 		}
 		return nil, &Error{Code: CodeInvalidOutput, Stage: StageOutput, Message: msgInternal,
-			cause: fmt.Errorf("result does not fit the output schema: %s", strings.Join(parts, "; "))}
+			cause: fmt.Errorf("the %s does not fit its schema: %s", what, strings.Join(parts, "; "))}
 	}
 	return data, nil
 }

@@ -48,6 +48,10 @@ type Event struct {
 	// OutputJSON is the validated encoded result, on end. It must not be
 	// modified.
 	OutputJSON json.RawMessage
+	// Preview reports an event of a preview (Executor.PreviewDynamic):
+	// its end event has Stage StagePreview, and Output is the preview's
+	// result.
+	Preview bool
 }
 
 // Hook observes executions. Hooks are best-effort observers: a returned

@@ -23,7 +23,13 @@ const (
 	AttrStage      = attribute.Key("agentcap.stage")
 	AttrOutcome    = attribute.Key("agentcap.outcome")
 	AttrErrorCode  = attribute.Key("agentcap.error_code")
+	// AttrOperation is set, to OperationPreview, on the spans and metrics
+	// of previews; executions do not carry it.
+	AttrOperation = attribute.Key("agentcap.operation")
 )
+
+// OperationPreview is the AttrOperation value of previews.
+const OperationPreview = "preview"
 
 // Metric names.
 const (
@@ -50,16 +56,25 @@ type telemetryAttrs struct {
 	// allocate on every call.
 	okAdd    []metric.AddOption
 	okRecord []metric.RecordOption
+	// The same for previews, whose successful stage is StagePreview.
+	previewSpanStart []trace.SpanStartOption
+	previewOkAdd     []metric.AddOption
+	previewOkRecord  []metric.RecordOption
 }
 
 func newTelemetryAttrs(name string) telemetryAttrs {
 	c := AttrCapability.String(name)
 	set := attribute.NewSet(c, AttrStage.String(string(StageOutput)), AttrOutcome.String(OutcomeOK))
+	op := AttrOperation.String(OperationPreview)
+	pset := attribute.NewSet(c, op, AttrStage.String(string(StagePreview)), AttrOutcome.String(OutcomeOK))
 	return telemetryAttrs{
-		capability: c,
-		spanStart:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(c)},
-		okAdd:      []metric.AddOption{metric.WithAttributeSet(set)},
-		okRecord:   []metric.RecordOption{metric.WithAttributeSet(set)},
+		capability:       c,
+		spanStart:        []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(c)},
+		okAdd:            []metric.AddOption{metric.WithAttributeSet(set)},
+		okRecord:         []metric.RecordOption{metric.WithAttributeSet(set)},
+		previewSpanStart: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(c, op)},
+		previewOkAdd:     []metric.AddOption{metric.WithAttributeSet(pset)},
+		previewOkRecord:  []metric.RecordOption{metric.WithAttributeSet(pset)},
 	}
 }
 
@@ -93,30 +108,43 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 	return &telemetry{tracer: tp.Tracer(InstrumentationName), count: count, duration: duration}, nil
 }
 
-// start opens the execution span.
-func (t *telemetry) start(ctx context.Context, def *Definition) (context.Context, trace.Span) {
-	if def == nil {
+// start opens the span of an execution or a preview.
+func (t *telemetry) start(ctx context.Context, def *Definition, preview bool) (context.Context, trace.Span) {
+	switch {
+	case def == nil && preview:
+		return t.tracer.Start(ctx, spanNameUnknown, trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithAttributes(AttrOperation.String(OperationPreview)))
+	case def == nil:
 		return t.tracer.Start(ctx, spanNameUnknown, trace.WithSpanKind(trace.SpanKindInternal))
+	case preview:
+		return t.tracer.Start(ctx, def.name, def.tel.previewSpanStart...)
 	}
 	return t.tracer.Start(ctx, def.name, def.tel.spanStart...)
 }
 
 // finish closes the span and records metrics. Only bounded attributes are
 // recorded: never the principal, arguments or results.
-func (t *telemetry) finish(ctx context.Context, span trace.Span, def *Definition, took time.Duration, err *Error) {
+func (t *telemetry) finish(ctx context.Context, span trace.Span, def *Definition, took time.Duration, err *Error, preview bool) {
 	secs := took.Seconds()
 	if err == nil {
+		stage, add, record := StageOutput, def.tel.okAdd, def.tel.okRecord
+		if preview {
+			stage, add, record = StagePreview, def.tel.previewOkAdd, def.tel.previewOkRecord
+		}
 		if span.IsRecording() {
-			span.SetAttributes(AttrStage.String(string(StageOutput)), AttrOutcome.String(OutcomeOK))
+			span.SetAttributes(AttrStage.String(string(stage)), AttrOutcome.String(OutcomeOK))
 		}
 		span.End()
-		t.count.Add(ctx, 1, def.tel.okAdd...)
-		t.duration.Record(ctx, secs, def.tel.okRecord...)
+		t.count.Add(ctx, 1, add...)
+		t.duration.Record(ctx, secs, record...)
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs := make([]attribute.KeyValue, 0, 5)
 	if def != nil {
 		attrs = append(attrs, def.tel.capability)
+	}
+	if preview {
+		attrs = append(attrs, AttrOperation.String(OperationPreview))
 	}
 	attrs = append(attrs,
 		AttrStage.String(string(err.Stage)),

@@ -457,12 +457,12 @@ func checkArguments(val []byte, path string, vs []core.Violation) ([]byte, []cor
 // quadratically with a hostile body, and the answer short.
 const maxEnvelopeMembers = 16
 
-// parseExecute reads {"capability": name, "arguments": {...}}. The
-// returned arguments alias body.
-func parseExecute(body []byte) (name string, args []byte, err *core.Error) {
+// parseExecute reads {"capability": name, "arguments": {...},
+// "confirmation_token"?: token}. The returned arguments alias body.
+func parseExecute(body []byte) (name string, args []byte, token string, err *core.Error) {
 	sc, ok := newObjectScanner(body)
 	if !ok {
-		return "", nil, badRequest(notObject(body))
+		return "", nil, "", badRequest(notObject(body))
 	}
 	var (
 		vs      []core.Violation
@@ -474,7 +474,7 @@ func parseExecute(body []byte) (name string, args []byte, err *core.Error) {
 			break
 		}
 		if members == maxEnvelopeMembers {
-			return "", nil, badRequest(core.Violation{Message: msgTooManyMembers})
+			return "", nil, "", badRequest(core.Violation{Message: msgTooManyMembers})
 		}
 		switch {
 		case dup:
@@ -484,20 +484,22 @@ func parseExecute(body []byte) (name string, args []byte, err *core.Error) {
 			name, vs = checkName(val, "/capability", vs)
 		case string(key) == "arguments":
 			args, vs = checkArguments(val, "/arguments", vs)
+		case string(key) == "confirmation_token":
+			token, vs = checkName(val, "/confirmation_token", vs)
 		default:
 			vs = append(vs, core.Violation{Path: pointer("", string(key)), Message: msgUnknownMember})
 		}
 	}
 	if sc.bad {
-		return "", nil, badRequest(core.Violation{Message: msgNotJSON})
+		return "", nil, "", badRequest(core.Violation{Message: msgNotJSON})
 	}
 	if !hasName {
 		vs = append(vs, core.Violation{Path: "/capability", Message: msgNeedName})
 	}
 	if len(vs) > 0 {
-		return "", nil, badRequest(vs...)
+		return "", nil, "", badRequest(vs...)
 	}
-	return name, args, nil
+	return name, args, token, nil
 }
 
 // parseBatch reads {"requests": [{"id"?, "capability", "arguments"?}, ...]}.
@@ -604,6 +606,8 @@ func parseBatchItems(arr []byte, vs []core.Violation) ([]core.BatchCall, []core.
 					call.Capability, vs = checkName(val, base+"/capability", vs)
 				case string(key) == "arguments":
 					call.Arguments, vs = checkArguments(val, base+"/arguments", vs)
+				case string(key) == "confirmation_token":
+					call.ConfirmationToken, vs = checkName(val, base+"/confirmation_token", vs)
 				default:
 					vs = append(vs, core.Violation{Path: pointer(base, string(key)), Message: msgUnknownMember})
 				}

@@ -28,7 +28,7 @@ func FuzzParseExecute(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		name, args, err := parseExecute(body)
+		name, args, _, err := parseExecute(body)
 		if err != nil {
 			if err.Code != "invalid_input" {
 				t.Fatalf("code %s", err.Code)
@@ -235,7 +235,7 @@ func TestMalformedArgumentsAnswer(t *testing.T) {
 		`{"capability":"echo","arguments":{"text":"hi"}} {}`,
 		`{"capability":"echo","arguments":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`,
 	} {
-		_, _, err := parseExecute([]byte(body))
+		_, _, _, err := parseExecute([]byte(body))
 		if err == nil {
 			t.Errorf("%.60q accepted", body)
 			continue
@@ -257,7 +257,7 @@ func TestMalformedArgumentsAnswer(t *testing.T) {
 // TestDuplicatesPastTheInlineKeys checks that a repeated key is found
 // wherever it sits, also past the keys the scanner keeps inline.
 func TestDuplicatesPastTheInlineKeys(t *testing.T) {
-	_, _, err := parseExecute([]byte(`{"a":1,"b":2,"c":3,"capability":"x","d":4,"e":5,"a":6,"e":7,"capability":"y"}`))
+	_, _, _, err := parseExecute([]byte(`{"a":1,"b":2,"c":3,"capability":"x","d":4,"e":5,"a":6,"e":7,"capability":"y"}`))
 	if err == nil {
 		t.Fatal("accepted")
 	}

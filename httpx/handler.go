@@ -631,10 +631,13 @@ func asCoreError(err error) *core.Error {
 }
 
 func (h *Handler[C, P]) execute(ctx context.Context, req *Request, principal P, buf *buffer) replyMeta {
-	name, args, perr := parseExecute(req.Body)
+	name, args, token, perr := parseExecute(req.Body)
 	if perr != nil {
 		return h.fail(ctx, buf, envelopeOf(perr))
 	}
+	// The token rides on the context, into jobs and streams too; the
+	// executor consumes it only for a capability that needs one.
+	ctx = core.WithConfirmationToken(ctx, token)
 	if h.hidden(ctx, principal, name) {
 		return h.fail(ctx, buf, envelopeOf(unknownCapability()))
 	}

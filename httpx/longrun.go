@@ -122,11 +122,15 @@ func (l *longRunning[P]) applies(req *Request, name string) bool {
 }
 
 // storable reports an answer that an idempotency key keeps: successes and
-// definitive errors. Server errors, timeouts, conflicts, early data and
-// rate limits are transient, so a retry of them runs again.
+// definitive errors. Server errors, timeouts, conflicts, early data, rate
+// limits and requests for a confirmation (428) are transient, so a retry
+// of them runs again: a call retried with its key and a confirmation
+// token runs, and a replay of a confirmed call returns its stored answer
+// without consuming another token.
 func storable(status int) bool {
 	switch status {
-	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests, core.StatusClientClosedRequest:
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests,
+		http.StatusPreconditionRequired, core.StatusClientClosedRequest:
 		return false
 	}
 	return status < 500

@@ -1,0 +1,15 @@
+package confirm_test
+
+import (
+	"testing"
+
+	"github.com/agentcap/agentcap/confirm"
+	"github.com/agentcap/agentcap/confirm/confirmtest"
+)
+
+func TestMemoryStore(t *testing.T) {
+	confirmtest.Run(t, confirmtest.Factory{
+		New:    func(*testing.T) confirm.Store { return confirm.NewMemoryStore() },
+		Reopen: func(_ *testing.T, s confirm.Store) confirm.Store { return s },
+	})
+}

@@ -1,0 +1,206 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// WithConfirmation marks a capability whose every call must be confirmed
+// with a single-use token bound to that exact call (see
+// [ConfirmationConfig]). Capabilities of high or critical risk need one
+// without it, under the executor's default rule.
+func WithConfirmation() Option { return func(o *options) { o.confirm = true } }
+
+// RequiresConfirmation reports whether the capability was defined
+// WithConfirmation.
+func (d *Definition) RequiresConfirmation() bool { return d.confirm }
+
+// NeedsConfirmation is the default confirmation rule: a capability needs
+// a confirmation when it was defined WithConfirmation or its risk is high
+// or critical. An executor applies it, or the rule it was configured
+// with, only when it has a Confirmer: see [Executor.NeedsConfirmation].
+func (d *Definition) NeedsConfirmation() bool {
+	return d.confirm || d.risk == RiskHigh || d.risk == RiskCritical
+}
+
+// ConfirmationBinding is what a confirmation token is bound to: one call
+// of one capability, with these arguments, by one caller, at one
+// location.
+type ConfirmationBinding struct {
+	// Subject names the caller (an agent id, a principal), as
+	// ConfirmationConfig.Subject names it.
+	Subject string
+	// Capability is the capability's name.
+	Capability string
+	// Arguments is the call's raw JSON arguments (nil means {}). A
+	// Confirmer compares them in a canonical form, so that member order,
+	// white space and number spelling do not matter. It must not be
+	// modified or kept.
+	Arguments []byte
+	// Audience is the location the call runs at: the capability's
+	// location, else ConfirmationConfig.Audience.
+	Audience string
+}
+
+// Confirmation is an issued confirmation token.
+type Confirmation struct {
+	// ID names the token in logs and audit records without revealing it.
+	ID string
+	// Token is the secret the caller sends to confirm the call.
+	Token string
+	// ExpiresAt is when the token stops confirming anything.
+	ExpiresAt time.Time
+}
+
+// Confirmer issues confirmation tokens and consumes them. Package confirm
+// implements it over stores that several instances share. It must be safe
+// for concurrent use.
+type Confirmer interface {
+	// Issue returns a fresh token for b.
+	Issue(ctx context.Context, b ConfirmationBinding) (Confirmation, error)
+	// Consume spends token on a call described by b, atomically: of many
+	// concurrent calls with one token at most one succeeds. It fails with
+	// ErrConfirmationInvalid (unknown or forged, or issued to another
+	// subject or audience), ErrConfirmationUsed, ErrConfirmationExpired or
+	// ErrConfirmationMismatch (another capability or other arguments), in
+	// that order of precedence, possibly wrapped; any other error is a
+	// failure of the Confirmer. A token that fails is not spent.
+	Consume(ctx context.Context, token string, b ConfirmationBinding) error
+}
+
+// Errors of Confirmer.Consume.
+var (
+	ErrConfirmationInvalid  = errors.New("agentcap: invalid confirmation token")
+	ErrConfirmationUsed     = errors.New("agentcap: confirmation token already used")
+	ErrConfirmationExpired  = errors.New("agentcap: confirmation token expired")
+	ErrConfirmationMismatch = errors.New("agentcap: confirmation token issued for another call")
+)
+
+// ConfirmationConfig configures an executor's confirmations. P is the
+// principal type. The zero value confirms nothing.
+type ConfirmationConfig[P any] struct {
+	// Confirmer issues and consumes the tokens. Nil: no call needs a
+	// confirmation, and NewExecutor refuses a registry holding a
+	// capability defined WithConfirmation.
+	Confirmer Confirmer
+	// Subject names the caller a token is bound to (its agent id, say).
+	// Required with Confirmer. A principal named "" cannot confirm: its
+	// calls that need a confirmation are refused with CodeForbidden.
+	Subject func(principal P) string
+	// Rule decides which capabilities need a confirmation. Nil means
+	// (*Definition).NeedsConfirmation: those defined WithConfirmation and
+	// those of high or critical risk.
+	Rule func(d *Definition) bool
+	// Audience is the location a token is bound to for capabilities
+	// without a location of their own: the server's default location.
+	Audience string
+}
+
+// confirmation is an executor's checked ConfirmationConfig.
+type confirmation[P any] struct {
+	confirmer Confirmer
+	subject   func(P) string
+	audience  string
+	// needs holds the capabilities that need a confirmation.
+	needs map[*Definition]bool
+}
+
+func newConfirmation[P any](cfg ConfirmationConfig[P], reg *Registry) (*confirmation[P], error) {
+	if cfg.Confirmer == nil {
+		for _, d := range reg.defs {
+			if d.confirm {
+				return nil, &DefinitionError{Capability: d.name,
+					Reason: "it needs a confirmation: set ExecutorConfig.Confirmation.Confirmer"}
+			}
+		}
+		return nil, nil
+	}
+	if cfg.Subject == nil {
+		return nil, errors.New("agentcap: executor: Confirmation.Subject is required with a Confirmer")
+	}
+	rule := cfg.Rule
+	if rule == nil {
+		rule = (*Definition).NeedsConfirmation
+	}
+	c := &confirmation[P]{confirmer: cfg.Confirmer, subject: cfg.Subject, audience: cfg.Audience,
+		needs: make(map[*Definition]bool)}
+	for _, d := range reg.defs {
+		if rule(d) {
+			c.needs[d] = true
+		}
+	}
+	return c, nil
+}
+
+// NeedsConfirmation reports whether calls of d through e must carry a
+// confirmation token: e has a Confirmer and its rule says so.
+func (e *Executor[C, P]) NeedsConfirmation(d *Definition) bool {
+	return e.confirm != nil && e.confirm.needs[d]
+}
+
+type confirmationTokenKey struct{}
+
+// WithConfirmationToken returns a copy of ctx carrying the confirmation
+// token a caller sent with a call, which the executor consumes for a
+// capability that needs a confirmation (and ignores otherwise). A
+// transport reads it from the request; an empty token returns ctx
+// unchanged. The items of a batch carry their own tokens (see
+// BatchCall.ConfirmationToken).
+func WithConfirmationToken(ctx context.Context, token string) context.Context {
+	if token == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, confirmationTokenKey{}, token)
+}
+
+func confirmationToken(ctx context.Context) string {
+	s, _ := ctx.Value(confirmationTokenKey{}).(string)
+	return s
+}
+
+// binding describes a call for its confirmation. ok is false for a caller
+// that cannot confirm.
+func (c *confirmation[P]) binding(def *Definition, principal P, args []byte) (ConfirmationBinding, bool) {
+	b := ConfirmationBinding{Subject: c.subject(principal), Capability: def.name, Arguments: args, Audience: def.location}
+	if b.Audience == "" {
+		b.Audience = c.audience
+	}
+	return b, b.Subject != ""
+}
+
+// Public messages of confirmations.
+const (
+	msgConfirmationRequired = "this call must be confirmed: execute it again with the confirmation token"
+	msgConfirmationMismatch = "the confirmation token was issued for another call"
+	msgConfirmationExpired  = "the confirmation token has expired: ask for a new one"
+	msgConfirmationUsed     = "the confirmation token was already used"
+	msgInvalidConfirmation  = "the confirmation token is not valid for this caller"
+	msgCannotConfirm        = "this caller cannot confirm calls"
+)
+
+// consumeError maps a Confirmer's refusal to its code.
+func consumeError(err error) *Error {
+	code, msg := CodeExecutionFailed, msgInternal
+	switch {
+	case errors.Is(err, ErrConfirmationInvalid):
+		code, msg = CodeInvalidConfirmation, msgInvalidConfirmation
+	case errors.Is(err, ErrConfirmationUsed):
+		code, msg = CodeConfirmationUsed, msgConfirmationUsed
+	case errors.Is(err, ErrConfirmationExpired):
+		code, msg = CodeConfirmationExpired, msgConfirmationExpired
+	case errors.Is(err, ErrConfirmationMismatch):
+		code, msg = CodeConfirmationMismatch, msgConfirmationMismatch
+	default:
+		if ce := classify(err, StageConfirmation, CodeExecutionFailed); ce.Code == CodeCanceled || ce.Code == CodeTimeout {
+			return ce
+		}
+	}
+	return &Error{Code: code, Stage: StageConfirmation, Message: msg, cause: err}
+}
+
+// ConfirmationJSON renders c as transports send it:
+// {"token": ..., "expires_at": "<RFC 3339, UTC>"}.
+func ConfirmationJSON(c Confirmation) map[string]string {
+	return map[string]string{"token": c.Token, "expires_at": c.ExpiresAt.UTC().Format(time.RFC3339)}
+}
