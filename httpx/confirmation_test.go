@@ -51,9 +51,10 @@ func TestExecuteWithConfirmation(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
+	route := "/capability/execute"
 	post := func(who, key, body string) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", srv.URL+"/capability/execute", strings.NewReader(body))
+		req, _ := http.NewRequest("POST", srv.URL+route, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+who)
 		if key != "" {
@@ -99,5 +100,18 @@ func TestExecuteWithConfirmation(t *testing.T) {
 		if status != x.status || (x.code != "" && body["error"] != x.code) {
 			t.Errorf("%s %s: %d %v, want %d %s", x.who, x.body, status, body, x.status, x.code)
 		}
+	}
+
+	// A preview answers the preview and a token, which then confirms.
+	route = "/capability/preview"
+	status, body = post("alice", "", `{"capability":"send","arguments":{"amount":7}}`)
+	conf, _ := body["confirmation"].(map[string]any)
+	if p, _ := body["preview"].(map[string]any); status != 200 || p["sent"] != 7.0 || conf["token"] == nil || conf["expires_at"] == nil {
+		t.Fatalf("preview: %d %v", status, body)
+	}
+	token = conf["token"].(string)
+	route = "/capability/execute"
+	if status, body := post("alice", "", with("7")); status != 200 {
+		t.Errorf("execute after preview: %d %v", status, body)
 	}
 }

@@ -89,6 +89,9 @@ const (
 	// RouteStatus is where a job's status_url points: GET polls the job,
 	// DELETE cancels it. It is served only with LongRunning.Jobs.
 	RouteStatus = "capability/status"
+	// RoutePreview runs a capability's preview (see docs/confirmation.md).
+	// It is served only when a registered capability has a preview.
+	RoutePreview = "capability/preview"
 )
 
 // Handler serves a core executor over HTTP. It is an [http.Handler] for
@@ -106,6 +109,8 @@ type Handler[C, P any] struct {
 	authorize    func(ctx context.Context, principal P, inv *core.Invocation) error
 	grantStatus  func(ctx context.Context, principal P, def *core.Definition) string
 	long         longRunning[P]
+	// previews is set when a capability has a preview.
+	previews bool
 }
 
 // handlerBase is the part of a Handler that does not depend on its type
@@ -224,6 +229,7 @@ func NewSource[C, P any](src core.ExecutorSource[C, P], cfg Config[P]) (*Handler
 	h.ordered = all
 	h.defs = make(map[*core.Definition]*defInfo, len(all))
 	for _, d := range all {
+		h.previews = h.previews || d.SupportsPreview()
 		info, err := renderDefinition(d)
 		if err != nil {
 			return nil, err
@@ -309,10 +315,14 @@ func renderDefinition(d *core.Definition) (*defInfo, error) {
 // register each one on a router: list, describe, execute and
 // batch-execute, and the job status route when jobs are configured.
 func (h *Handler[C, P]) Routes() []string {
+	routes := []string{RouteList, RouteDescribe, RouteExecute, RouteBatch}
 	if h.long.jobs != nil {
-		return []string{RouteList, RouteDescribe, RouteExecute, RouteBatch, RouteStatus}
+		routes = append(routes, RouteStatus)
 	}
-	return []string{RouteList, RouteDescribe, RouteExecute, RouteBatch}
+	if h.previews {
+		routes = append(routes, RoutePreview)
+	}
+	return routes
 }
 
 // MaxBodyBytes returns the body limit, for mounts that read bodies
@@ -450,6 +460,7 @@ const (
 	routeExecute
 	routeBatch
 	routeStatus
+	routePreview
 )
 
 func matchRoute(path string) route {
@@ -464,6 +475,8 @@ func matchRoute(path string) route {
 		return routeBatch
 	case RouteStatus:
 		return routeStatus
+	case RoutePreview:
+		return routePreview
 	}
 	return routeNone
 }
@@ -501,7 +514,7 @@ func (h *Handler[C, P]) handle(req *Request, buf *buffer) (meta replyMeta) {
 		req.Context = ctx
 	}
 	rt := matchRoute(req.Path)
-	if rt == routeStatus && h.long.jobs == nil {
+	if rt == routeStatus && h.long.jobs == nil || rt == routePreview && !h.previews {
 		rt = routeNone
 	}
 	if rt == routeNone {
@@ -569,6 +582,9 @@ func (h *Handler[C, P]) handle(req *Request, buf *buffer) (meta replyMeta) {
 	}
 	if rt == routeExecute {
 		return h.execute(ctx, req, principal, buf)
+	}
+	if rt == routePreview {
+		return h.preview(ctx, req, principal, buf)
 	}
 	if req.header("Idempotency-Key") != "" && h.long.idem != nil {
 		return h.fail(ctx, buf, envelopeOf(core.NewError(core.CodeInvalidIdempotencyKey, core.StageInput,
@@ -650,6 +666,37 @@ func (h *Handler[C, P]) execute(ctx context.Context, req *Request, principal P, 
 	}
 	data, err := exec.ExecuteDynamic(ctx, name, principal, args, h.authorizer(principal))
 	return h.answer(ctx, name, data, err, buf)
+}
+
+// preview answers {"preview": ..., "confirmation"?: {"token", "expires_at"}}
+// for the execute body, after the same checks as execute.
+func (h *Handler[C, P]) preview(ctx context.Context, req *Request, principal P, buf *buffer) replyMeta {
+	name, args, _, perr := parseExecute(req.Body)
+	if perr != nil {
+		return h.fail(ctx, buf, envelopeOf(perr))
+	}
+	if h.hidden(ctx, principal, name) {
+		return h.fail(ctx, buf, envelopeOf(unknownCapability()))
+	}
+	exec, env := h.executor(ctx)
+	if env != nil {
+		return h.fail(ctx, buf, *env)
+	}
+	res, err := exec.PreviewDynamic(ctx, name, principal, args, h.authorizer(principal))
+	if err != nil {
+		return h.answer(ctx, name, nil, err, buf)
+	}
+	b := append(buf.b[:0], `{"preview":`...)
+	b = append(b, res.Data...)
+	if c := res.Confirmation; c != nil {
+		b = append(b, `,"confirmation":{"token":`...)
+		b = appendString(b, c.Token)
+		b = append(b, `,"expires_at":`...)
+		b = appendString(b, core.ConfirmationJSON(*c)["expires_at"])
+		b = append(b, '}')
+	}
+	buf.b = append(b, '}', '\n')
+	return replyMeta{status: http.StatusOK, cache: cacheNoStore}
 }
 
 // answer renders the outcome of a synchronous execution.
