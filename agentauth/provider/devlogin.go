@@ -49,6 +49,19 @@ func (d *DevLogin) WithClock(now func() time.Time) *DevLogin {
 	return &c
 }
 
+// WithSecret returns d keying its sign-in cookies with secret instead of
+// the random bytes drawn by NewDevLogin, so that several instances
+// sharing the secret accept each other's sign-ins. The secret must hold
+// at least 32 bytes; a shorter one panics.
+func (d *DevLogin) WithSecret(secret []byte) *DevLogin {
+	if len(secret) < 32 {
+		panic("provider: DevLogin secret shorter than 32 bytes")
+	}
+	c := *d
+	c.secret = append([]byte(nil), secret...)
+	return &c
+}
+
 var devLoginTmpl = template.Must(template.New("login").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Development sign-in</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:30rem;margin:3rem auto}button{font:inherit;margin:.3rem;padding:.5rem 1.2rem}</style></head>

@@ -11,6 +11,24 @@
 //
 // The approval page is {issuer}/approve and the development login /login.
 //
+// Several instances serve one bank behind a load balancer, with -issuer
+// the balancer's URL, when they share the provider's records, the
+// accounts and ledger and the jobs in PostgreSQL, the replay cache, rate
+// limits and idempotency keys in Redis, and the keys of the sign-in
+// cookies and approval page tokens in a secret file:
+//
+//	go run ./examples/bank -addr 127.0.0.1:8081 -issuer https://bank.example \
+//		-postgres postgres://bank@db/bank -redis redis:6379 -secret-file /etc/bank/secret \
+//		-forwarded-for -limits agent=120,host=600,user=1200,ip=300
+//
+// -forwarded-for takes the client address for per-address limits from
+// the last X-Forwarded-For entry, which only a trusted proxy may set.
+// Each instance holds at most 16 PostgreSQL connections (unless the DSN
+// sets pool_max_conns). When PostgreSQL cannot be reached, the bank's
+// capabilities answer 503 temporarily_unavailable with Retry-After;
+// when Redis cannot, JWTs and limits cannot be checked and requests are
+// refused, never let through.
+//
 // With -directory it is a resource server only, trusting the hosts and
 // agents of a directory file:
 //
@@ -78,6 +96,7 @@ import (
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/agentauth/store/pgstore"
 	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/examples/bank/bank"
 	"github.com/agentcap/agentcap/httpx"
@@ -95,15 +114,26 @@ type config struct {
 	db                string
 	allowLoopbackJWKS bool
 	debug             bool
+	postgres          string
+	redis             string
+	secretFile        string
+	limits            limitsFlag
+	forwardedFor      bool
 }
 
-const usageText = `usage: bank [-addr HOST:PORT] [-issuer URL] [-db FILE] [-dev-allow-loopback-jwks] [-debug]
+const usageText = `usage: bank [-addr HOST:PORT] [-issuer URL] [-db FILE | -postgres DSN] [-redis HOST:PORT]
+            [-secret-file FILE] [-limits LIMITS] [-forwarded-for] [-dev-allow-loopback-jwks] [-debug]
        bank -directory FILE [-addr HOST:PORT] [-issuer URL] [-dev-allow-loopback-jwks] [-debug]
 
 bank serves the example bank's capabilities to Agent Auth agents. Without
 -directory it is also their Agent Auth provider, storing hosts, agents and
 grants in the SQLite database -db, with a development sign-in (no
 password) for its approval page.
+
+Several instances serve one bank behind a load balancer when they share
+-postgres (hosts, agents, grants, accounts, jobs), -redis (replay cache,
+rate limits, idempotency keys) and -secret-file (sign-in and approval
+page keys), with -forwarded-for when the balancer adds X-Forwarded-For.
 
 `
 
@@ -116,6 +146,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.directory, "directory", "", "JSON file of the hosts and agents the bank trusts; without it the bank is its own provider")
 	fs.StringVar(&c.db, "db", "bank.db", "SQLite database of the provider's hosts, agents and grants (without -directory)")
 	fs.BoolVar(&c.allowLoopbackJWKS, "dev-allow-loopback-jwks", false, "fetch agent JWKS URLs on loopback addresses, over plain http too (development only)")
+	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL DSN for the provider's records, the accounts and ledger, jobs and (without -redis) idempotency keys, instead of -db (provider mode)")
+	fs.StringVar(&c.redis, "redis", "", "Redis address (host:port) for the replay cache, rate limits and idempotency keys, shared by every instance (provider mode)")
+	fs.StringVar(&c.secretFile, "secret-file", "", "file of at least 32 secret bytes that every instance shares, keying sign-in cookies and approval page tokens (default: random per process)")
+	fs.Var(&c.limits, "limits", "requests a minute per agent, host, user and client address, as agent=N,host=N,user=N,ip=N (any subset; the rest keep the provider's defaults), or off")
+	fs.BoolVar(&c.forwardedFor, "forwarded-for", false, "take the client address from the last X-Forwarded-For entry, as a trusted reverse proxy sets it")
 	fs.BoolVar(&c.debug, "debug", false, "also log the hidden causes of internal errors, which may quote argument values (development only)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
@@ -133,8 +168,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q", fs.Arg(0))
 	}
-	if c.directory == "" && c.db == "" {
-		return bad("-db must name a file when the bank is its own provider (no -directory)")
+	if c.directory == "" && c.db == "" && c.postgres == "" {
+		return bad("-db must name a file when the bank is its own provider (no -directory) without -postgres")
+	}
+	if c.directory != "" && (c.postgres != "" || c.redis != "" || c.secretFile != "" || c.limits != (limitsFlag{}) || c.forwardedFor) {
+		return bad("-postgres, -redis, -secret-file, -limits and -forwarded-for configure the provider: they do not go with -directory")
+	}
+	if c.redis != "" {
+		if err := checkAddr(c.redis); err != nil {
+			return bad("%v", err)
+		}
 	}
 	if c.issuer == "" {
 		c.issuer = "http://" + c.addr
@@ -199,8 +242,11 @@ func run(args []string, stderr io.Writer) int {
 	go func() { served <- srv.Serve(ln) }()
 	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.issuer))
 	if cfg.directory == "" {
-		logger.Info("agents are approved at "+cfg.issuer+provider.PathApprove,
-			slog.String("db", cfg.db))
+		where := slog.String("db", cfg.db)
+		if cfg.postgres != "" {
+			where = slog.String("store", "postgres")
+		}
+		logger.Info("agents are approved at "+cfg.issuer+provider.PathApprove, where)
 		logger.Info("development sign-in without password at " + devLoginURL(cfg.issuer) + ": sign in as Alice (user_alice, accounts acc_123 and acc_124) or Bob (user_bob)")
 	}
 
@@ -287,15 +333,7 @@ func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*ht
 	} else {
 		mux.Handle("/", handler)
 	}
-	return &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}, lr.Close, nil
+	return newHTTPServer(mux, logger), lr.Close, nil
 }
 
 // devLoginPath is where the development sign-in is served, at the
@@ -327,18 +365,52 @@ var lifetimes = store.Policy{
 // which ends with ctx. The returned function closes the store; it is
 // non-nil once the store is open, even when err is not.
 func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*http.Server, func() error, error) {
-	exec, err := bank.NewExecutor(bank.NewStore(), bank.ExecutionLog(logger))
+	sh, err := openShared(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := sqlitestore.Open(ctx, cfg.db)
+	var (
+		st     store.Store
+		ledger bank.Ledger = bank.NewStore()
+		stores             = bank.Stores{SQLite: cfg.db, Redis: sh.redis}
+	)
+	if sh.pool != nil {
+		// Every instance on the database sees the same records, moves
+		// the same money and polls the same jobs.
+		pst, err := pgstore.New(ctx, sh.pool)
+		if err != nil {
+			return nil, sh.close, err
+		}
+		st = pst
+		if ledger, err = bank.NewPGLedger(ctx, sh.pool); err != nil {
+			return nil, func() error { return errors.Join(pst.Close(), sh.close()) }, err
+		}
+		stores = bank.Stores{Postgres: sh.pool, Redis: sh.redis}
+	} else {
+		sst, err := sqlitestore.Open(ctx, cfg.db)
+		if err != nil {
+			return nil, sh.close, err
+		}
+		st = sst
+	}
+	closeStores := func() error { return errors.Join(st.Close(), sh.close()) }
+	exec, err := bank.NewExecutor(ledger, bank.ExecutionLog(logger))
 	if err != nil {
-		return nil, nil, err
+		return nil, closeStores, err
 	}
 	dev := provider.NewDevLogin(
 		provider.User{ID: "user_alice", Name: "Alice"},
 		provider.User{ID: "user_bob", Name: "Bob"})
-	prov, err := provider.New(withBankPolicy(provider.Config{
+	var pageSecret []byte
+	if cfg.secretFile != "" {
+		sec, err := readSecrets(cfg.secretFile)
+		if err != nil {
+			return nil, closeStores, err
+		}
+		dev = dev.WithSecret(sec.signIn)
+		pageSecret = sec.page
+	}
+	pcfg := withBankPolicy(provider.Config{
 		Issuer:       cfg.issuer,
 		ProviderName: "bank",
 		Description:  "Example bank: accounts, balances, transfers and exchange rates",
@@ -346,27 +418,30 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		Registry:     exec.Registry(),
 		SignedInUser: dev.SignedInUser,
 		SignInURL:    devLoginPath,
+		PageSecret:   pageSecret,
 		Lifetimes:    lifetimes,
 		KeyFetch:     agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
 		Endpoints:    []string{mcpResource(cfg.issuer)},
 		Logger:       debug,
-	}, logger))
+	}, logger)
+	sh.apply(&pcfg, cfg)
+	prov, err := provider.New(pcfg)
 	if err != nil {
-		return nil, st.Close, err
+		return nil, closeStores, err
 	}
 	opts := bank.HTTPOptions()
 	opts.Logger = debug
 	hc, err := provider.HTTPConfig(prov, opts)
 	if err != nil {
-		return nil, st.Close, err
+		return nil, closeStores, err
 	}
-	// Jobs and idempotency keys share the provider's SQLite file, so
-	// finished statements and answered keys survive a restart.
-	lr, err := bank.NewLongRunning(ctx, bank.Stores{SQLite: cfg.db})
+	// Jobs and idempotency keys share the provider's database (or Redis),
+	// so finished statements and answered keys survive a restart.
+	lr, err := bank.NewLongRunning(ctx, stores)
 	if err != nil {
-		return nil, st.Close, err
+		return nil, closeStores, err
 	}
-	closeAll := func() error { return errors.Join(lr.Close(), st.Close()) }
+	closeAll := func() error { return errors.Join(lr.Close(), closeStores()) }
 	lr.Apply(&hc, cfg.issuer)
 	loc, err := httpx.New(exec, hc)
 	if err != nil {
@@ -388,15 +463,17 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 	mux.Handle(devLoginPath, dev)
 	mountMCP(mux, cfg.issuer, mcpServer)
 	mux.Handle("/", prov.Handler(loc))
-	return &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}, closeAll, nil
+	return newHTTPServer(mux, logger), closeAll, nil
+}
+
+// newHTTPServer returns the bank's server for h: httpx.NewServer's
+// time-outs, and a write time-out of a minute as well, since the bank's
+// answers are quick and its statements are jobs that clients poll.
+func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	srv := httpx.NewServer(h)
+	srv.WriteTimeout = 60 * time.Second
+	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
+	return srv
 }
 
 // credentialsInURL finds the password of a URL's user information, as

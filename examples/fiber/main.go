@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentcap/agentcap/examples/internal/issues"
 	"github.com/agentcap/agentcap/fiberx"
+	"github.com/agentcap/agentcap/httpx"
 )
 
 func main() {
@@ -39,7 +40,7 @@ func run(ctx context.Context, addr string, ready func(addr string)) error {
 		return err
 	}
 	// Fiber buffers no more than the capability handler accepts.
-	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 30 * time.Second, BodyLimit: int(agent.MaxBodyBytes())})
+	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: httpx.ServerReadTimeout, IdleTimeout: httpx.ServerIdleTimeout, BodyLimit: int(agent.MaxBodyBytes())})
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok\n") })
 	app.Get("/", func(c *fiber.Ctx) error {
 		return c.SendString("issue tracker; agents use /agent/capability/...\n")

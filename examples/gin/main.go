@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentcap/agentcap/examples/internal/issues"
 	"github.com/agentcap/agentcap/ginx"
+	"github.com/agentcap/agentcap/httpx"
 )
 
 func main() {
@@ -59,7 +60,7 @@ func run(ctx context.Context, addr string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpx.NewServer(mux)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	ready(ln.Addr().String())

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/examples/internal/issues"
+	"github.com/agentcap/agentcap/httpx"
 )
 
 func main() {
@@ -48,7 +49,7 @@ func run(ctx context.Context, addr string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpx.NewServer(mux)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	ready(ln.Addr().String())

@@ -34,7 +34,7 @@ type App struct {
 	// Accounts are the user's accounts, read when the call began.
 	Accounts []Account
 
-	store *Store
+	store Ledger
 }
 
 // Owns reports whether the user owns account id.
@@ -126,7 +126,7 @@ func GrantAutonomous(_ context.Context, _ *store.Host, def *core.Definition) boo
 // Resolver builds the application context of a call. It works from the
 // verified session only: the user is the session's user, and that user's
 // accounts are read again from the store.
-func Resolver(store *Store) func(ctx context.Context, c Caller, def *core.Definition, _ any) (*App, error) {
+func Resolver(store Ledger) func(ctx context.Context, c Caller, def *core.Definition, _ any) (*App, error) {
 	return func(ctx context.Context, c Caller, def *core.Definition, _ any) (*App, error) {
 		app := &App{store: store}
 		if !actsForUserDef(def) {
@@ -138,7 +138,7 @@ func Resolver(store *Store) func(ctx context.Context, c Caller, def *core.Defini
 		}
 		accounts, err := store.AccountsOf(ctx, app.User)
 		if err != nil {
-			return nil, fmt.Errorf("bank: loading the accounts of %s: %w", app.User, err)
+			return nil, ledgerUnavailable(fmt.Errorf("bank: loading the accounts of %s: %w", app.User, err))
 		}
 		app.Accounts = accounts
 		return app, nil
@@ -146,7 +146,7 @@ func Resolver(store *Store) func(ctx context.Context, c Caller, def *core.Defini
 }
 
 // NewExecutor returns an executor of the bank's capabilities over store.
-func NewExecutor(store *Store, hooks ...core.Hook) (*Executor, error) {
+func NewExecutor(store Ledger, hooks ...core.Hook) (*Executor, error) {
 	reg, err := core.NewRegistry(Capabilities()...)
 	if err != nil {
 		return nil, err

@@ -122,13 +122,15 @@ func TestCapabilities(t *testing.T) {
 		{"autonomous transfer", "", "transfer_money", `{"source_account":"acc_123","destination_account":"acc_456","amount":1,"currency":"USD"}`,
 			result{403, "unauthorized", ""}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, exec := newExec(t)
-			if diff := cmp.Diff(c.want, run(t, exec, c.user, c.capability, c.args)); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
+	for _, l := range ledgers {
+		for _, c := range cases {
+			t.Run(l.name+"/"+c.name, func(t *testing.T) {
+				exec := captest.NewExecutor(t, bank.Resolver(l.open(t)), bank.Capabilities())
+				if diff := cmp.Diff(c.want, run(t, exec, c.user, c.capability, c.args)); diff != "" {
+					t.Errorf("(-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
 }
 
@@ -144,7 +146,7 @@ func TestLedgerOutageIsRedacted(t *testing.T) {
 	}
 }
 
-func balance(t *testing.T, store *bank.Store, user, id string) string {
+func balance(t *testing.T, store bank.Ledger, user, id string) string {
 	t.Helper()
 	c, cur, err := store.Balance(context.Background(), user, id)
 	if err != nil {
@@ -154,7 +156,13 @@ func balance(t *testing.T, store *bank.Store, user, id string) string {
 }
 
 func TestTransfersMoveMoney(t *testing.T) {
-	store, exec := newExec(t)
+	for _, l := range ledgers {
+		t.Run(l.name, func(t *testing.T) { testTransfersMoveMoney(t, l.open(t)) })
+	}
+}
+
+func testTransfersMoveMoney(t *testing.T, store bank.Ledger) {
+	exec := captest.NewExecutor(t, bank.Resolver(store), bank.Capabilities())
 	steps := []struct {
 		user, args string
 	}{
@@ -189,7 +197,13 @@ func TestTransfersMoveMoney(t *testing.T) {
 }
 
 func TestConcurrentTransfersKeepTheBooks(t *testing.T) {
-	store, exec := newExec(t)
+	for _, l := range ledgers {
+		t.Run(l.name, func(t *testing.T) { testConcurrentTransfers(t, l.open(t)) })
+	}
+}
+
+func testConcurrentTransfers(t *testing.T, store bank.Ledger) {
+	exec := captest.NewExecutor(t, bank.Resolver(store), bank.Capabilities())
 	const n = 50
 	var wg sync.WaitGroup
 	for i := range n {

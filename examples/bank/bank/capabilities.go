@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/http"
 	"strings"
+	"time"
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/core"
@@ -177,7 +179,7 @@ func checkBalance(ctx context.Context, app *App, in BalanceQuery) (Balance, erro
 	case errors.Is(err, ErrAccountNotFound):
 		return Balance{}, accountNotFound()
 	case err != nil:
-		return Balance{}, err
+		return Balance{}, ledgerUnavailable(err)
 	}
 	return Balance{AccountID: in.AccountID, Balance: json.Number(cents.String()), Currency: currency}, nil
 }
@@ -204,9 +206,25 @@ func transferMoney(ctx context.Context, app *App, in TransferRequest) (TransferR
 	case errors.Is(err, ErrSameAccount):
 		return TransferResult{}, core.BadRequest(core.WireInvalidRequest, "the source and destination accounts must differ")
 	case err != nil:
-		return TransferResult{}, err
+		return TransferResult{}, ledgerUnavailable(err)
 	}
 	return TransferResult{TransferID: t.ID, Status: "completed", Amount: json.Number(t.Amount.String()), Currency: t.Currency}, nil
+}
+
+// ledgerRetryAfter is how long a caller is asked to wait when the ledger
+// is unavailable.
+const ledgerRetryAfter = 2 * time.Second
+
+// ledgerUnavailable answers an unreachable ledger 503
+// temporarily_unavailable with Retry-After, keeping the cause hidden;
+// other errors pass unchanged. The call did not run, or its transaction
+// was rolled back, except when the connection broke during its commit.
+func ledgerUnavailable(err error) error {
+	if !errors.Is(err, ErrLedgerUnavailable) {
+		return err
+	}
+	return core.NewAppError(http.StatusServiceUnavailable, "temporarily_unavailable",
+		"the ledger is unavailable; retry later").WithRetryAfter(ledgerRetryAfter).WithCause(err)
 }
 
 func exchangeRate(_ context.Context, _ *App, in RateQuery) (RateQuote, error) {

@@ -150,7 +150,7 @@ func statementExport(ctx context.Context, app *App, in StatementRequest) (Statem
 	}
 	entries, currency, err := app.store.History(ctx, app.User, in.AccountID, from, to)
 	if err != nil {
-		return Statement{}, err
+		return Statement{}, ledgerUnavailable(err)
 	}
 	core.ReportProgress(ctx, core.Progress{Progress: float64(steps), Total: float64(steps), Message: "done"})
 	var csv strings.Builder

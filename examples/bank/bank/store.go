@@ -80,6 +80,26 @@ type ledgerAccount struct {
 	shardDown bool
 }
 
+// Ledger keeps the bank's accounts, balances and history. Store keeps
+// them in memory for one instance, PGLedger in PostgreSQL for several.
+type Ledger interface {
+	// AccountsOf returns the accounts owned by user, in id order.
+	AccountsOf(ctx context.Context, user string) ([]Account, error)
+	// Balance reads the balance and currency of account id owned by
+	// user; an unknown account, or one that user does not own, is
+	// ErrAccountNotFound.
+	Balance(ctx context.Context, user, id string) (Cents, string, error)
+	// TransferMoney moves amount, in currency, from source (which user
+	// must own) to destination, converting at the fixed rates.
+	TransferMoney(ctx context.Context, user, source, destination string, amount *big.Rat, currency string) (Transfer, error)
+	// History returns the entries of account id, owned by user, dated
+	// from from to to (days, inclusive), oldest first, with the
+	// account's currency.
+	History(ctx context.Context, user, id string, from, to time.Time) ([]Entry, string, error)
+}
+
+var _ Ledger = (*Store)(nil)
+
 // Store holds accounts and balances in memory, safe for concurrent use.
 // It stands in for the bank's account database and its ledger.
 type Store struct {
@@ -100,18 +120,27 @@ type Store struct {
 func NewStore() *Store {
 	s := &Store{
 		accounts:  make(map[string]*ledgerAccount),
-		ledgerDSN: "postgres://ledger:s3cret@ledger-db.internal:5432/bank",
+		ledgerDSN: demoLedgerDSN,
 		entries:   demoEntries(),
 	}
-	for _, a := range []ledgerAccount{
+	for _, a := range demoAccounts() {
+		s.accounts[a.ID] = &a
+	}
+	return s
+}
+
+// demoLedgerDSN is the connection string the unreachable shard's errors
+// quote.
+const demoLedgerDSN = "postgres://ledger:s3cret@ledger-db.internal:5432/bank"
+
+// demoAccounts are the accounts the demonstration data starts with.
+func demoAccounts() []ledgerAccount {
+	return []ledgerAccount{
 		{Account: Account{ID: "acc_123", Owner: "user_alice", Name: "Everyday checking", Type: Checking, Currency: USD}, balance: 500000},
 		{Account: Account{ID: "acc_124", Owner: "user_alice", Name: "Rainy day savings", Type: Savings, Currency: EUR}, balance: 120000},
 		{Account: Account{ID: "acc_456", Owner: "user_bob", Name: "Main checking", Type: Checking, Currency: USD}, balance: 30000},
 		{Account: Account{ID: "acc_999", Owner: "user_carol", Name: "Archived checking", Type: Checking, Currency: USD}, balance: 100, shardDown: true},
-	} {
-		s.accounts[a.ID] = &a
 	}
-	return s
 }
 
 // AccountsOf returns the accounts owned by user, in id order. It reads
@@ -173,36 +202,22 @@ func (s *Store) TransferMoney(_ context.Context, user, source, destination strin
 			return Transfer{}, s.outage(a.ID)
 		}
 	}
-	scaled := new(big.Rat).Mul(amount, big.NewRat(100, 1))
-	if !scaled.IsInt() {
-		return Transfer{}, fmt.Errorf("bank: transfer amount %s is not a whole number of cents", amount.RatString())
-	}
-	if !scaled.Num().IsInt64() {
-		return Transfer{}, ErrInsufficientFunds
-	}
-	amt := Cents(scaled.Num().Int64())
-	debit, err := convert(amount, currency, src.Currency)
+	amt, debit, credit, err := price(amount, currency, src.Currency, dst.Currency)
 	if err != nil {
 		return Transfer{}, err
 	}
-	credit, err := convert(amount, currency, dst.Currency)
-	if err != nil {
-		return Transfer{}, err
-	}
-	if debit.Cmp(big.NewInt(int64(src.balance))) > 0 {
+	if debit > src.balance {
 		return Transfer{}, ErrInsufficientFunds
 	}
-	// The debit fits the source balance, so it and the credit (at most a
-	// few times larger) fit in an int64.
-	src.balance -= Cents(debit.Int64())
-	dst.balance += Cents(credit.Int64())
+	src.balance -= debit
+	dst.balance += credit
 	s.seq++
 	t := Transfer{
-		ID:       fmt.Sprintf("tr_%06d", s.seq),
+		ID:       transferID(int64(s.seq)),
 		Amount:   amt,
 		Currency: currency,
-		Debited:  Cents(debit.Int64()),
-		Credited: Cents(credit.Int64()),
+		Debited:  debit,
+		Credited: credit,
 	}
 	s.record(t, src.ID, dst.ID, time.Now())
 	return t, nil
@@ -211,7 +226,42 @@ func (s *Store) TransferMoney(_ context.Context, user, source, destination strin
 // outage is the error a ledger driver gives for an unreachable shard. Its
 // text carries the connection string, as real drivers' errors often do.
 func (s *Store) outage(id string) error {
-	return fmt.Errorf("bank: ledger query for %s: dial %s: connection refused", id, s.ledgerDSN)
+	return shardOutage(id, s.ledgerDSN)
+}
+
+func shardOutage(id, dsn string) error {
+	return fmt.Errorf("bank: ledger query for %s: dial %s: connection refused", id, dsn)
+}
+
+// transferID formats the n-th transfer's id.
+func transferID(n int64) string { return fmt.Sprintf("tr_%06d", n) }
+
+// price checks a transfer of amount in currency from an account holding
+// from to one holding to, and returns the amount, the debit and the
+// credit in cents of their currencies. An amount too large for the
+// ledger is ErrInsufficientFunds: no account holds that much.
+func price(amount *big.Rat, currency, from, to string) (amt, debit, credit Cents, err error) {
+	scaled := new(big.Rat).Mul(amount, big.NewRat(100, 1))
+	if !scaled.IsInt() {
+		return 0, 0, 0, fmt.Errorf("bank: transfer amount %s is not a whole number of cents", amount.RatString())
+	}
+	if !scaled.Num().IsInt64() {
+		return 0, 0, 0, ErrInsufficientFunds
+	}
+	d, err := convert(amount, currency, from)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	c, err := convert(amount, currency, to)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	// A conversion can make an amount larger (GBP to USD); one that
+	// leaves int64 is more than any account holds.
+	if !d.IsInt64() || !c.IsInt64() {
+		return 0, 0, 0, ErrInsufficientFunds
+	}
+	return Cents(scaled.Num().Int64()), Cents(d.Int64()), Cents(c.Int64()), nil
 }
 
 // rates are the fixed exchange rates, as exact decimals: one unit of the
