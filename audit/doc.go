@@ -1,0 +1,24 @@
+// Package audit keeps the audit trail of an agentcap application: one
+// [Record] per capability call, preview and confirmation, and per change an
+// Agent Auth provider makes to hosts, agents and grants.
+//
+// A [Sink] receives records. A [Store] is a Sink that can also be read back
+// ([Store.Query], newest first, with filters and cursor pagination),
+// exported as JSON Lines ([Export]) and trimmed ([Store.Sweep], see
+// [Retention]). Stores are append-only: a record, once written, is never
+// changed; only the retention sweep removes records, by age.
+//
+// Implementations: [Memory] (tests, single process), [NewSlogSink] (a log
+// line per record, write only), and the SQL stores in the sqlitestore and
+// pgstore subpackages, which can share the database (and the *sql.DB or
+// pool) of the provider store. The audittest subpackage is the conformance
+// suite every Store passes.
+//
+// A record holds no raw arguments: calls are identified by the SHA-256
+// digest of their canonical arguments. A capability may opt in to keeping
+// its arguments (core.WithAuditArguments); fields tagged agentcap:"secret"
+// are then replaced by "[redacted]" before the record leaves the executor.
+//
+// [ForExecutor] connects an executor (core.ExecutorConfig.Auditor) to a
+// Sink.
+package audit

@@ -1,0 +1,79 @@
+// Package sqlitestore keeps the audit trail (package audit) in SQLite,
+// in a file of its own or in the database an application already uses,
+// such as the provider store's (agentauth/store/sqlitestore).
+//
+// The table, agentcap_audit, is created and migrated when the store is
+// opened; the versions applied are recorded in agentcap_audit_migrations,
+// apart from the provider store's own migrations table, so that either
+// can move on without the other. A trigger refuses every UPDATE: records
+// are only ever appended, and deleted by age by Sweep.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/agentcap/agentcap/audit"
+	"github.com/agentcap/agentcap/audit/internal/sqlstore"
+	"github.com/agentcap/agentcap/internal/sqlutil"
+)
+
+// Table is the name of the table holding the records.
+const Table = sqlstore.Table
+
+// Store is an audit.Store in SQLite.
+type Store struct {
+	*sqlstore.Store
+}
+
+var _ audit.Store = (*Store)(nil)
+
+var dialect = &sqlstore.Dialect{
+	Migrations: [][]string{
+		append(append([]string{}, sqlstore.CreateTable...),
+			`CREATE TRIGGER `+Table+`_append_only BEFORE UPDATE ON `+Table+` BEGIN SELECT RAISE(ABORT, '`+Table+` is append-only'); END`),
+	},
+	IsUnique: func(err error) bool {
+		var se *sqlite.Error
+		return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
+	},
+}
+
+// Open opens (creating if needed) the SQLite file at path, which may be
+// the file an application already uses for other tables. Close closes
+// it.
+func Open(ctx context.Context, path string) (*Store, error) {
+	dsn, err := sqlutil.SQLiteDSN(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	s, err := sqlstore.Open(ctx, db, dialect, db.Close)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{Store: s}, nil
+}
+
+// New returns a Store on db, an SQLite handle an application already
+// holds (the provider store's DB(), say), after migrating the audit table
+// in it. db stays the caller's: Close does not close it.
+func New(ctx context.Context, db *sql.DB) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("sqlitestore: nil db")
+	}
+	s, err := sqlstore.Open(ctx, db, dialect, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{Store: s}, nil
+}
