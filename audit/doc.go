@@ -14,11 +14,7 @@
 // pool) of the provider store. The audittest subpackage is the conformance
 // suite every Store passes.
 //
-// A record holds no raw arguments: calls are identified by the SHA-256
-// digest of their canonical arguments. A capability may opt in to keeping
-// its arguments (core.WithAuditArguments); fields tagged agentcap:"secret"
-// are then replaced by "[redacted]" before the record leaves the executor.
-//
-// [ForExecutor] connects an executor (core.ExecutorConfig.Auditor) to a
-// Sink.
+// A record identifies a call's arguments by the SHA-256 digest of their
+// canonical form; Record.Arguments is meant only for arguments a writer
+// has chosen to keep, with secret values replaced by [Redacted].
 package audit

@@ -13,10 +13,9 @@ import (
 	"time"
 )
 
-// Event names of the records the executor and the provider write. A
-// capability's execute records carry its own audit event name instead
-// (core.Definition.AuditEvent: the capability name unless set with
-// core.WithAuditEvent).
+// Event names for records of previews, confirmations and provider
+// changes. A record of a capability's execution carries an event name of
+// the application's choosing (the capability name, say).
 const (
 	// EventPreview: a preview of a capability call ran.
 	EventPreview = "preview"
@@ -87,7 +86,7 @@ type Record struct {
 	// granted.
 	Capability string `json:"capability,omitempty"`
 	// ArgumentsDigest is the hex SHA-256 of the canonical form of the
-	// call's arguments (see core.ArgumentsDigest).
+	// call's arguments.
 	ArgumentsDigest string `json:"arguments_sha256,omitempty"`
 	// ConfirmationID identifies the confirmation the call used or was
 	// issued.
@@ -103,8 +102,8 @@ type Record struct {
 	// Detail is a short, non-secret description of a provider change
 	// (the capabilities granted, a revocation reason).
 	Detail string `json:"detail,omitempty"`
-	// Arguments are the call's arguments with secret fields redacted,
-	// only for capabilities that opt in (core.WithAuditArguments).
+	// Arguments are the call's arguments, secret fields redacted, for
+	// capabilities whose arguments are kept; nil otherwise.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
