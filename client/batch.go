@@ -23,6 +23,10 @@ type BatchCall struct {
 	Capability string
 	// Arguments are encoded as for Execute.
 	Arguments any
+	// ConfirmationToken confirms the call, for a capability that needs a
+	// confirmation; without one, such a call fails alone with a
+	// *ConfirmationRequired.
+	ConfirmationToken string
 }
 
 // BatchResult is the outcome of one call of a batch: Data on success,
@@ -35,9 +39,10 @@ type BatchResult struct {
 }
 
 type batchItem struct {
-	ID         string          `json:"id"`
-	Capability string          `json:"capability"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	ID                string          `json:"id"`
+	Capability        string          `json:"capability"`
+	Arguments         json.RawMessage `json:"arguments,omitempty"`
+	ConfirmationToken string          `json:"confirmation_token,omitempty"`
 }
 
 type batchAnswer struct {
@@ -79,7 +84,7 @@ func (a *Agent) BatchExecute(ctx context.Context, calls []BatchCall) ([]BatchRes
 		if err != nil {
 			return nil, fmt.Errorf("client: batch call %q: %w", id, err)
 		}
-		items[i] = batchItem{ID: id, Capability: c.Capability, Arguments: args}
+		items[i] = batchItem{ID: id, Capability: c.Capability, Arguments: args, ConfirmationToken: c.ConfirmationToken}
 		results[i] = BatchResult{ID: id, Capability: c.Capability}
 	}
 
@@ -102,7 +107,7 @@ func (a *Agent) BatchExecute(ctx context.Context, calls []BatchCall) ([]BatchRes
 	}
 	for _, loc := range order {
 		idx := groups[loc]
-		batchURL := batchEndpoint(loc)
+		batchURL := siblingEndpoint(loc, "batch-execute")
 		for start := 0; start < len(idx); start += MaxBatchItems {
 			chunk := idx[start:min(start+MaxBatchItems, len(idx))]
 			if batchURL != "" {
@@ -125,7 +130,11 @@ func (a *Agent) BatchExecute(ctx context.Context, calls []BatchCall) ([]BatchRes
 				batchURL = ""
 			}
 			for _, i := range chunk {
-				res, err := a.Execute(ctx, items[i].Capability, items[i].Arguments)
+				var opts []ExecuteOption
+				if items[i].ConfirmationToken != "" {
+					opts = append(opts, WithConfirmationToken(items[i].ConfirmationToken))
+				}
+				res, err := a.Execute(ctx, items[i].Capability, items[i].Arguments, opts...)
 				if err != nil {
 					if ctx.Err() != nil {
 						return nil, ctx.Err()
@@ -145,14 +154,16 @@ func (a *Agent) BatchExecute(ctx context.Context, calls []BatchCall) ([]BatchRes
 	return results, nil
 }
 
-// batchEndpoint derives a location's batch URL, or "" when the location
-// does not end in an execute segment.
-func batchEndpoint(loc string) string {
+// siblingEndpoint derives another endpoint of a location (its batch or
+// preview URL) by replacing the last segment "execute" of its URL with
+// name, or returns "" when the location does not end in an execute
+// segment.
+func siblingEndpoint(loc, name string) string {
 	base, query, _ := strings.Cut(loc, "?")
 	if !strings.HasSuffix(base, "/execute") {
 		return ""
 	}
-	u := strings.TrimSuffix(base, "execute") + "batch-execute"
+	u := strings.TrimSuffix(base, "execute") + name
 	if query != "" {
 		u += "?" + query
 	}
@@ -205,7 +216,7 @@ func (a *Agent) sendBatch(ctx context.Context, loc, batchURL string, items []bat
 			if e.Code == "" && e.Message == "" {
 				e.Message = "batch call failed"
 			}
-			results[i].Err = e
+			results[i].Err = confirmationRequired(items[i].Capability, e)
 			a.forgetStale(items[i].Capability, e)
 		default:
 			results[i].Err = fmt.Errorf("client: batch answer with status %q", r.Status)

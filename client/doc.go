@@ -35,6 +35,18 @@
 // the HTTP status, the message, constraint violations and Retry-After;
 // 429 answers are retried a bounded number of times.
 //
+// # Previews and confirmations
+//
+// Agent.Preview runs a capability's dry run and returns what the call
+// would do with, for a capability that needs a confirmation, a token bound
+// to exactly that call. Executing such a capability without a token
+// (WithConfirmationToken, or BatchCall.ConfirmationToken) fails with a
+// *ConfirmationRequired carrying the preview and a fresh token, so that a
+// caller shows the preview and, once the user agrees, confirms in one
+// more call. Refused tokens are *Error values with the codes
+// CodeConfirmationMismatch, CodeConfirmationExpired, CodeConfirmationUsed
+// and CodeInvalidConfirmation (see IsConfirmationRefused).
+//
 // # Capability sets and tools
 //
 // A Set gathers the capabilities of several connected agents under

@@ -34,7 +34,8 @@ type Result struct {
 type ExecuteOption func(*executeConfig)
 
 type executeConfig struct {
-	idempotencyKey string
+	idempotencyKey    string
+	confirmationToken string
 }
 
 // WithIdempotencyKey sends key as the Idempotency-Key header, so that a
@@ -46,8 +47,9 @@ func WithIdempotencyKey(key string) ExecuteOption {
 
 // executeBody is the body of POST /capability/execute.
 type executeBody struct {
-	Capability string          `json:"capability"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	Capability        string          `json:"capability"`
+	Arguments         json.RawMessage `json:"arguments,omitempty"`
+	ConfirmationToken string          `json:"confirmation_token,omitempty"`
 }
 
 // asyncAnswer is an asynchronous execution answer: 202 pending, or a
@@ -100,8 +102,10 @@ func encodeArguments(args any) (json.RawMessage, error) {
 // of the issuer or of the location) with backoff until it completes; if
 // ctx ends first, the job is cancelled with DELETE on its status_url. An
 // event stream is returned as Result.Stream. Failures are *Error values;
-// a failed asynchronous result has Status 0. ctx bounds the whole call,
-// polling included.
+// a failed asynchronous result has Status 0. A capability that needs a
+// confirmation fails without one (WithConfirmationToken) with a
+// *ConfirmationRequired carrying the preview and a fresh token. ctx
+// bounds the whole call, polling included.
 func (a *Agent) Execute(ctx context.Context, capability string, args any, opts ...ExecuteOption) (*Result, error) {
 	var cfg executeConfig
 	for _, o := range opts {
@@ -115,7 +119,7 @@ func (a *Agent) Execute(ctx context.Context, capability string, args any, opts .
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(executeBody{Capability: capability, Arguments: arguments})
+	body, err := json.Marshal(executeBody{Capability: capability, Arguments: arguments, ConfirmationToken: cfg.confirmationToken})
 	if err != nil {
 		return nil, fmt.Errorf("client: encode request: %w", err)
 	}
@@ -159,14 +163,14 @@ func (a *Agent) Execute(ctx context.Context, capability string, args any, opts .
 	var ans asyncAnswer
 	if err := a.c.readJSON(resp, &ans); err != nil {
 		a.forgetStale(capability, err)
-		return nil, timeoutCause(rctx, err)
+		return nil, confirmationRequired(capability, timeoutCause(rctx, err))
 	}
 	switch {
 	case resp.StatusCode == http.StatusAccepted || (ans.Status == "pending" && ans.StatusURL != ""):
 		timer.Stop()
 		return a.pollAsync(ctx, capability, loc, ans)
 	case ans.Status == "completed" || ans.Status == "failed":
-		return asyncOutcome(ans)
+		return asyncOutcome(capability, ans)
 	case ans.Data == nil:
 		return &Result{Data: json.RawMessage("null")}, nil
 	default:
@@ -196,13 +200,13 @@ func isEventStream(contentType string) bool {
 
 // asyncOutcome turns a completed or failed asynchronous answer into a
 // result or an error.
-func asyncOutcome(ans asyncAnswer) (*Result, error) {
+func asyncOutcome(capability string, ans asyncAnswer) (*Result, error) {
 	if ans.Status == "failed" {
 		e := decodeErrorObject(ans.Error)
 		if e.Code == "" && e.Message == "" {
 			e.Message = "asynchronous execution failed"
 		}
-		return nil, e
+		return nil, confirmationRequired(capability, e)
 	}
 	if ans.Result == nil {
 		return &Result{Data: json.RawMessage("null")}, nil
@@ -240,7 +244,7 @@ func (a *Agent) pollAsync(ctx context.Context, capability, loc string, ans async
 		}
 		switch next.Status {
 		case "completed", "failed":
-			return asyncOutcome(next)
+			return asyncOutcome(capability, next)
 		case "pending", "":
 		default:
 			return nil, fmt.Errorf("client: unknown async status %q", next.Status)

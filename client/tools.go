@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/agentcap/agentcap/internal/mcpschema"
 )
@@ -16,6 +17,9 @@ var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 type OpenAITool struct {
 	Type     string         `json:"type"`
 	Function OpenAIFunction `json:"function"`
+	// NeedsConfirmation marks a capability whose calls need a
+	// confirmation (see ConfirmationNote); it is not sent.
+	NeedsConfirmation bool `json:"-"`
 }
 
 // OpenAIFunction is the function of an OpenAITool.
@@ -30,6 +34,8 @@ type AnthropicTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	// NeedsConfirmation is as in OpenAITool; it is not sent.
+	NeedsConfirmation bool `json:"-"`
 }
 
 // MCPTool is a tool definition in the Model Context Protocol's tools/list
@@ -39,6 +45,27 @@ type MCPTool struct {
 	Description  string          `json:"description,omitempty"`
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// NeedsConfirmation is as in OpenAITool; it is not sent.
+	NeedsConfirmation bool `json:"-"`
+}
+
+// ConfirmationNote ends the description of a tool whose capability needs
+// a confirmation (Capability.RequiresConfirmation), so that a model knows
+// a call will not run at once. The tool conversions also set such tools'
+// NeedsConfirmation; Set.Call of one without a token fails with a
+// *ConfirmationRequired, whose preview the application shows before it
+// calls again with the token.
+const ConfirmationNote = "Each call needs the user's confirmation before it runs."
+
+// toolDescription is the description of c's tool.
+func toolDescription(c Capability) string {
+	if !c.RequiresConfirmation {
+		return c.Description
+	}
+	if c.Description == "" {
+		return ConfirmationNote
+	}
+	return strings.TrimRight(c.Description, " ") + " " + ConfirmationNote
 }
 
 func inputSchema(c Capability) json.RawMessage {
@@ -55,9 +82,9 @@ func (s *Set) OpenAITools() []OpenAITool {
 	for i, e := range s.entries {
 		tools[i] = OpenAITool{Type: "function", Function: OpenAIFunction{
 			Name:        e.Name,
-			Description: e.Capability.Description,
+			Description: toolDescription(e.Capability),
 			Parameters:  inputSchema(e.Capability),
-		}}
+		}, NeedsConfirmation: e.Capability.RequiresConfirmation}
 	}
 	return tools
 }
@@ -67,7 +94,8 @@ func (s *Set) OpenAITools() []OpenAITool {
 func (s *Set) AnthropicTools() []AnthropicTool {
 	tools := make([]AnthropicTool, len(s.entries))
 	for i, e := range s.entries {
-		tools[i] = AnthropicTool{Name: e.Name, Description: e.Capability.Description, InputSchema: inputSchema(e.Capability)}
+		tools[i] = AnthropicTool{Name: e.Name, Description: toolDescription(e.Capability), InputSchema: inputSchema(e.Capability),
+			NeedsConfirmation: e.Capability.RequiresConfirmation}
 	}
 	return tools
 }
@@ -82,7 +110,8 @@ func (s *Set) AnthropicTools() []AnthropicTool {
 func (s *Set) MCPTools() []MCPTool {
 	tools := make([]MCPTool, len(s.entries))
 	for i, e := range s.entries {
-		t := MCPTool{Name: e.Name, Description: e.Capability.Description, InputSchema: inputSchema(e.Capability)}
+		t := MCPTool{Name: e.Name, Description: toolDescription(e.Capability), InputSchema: inputSchema(e.Capability),
+			NeedsConfirmation: e.Capability.RequiresConfirmation}
 		t.OutputSchema, _ = mcpschema.Output(e.Capability.Output)
 		tools[i] = t
 	}

@@ -17,6 +17,38 @@ type Capability struct {
 	Output           json.RawMessage `json:"output,omitempty"`
 	GrantStatus      string          `json:"grant_status,omitempty"`
 	ApprovalStrength string          `json:"approval_strength,omitempty"`
+
+	// Risk ("low", "medium", "high", "critical"), SupportsPreview and
+	// RequiresConfirmation are agentcap's extension of list and describe
+	// entries; they are zero when the server does not send them (or sends
+	// them with another type).
+	Risk string `json:"risk,omitempty"`
+	// SupportsPreview reports a dry run (Agent.Preview).
+	SupportsPreview bool `json:"supports_preview,omitempty"`
+	// RequiresConfirmation reports that every call must carry a
+	// confirmation token (see ConfirmationRequired).
+	RequiresConfirmation bool `json:"requires_confirmation,omitempty"`
+}
+
+// UnmarshalJSON decodes a capability, reading the extension members
+// leniently: one of an unexpected type is left zero instead of failing
+// the listing.
+func (c *Capability) UnmarshalJSON(b []byte) error {
+	type plain Capability
+	var v struct {
+		plain
+		Risk                 json.RawMessage `json:"risk"`
+		SupportsPreview      json.RawMessage `json:"supports_preview"`
+		RequiresConfirmation json.RawMessage `json:"requires_confirmation"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*c = Capability(v.plain)
+	_ = json.Unmarshal(v.Risk, &c.Risk)
+	_ = json.Unmarshal(v.SupportsPreview, &c.SupportsPreview)
+	_ = json.Unmarshal(v.RequiresConfirmation, &c.RequiresConfirmation)
+	return nil
 }
 
 // CapabilityPage is one page of a capability listing.
