@@ -48,6 +48,6 @@ func ExampleNewHostVerifier() {
 		fmt.Print(host.ID, " ", rec.Code, " ", rec.Body)
 	}
 	// Output:
-	// hst_1 200 {"capabilities":[{"name":"inbox","description":"Read the user's inbox.","approval_strength":"none"}],"has_more":false,"next_cursor":null}
+	// hst_1 200 {"capabilities":[{"name":"inbox","description":"Read the user's inbox.","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false}],"has_more":false,"next_cursor":null}
 	// hst_2 200 {"capabilities":[],"has_more":false,"next_cursor":null}
 }

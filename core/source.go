@@ -25,3 +25,22 @@ var (
 
 // Get returns e itself: a built executor is its own ExecutorSource.
 func (e *Executor[C, P]) Get(context.Context) (*Executor[C, P], error) { return e, nil }
+
+// ConfirmationNeeded reports whether calls of d through the executor src
+// yields must carry a confirmation token, as transports publish it
+// (httpx's requires_confirmation, mcpx's tool metadata) without building
+// a lazy executor: the executor's own answer ([Executor.NeedsConfirmation])
+// once it exists; before a lazy executor's first build, whether d was
+// defined WithConfirmation (a capability an executor without a Confirmer
+// refuses to serve), since the executor's rule is not known yet.
+func ConfirmationNeeded[C, P any](src ExecutorSource[C, P], d *Definition) bool {
+	switch s := src.(type) {
+	case *Executor[C, P]:
+		return s.NeedsConfirmation(d)
+	case interface{ Built() *Executor[C, P] }:
+		if e := s.Built(); e != nil {
+			return e.NeedsConfirmation(d)
+		}
+	}
+	return d.RequiresConfirmation()
+}

@@ -57,9 +57,9 @@ func TestArrayOutput(t *testing.T) {
 			`{"name":"items","description":"List the items",` +
 				`"input":{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"empty":{"type":"boolean"}},"additionalProperties":false},` +
 				`"output":{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"array","items":{"type":"object","properties":{"id":{"type":"string"}},"required":["id"],"additionalProperties":false}},` +
-				`"approval_strength":"none","required_constraints":[],"risk":"low"}`},
+				`"approval_strength":"none","required_constraints":[],"risk":"low","supports_preview":false,"requires_confirmation":false}`},
 		{"list", "GET", "/capability/list", "",
-			`{"capabilities":[{"name":"items","description":"List the items","approval_strength":"none"}],"has_more":false,"next_cursor":null}`},
+			`{"capabilities":[{"name":"items","description":"List the items","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false}],"has_more":false,"next_cursor":null}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

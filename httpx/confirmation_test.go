@@ -1,6 +1,7 @@
 package httpx_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -114,4 +115,132 @@ func TestExecuteWithConfirmation(t *testing.T) {
 	if status, body := post("alice", "", with("7")); status != 200 {
 		t.Errorf("execute after preview: %d %v", status, body)
 	}
+}
+
+// TestDiscoveryConfirmation checks the members list and describe entries
+// carry about previews and confirmations: requires_confirmation follows
+// the executor's rule, and only with a Confirmer; a lazy executor reports
+// the declaration until it is built, then its rule.
+func TestDiscoveryConfirmation(t *testing.T) {
+	preview := func(_ context.Context, _ struct{}, in sendIn) (sendOut, error) { return sendOut{Sent: in.Amount}, nil }
+	run := func(_ context.Context, _ struct{}, in sendIn) (sendOut, error) { return sendOut{Sent: in.Amount}, nil }
+	defs := func() *core.Registry {
+		return core.MustRegistry(
+			core.MustDefine("declared", "Needs a confirmation by declaration", run, core.WithConfirmation(), core.WithPreview(preview)),
+			core.MustDefine("risky", "Needs one by risk", run, core.WithRisk(core.RiskCritical)),
+			core.MustDefine("plain", "Needs none", run, core.WithRisk(core.RiskMedium), core.WithPreview(preview)),
+		)
+	}
+	mgr, err := confirm.New(confirm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := func(confirmer core.Confirmer) core.ExecutorConfig[struct{}, string] {
+		return core.ExecutorConfig[struct{}, string]{
+			CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+			Confirmation:  core.ConfirmationConfig[string]{Confirmer: confirmer, Subject: func(p string) string { return p }},
+		}
+	}
+	auth := httpx.Config[string]{Authenticate: func(context.Context, *httpx.Request) (string, error) { return "alice", nil }}
+	handler := func(exec *core.Executor[struct{}, string]) *httpx.Handler[struct{}, string] {
+		h, err := httpx.New(exec, auth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	withConfirmer := handler(core.MustExecutor(defs(), config(mgr)))
+	reg := defs()
+	without := handler(core.MustExecutor(core.MustRegistry(
+		core.MustDefine("risky", "Needs one by risk", run, core.WithRisk(core.RiskCritical)),
+		core.MustDefine("plain", "Needs none", run, core.WithRisk(core.RiskMedium), core.WithPreview(preview)),
+	), config(nil)))
+	lazy := core.LazyFor(reg, func(context.Context) (*core.Executor[struct{}, string], error) {
+		return core.NewExecutor(reg, config(mgr))
+	})
+	lazyHandler, err := httpx.NewLazy(lazy, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type entry struct {
+		Risk                 string          `json:"risk"`
+		SupportsPreview      *bool           `json:"supports_preview"`
+		RequiresConfirmation *bool           `json:"requires_confirmation"`
+		PreviewSchema        json.RawMessage `json:"preview_schema"`
+	}
+	type view struct {
+		risk             string
+		preview, confirm bool
+	}
+	get := func(h http.Handler, path string, v any) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != 200 {
+			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// check compares list and describe entries, which must agree, with
+	// want.
+	check := func(label string, h http.Handler, want map[string]view) {
+		t.Helper()
+		var list struct{ Capabilities []map[string]json.RawMessage }
+		get(h, "/capability/list", &list)
+		if len(list.Capabilities) != len(want) {
+			t.Fatalf("%s: %d entries, want %d", label, len(list.Capabilities), len(want))
+		}
+		for _, raw := range list.Capabilities {
+			var name string
+			_ = json.Unmarshal(raw["name"], &name)
+			if _, ok := raw["preview_schema"]; ok {
+				t.Errorf("%s: list entry %s carries the preview schema", label, name)
+			}
+			var fromList, fromDescribe entry
+			b, _ := json.Marshal(raw)
+			_ = json.Unmarshal(b, &fromList)
+			get(h, "/capability/describe?name="+name, &fromDescribe)
+			for _, e := range []entry{fromList, fromDescribe} {
+				if e.SupportsPreview == nil || e.RequiresConfirmation == nil {
+					t.Fatalf("%s: %s lacks supports_preview or requires_confirmation", label, name)
+				}
+				got := view{e.Risk, *e.SupportsPreview, *e.RequiresConfirmation}
+				if got != want[name] {
+					t.Errorf("%s: %s = %+v, want %+v", label, name, got, want[name])
+				}
+			}
+			d, _ := reg.Lookup(name)
+			if d.SupportsPreview() {
+				var compact bytes.Buffer
+				_ = json.Compact(&compact, d.PreviewSchema())
+				if string(fromDescribe.PreviewSchema) != compact.String() {
+					t.Errorf("%s: %s preview_schema = %s, want %s", label, name, fromDescribe.PreviewSchema, compact.String())
+				}
+			} else if fromDescribe.PreviewSchema != nil {
+				t.Errorf("%s: %s has a preview_schema without a preview", label, name)
+			}
+		}
+	}
+	all := map[string]view{
+		"declared": {"low", true, true},
+		"risky":    {"critical", false, true},
+		"plain":    {"medium", true, false},
+	}
+	check("with a confirmer", withConfirmer, all)
+	check("without a confirmer", without, map[string]view{
+		"risky": {"critical", false, false},
+		"plain": {"medium", true, false},
+	})
+	check("lazy, before the build", lazyHandler, map[string]view{
+		"declared": {"low", true, true},
+		"risky":    {"critical", false, false},
+		"plain":    {"medium", true, false},
+	})
+	if _, err := lazy.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check("lazy, built", lazyHandler, all)
 }

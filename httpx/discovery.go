@@ -77,6 +77,7 @@ func (h *Handler[C, P]) list(ctx context.Context, req *Request, principal P, ano
 			b = append(b, ',')
 		}
 		b = append(b, info.listEntry...)
+		b = h.appendRequiresConfirmation(b, d)
 		b = h.appendGrantStatus(ctx, b, principal, anonymous, d)
 		b = append(b, '}')
 		last = d.Name()
@@ -107,6 +108,7 @@ func (h *Handler[C, P]) describe(ctx context.Context, req *Request, principal P,
 		return h.fail(ctx, buf, envelopeOf(unknownCapability()))
 	}
 	b := append(buf.b[:0], h.defs[d].describe...)
+	b = h.appendRequiresConfirmation(b, d)
 	b = h.appendGrantStatus(ctx, b, principal, anonymous, d)
 	buf.b = append(b, '}', '\n')
 	return replyMeta{status: http.StatusOK, cache: h.listCache}
@@ -123,4 +125,13 @@ func (h *Handler[C, P]) appendGrantStatus(ctx context.Context, b []byte, princip
 		b = appendString(b, s)
 	}
 	return b
+}
+
+// appendRequiresConfirmation adds requires_confirmation: whether the
+// executor makes calls of d carry a confirmation token (see
+// core.ConfirmationNeeded for a lazy executor not built yet). It is
+// rendered per answer, since a lazy executor's rule is known only once it
+// is built.
+func (h *Handler[C, P]) appendRequiresConfirmation(b []byte, d *core.Definition) []byte {
+	return appendBool(b, "requires_confirmation", core.ConfirmationNeeded(h.src, d))
 }

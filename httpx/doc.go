@@ -8,9 +8,15 @@
 //	POST capability/execute             {capability, arguments} -> {data}
 //	POST capability/batch-execute       {requests:[...]} -> {responses:[...]}
 //
-// and, when it runs jobs, a fifth:
+// and two more, the first when it runs jobs, the second when a capability
+// has a preview:
 //
 //	GET, DELETE capability/status?id=   poll or cancel a job
+//	POST capability/preview             {capability, arguments} -> {preview, confirmation?}
+//
+// List and describe entries carry the capability's risk,
+// supports_preview and requires_confirmation; describe adds the
+// preview's preview_schema (see docs/confirmation.md).
 //
 // Mount it with [http.StripPrefix] on a mux, or through the ginx, echox and
 // fiberx packages on an existing router. Every transport goes through
@@ -105,6 +111,18 @@
 // (400), stream_expired (504), job_not_found (404), cancelled (409),
 // instance_lost (503), invalid_idempotency_key (400),
 // idempotency_in_progress (409), idempotency_key_reused (422).
+//
+// # Previews and confirmations
+//
+// capability/preview runs a capability's preview after the checks of
+// execute and answers {"preview": ..., "confirmation": {"token",
+// "expires_at"}} (the confirmation only when the capability needs one).
+// An execute or batch item carries its token as "confirmation_token".
+// The codes, all from core's table and documented together in
+// docs/confirmation.md: preview_not_supported (400),
+// confirmation_required (428, with "preview" and a fresh
+// "confirmation"), confirmation_mismatch, confirmation_expired and
+// confirmation_used (409), invalid_confirmation (403).
 //
 // # Memory
 //

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"strconv"
 	"sync"
 
 	"github.com/agentcap/agentcap/internal/jsonvalue"
@@ -53,4 +54,11 @@ func putBuffer(b *buffer) {
 	}
 	b.b = b.b[:0]
 	bufferPool.Put(b)
+}
+
+// appendBool appends a member ,"key":true or ,"key":false to an open
+// object.
+func appendBool(dst []byte, key string, v bool) []byte {
+	dst = appendKey(dst, key, false)
+	return strconv.AppendBool(dst, v)
 }

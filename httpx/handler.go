@@ -268,6 +268,9 @@ func renderDefinition(d *core.Definition) (*defInfo, error) {
 		list = append(list, `,"location":`...)
 		list = appendString(list, l)
 	}
+	list = append(list, `,"risk":`...)
+	list = appendString(list, string(d.Risk()))
+	list = appendBool(list, "supports_preview", d.SupportsPreview())
 
 	desc := head()
 	desc = append(desc, `,"input":`...)
@@ -302,6 +305,15 @@ func renderDefinition(d *core.Definition) (*defInfo, error) {
 	}
 	if d.Async() {
 		desc = append(desc, `,"async":true`...)
+	}
+	desc = appendBool(desc, "supports_preview", d.SupportsPreview())
+	if ps := d.PreviewSchema(); ps != nil {
+		var p bytes.Buffer
+		if err := json.Compact(&p, ps); err != nil {
+			return nil, fmt.Errorf("httpx: capability %q: preview schema: %w", d.Name(), err)
+		}
+		desc = append(desc, `,"preview_schema":`...)
+		desc = append(desc, p.Bytes()...)
 	}
 	return &defInfo{
 		listEntry: list,

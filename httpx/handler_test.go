@@ -106,7 +106,7 @@ func TestHandlerAnswers(t *testing.T) {
 		{name: "describe", method: "GET", path: "/capability/describe?name=echo", auth: "Bearer alice", status: 200,
 			want: `{"name":"echo","description":"Echo text back to the caller",` +
 				`"input":` + compactSchema(t, h, "echo", true) + `,"output":` + compactSchema(t, h, "echo", false) +
-				`,"approval_strength":"none","required_constraints":[],"risk":"low","scope":"demo:read","tags":["demo"]}`,
+				`,"approval_strength":"none","required_constraints":[],"risk":"low","scope":"demo:read","tags":["demo"],"supports_preview":false,"requires_confirmation":false}`,
 			header: map[string]string{"Cache-Control": "private, max-age=300"}},
 		{name: "describe hidden", method: "GET", path: "/capability/describe?name=admin.secret", auth: "Bearer alice", status: 404,
 			want: `{"error":"capability_not_found","message":"unknown capability"}`, header: map[string]string{"Cache-Control": "no-store"}},
@@ -117,16 +117,16 @@ func TestHandlerAnswers(t *testing.T) {
 		{name: "bad query escape", method: "GET", path: "/capability/describe?name=%zz", auth: "Bearer alice", status: 400,
 			want: `{"error":"invalid_request","message":"the query string is malformed"}`},
 		{name: "list page", method: "GET", path: "/capability/list?limit=2", auth: "Bearer alice", status: 200,
-			want: `{"capabilities":[{"name":"app_error","description":"Fails in its own words","approval_strength":"none"},` +
-				`{"name":"boom","description":"Panics","approval_strength":"none"}],"has_more":true,"next_cursor":"Ym9vbQ"}`,
+			want: `{"capabilities":[{"name":"app_error","description":"Fails in its own words","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false},` +
+				`{"name":"boom","description":"Panics","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false}],"has_more":true,"next_cursor":"Ym9vbQ"}`,
 			header: map[string]string{"Cache-Control": "private, max-age=300"}},
 		{name: "list next page", method: "GET", path: "/capability/list?limit=2&cursor=Ym9vbQ", auth: "Bearer alice", status: 200,
-			want: `{"capabilities":[{"name":"echo","description":"Echo text back to the caller","approval_strength":"none"},` +
-				`{"name":"list.alpha","description":"Listing filler ALPHA","approval_strength":"none"}],"has_more":true,"next_cursor":"bGlzdC5hbHBoYQ"}`},
+			want: `{"capabilities":[{"name":"echo","description":"Echo text back to the caller","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false},` +
+				`{"name":"list.alpha","description":"Listing filler ALPHA","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false}],"has_more":true,"next_cursor":"bGlzdC5hbHBoYQ"}`},
 		{name: "list query", method: "GET", path: "/capability/list?query=FILLER+b", auth: "Bearer alice", status: 200,
-			want: `{"capabilities":[{"name":"list.bravo","description":"Listing filler BRAVO","approval_strength":"none"}],"has_more":false,"next_cursor":null}`},
+			want: `{"capabilities":[{"name":"list.bravo","description":"Listing filler BRAVO","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false}],"has_more":false,"next_cursor":null}`},
 		{name: "list query and cursor", method: "GET", path: "/capability/list?query=list.&cursor=bGlzdC5icmF2bw&limit=1", auth: "Bearer alice", status: 200,
-			want: `{"capabilities":[{"name":"list.charlie","description":"Listing filler CHARLIE","approval_strength":"none"}],"has_more":true,"next_cursor":"bGlzdC5jaGFybGll"}`},
+			want: `{"capabilities":[{"name":"list.charlie","description":"Listing filler CHARLIE","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false}],"has_more":true,"next_cursor":"bGlzdC5jaGFybGll"}`},
 		{name: "list limit zero", method: "GET", path: "/capability/list?limit=0", auth: "Bearer alice", status: 400,
 			want: `{"error":"invalid_request","message":"limit must be an integer from 1 to 100"}`},
 		{name: "list limit too big", method: "GET", path: "/capability/list?limit=101", auth: "Bearer alice", status: 400,
@@ -263,7 +263,7 @@ func TestAnonymousDiscovery(t *testing.T) {
 		c.DefaultListLimit = 1
 	})
 	anon := call(t, h, "GET", "/capability/list", "", "", "")
-	if want := `{"capabilities":[{"name":"app_error","description":"Fails in its own words","approval_strength":"none"}],"has_more":true,"next_cursor":"YXBwX2Vycm9y"}` + "\n"; anon.Body != want {
+	if want := `{"capabilities":[{"name":"app_error","description":"Fails in its own words","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false}],"has_more":true,"next_cursor":"YXBwX2Vycm9y"}` + "\n"; anon.Body != want {
 		t.Errorf("anonymous list = %s", anon.Body)
 	}
 	signed := call(t, h, "GET", "/capability/list", "Bearer alice", "", "")
@@ -271,7 +271,7 @@ func TestAnonymousDiscovery(t *testing.T) {
 		t.Errorf("authenticated list lacks grant_status: %s", signed.Body)
 	}
 	d := call(t, h, "GET", "/capability/describe?name=echo", "Bearer alice", "", "")
-	if !strings.HasSuffix(d.Body, `"tags":["demo"],"grant_status":"granted"}`+"\n") {
+	if !strings.HasSuffix(d.Body, `"tags":["demo"],"supports_preview":false,"requires_confirmation":false,"grant_status":"granted"}`+"\n") {
 		t.Errorf("describe = %s", d.Body)
 	}
 	if got := call(t, h, "GET", "/capability/describe?name=admin.secret", "", "", ""); got.Status != 404 {
