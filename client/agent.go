@@ -526,9 +526,11 @@ func (a *Agent) waitForApproval(ctx context.Context, ap *Approval, onApproval fu
 			return nil, err
 		}
 		st, err := a.Status(ctx)
-		var e *Error
-		switch {
-		case err == nil:
+		if err != nil {
+			if err := pollFailed(ctx, err, &interval, &wait, ceiling); err != nil {
+				return nil, err
+			}
+		} else {
 			if onPoll != nil {
 				onPoll(*st)
 			}
@@ -539,30 +541,42 @@ func (a *Agent) waitForApproval(ctx context.Context, ap *Approval, onApproval fu
 				return st, nil
 			}
 			wait = interval
-		case errors.As(err, &e) && e.Code == CodeSlowDown:
-			interval = min(interval+slowDownStep, ceiling)
-			wait = interval
-		case errors.As(err, &e) && e.Code == CodeAuthorizationPending:
-			wait = interval
-		case errors.As(err, &e) && e.Code == CodeAccessDenied:
-			return nil, fmt.Errorf("%w: %w", ErrApprovalDenied, err)
-		case errors.As(err, &e) && e.Code == CodeExpiredToken:
-			return nil, fmt.Errorf("%w: %w", ErrApprovalExpired, err)
-		case errors.As(err, &e) && (e.Status == http.StatusTooManyRequests || e.Status >= 500):
-			wait = min(max(wait*2, e.RetryAfter), ceiling)
-		case errors.As(err, &e):
-			return nil, err
-		default:
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			// A network failure: the provider may be restarting.
-			wait = min(wait*2, ceiling)
 		}
 		if !deadline.IsZero() && !a.c.cfg.Now().Before(deadline) {
 			return nil, fmt.Errorf("%w: no decision for agent %s", ErrApprovalExpired, a.conn.AgentID)
 		}
 	}
+}
+
+// pollFailed decides what the failure of one poll of an approval means:
+// it returns the error that ends the wait, or nil after setting the next
+// wait (and, on slow_down, a longer interval, up to ceiling). A refusal
+// wraps ErrApprovalDenied, an expiry ErrApprovalExpired; a 429, a server
+// error or a network failure (the provider may be restarting) doubles
+// the wait.
+func pollFailed(ctx context.Context, err error, interval, wait *time.Duration, ceiling time.Duration) error {
+	var e *Error
+	switch {
+	case errors.As(err, &e) && e.Code == CodeSlowDown:
+		*interval = min(*interval+slowDownStep, ceiling)
+		*wait = *interval
+	case errors.As(err, &e) && e.Code == CodeAuthorizationPending:
+		*wait = *interval
+	case errors.As(err, &e) && (e.Code == CodeAccessDenied || e.Code == CodeConfirmationDenied):
+		return fmt.Errorf("%w: %w", ErrApprovalDenied, err)
+	case errors.As(err, &e) && (e.Code == CodeExpiredToken || e.Code == CodeConfirmationExpired):
+		return fmt.Errorf("%w: %w", ErrApprovalExpired, err)
+	case errors.As(err, &e) && (e.Status == http.StatusTooManyRequests || e.Status >= 500):
+		*wait = min(max(*wait*2, e.RetryAfter), ceiling)
+	case errors.As(err, &e):
+		return err
+	default:
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		*wait = min(*wait*2, ceiling)
+	}
+	return nil
 }
 
 // Revoke revokes the agent at the provider (host-authenticated) and

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -182,4 +183,130 @@ func (a *Agent) Preview(ctx context.Context, capability string, args any) (*Prev
 		return nil, errors.New("client: preview answer with a confirmation but no token")
 	}
 	return &res, nil
+}
+
+// statusConfirmationPending is the status of an execute answer that waits
+// for a person's confirmation.
+const statusConfirmationPending = "confirmation_pending"
+
+// ConfirmationPending is the error of a call that waits for a person's
+// confirmation: the location answered 202 confirmation_pending with an
+// approval (a verification URI and user code to show the person) and a
+// status URL. Agent.AwaitConfirmation waits for the decision; or let
+// Execute wait, with WithConfirmationWait.
+type ConfirmationPending struct {
+	// Capability is the capability called.
+	Capability string
+	// Approval tells how the person confirms; AgentID is filled in.
+	Approval Approval
+	// StatusURL is polled for the decision.
+	StatusURL string
+
+	loc string
+}
+
+// Error implements error.
+func (e *ConfirmationPending) Error() string {
+	return fmt.Sprintf("client: the call of %s waits for a person's confirmation", e.Capability)
+}
+
+// WithConfirmationWait makes Execute wait when the location asks for a
+// person's confirmation of the call: onApproval receives the approval
+// (show its verification URI and user code to the person, as for
+// Connect), the status URL is polled until the person decides, and an
+// approved call is executed once more with the confirmation token the
+// decision gave. A refusal is an error wrapping ErrApprovalDenied (with
+// CodeConfirmationDenied); an approval that ran out, ErrApprovalExpired.
+// onApproval may be nil to wait without showing anything.
+func WithConfirmationWait(onApproval func(Approval)) ExecuteOption {
+	if onApproval == nil {
+		onApproval = func(Approval) {}
+	}
+	return func(c *executeConfig) { c.onApproval = onApproval }
+}
+
+// confirmationPending builds the *ConfirmationPending of a
+// confirmation_pending answer.
+func (a *Agent) confirmationPending(capability, loc string, ans asyncAnswer) error {
+	statusURL, err := a.checkStatusURL(loc, ans.StatusURL)
+	if err != nil {
+		return err
+	}
+	p := &ConfirmationPending{Capability: capability, StatusURL: statusURL, loc: loc}
+	if ans.Approval != nil {
+		p.Approval = *ans.Approval
+	}
+	p.Approval.AgentID = a.conn.AgentID
+	return p
+}
+
+// confirmationStatus is an answer of a pending confirmation's status URL.
+type confirmationStatus struct {
+	Status       string        `json:"status"`
+	Confirmation *Confirmation `json:"confirmation"`
+}
+
+// AwaitConfirmation hands p's approval to onApproval (when non-nil) and
+// polls p's status URL, with a fresh agent JWT each time, until the
+// person decides, the approval expires or ctx ends. It returns the token
+// that confirms the call, to execute it with WithConfirmationToken and
+// the same arguments. It waits as Connect does: the approval's interval
+// between polls, slowDownStep more on every slow_down, twice as long
+// after a 429, a server error or a network failure. A refusal is an error wrapping
+// ErrApprovalDenied; an approval that expired, ErrApprovalExpired.
+func (a *Agent) AwaitConfirmation(ctx context.Context, p *ConfirmationPending, onApproval func(Approval)) (*Confirmation, error) {
+	if onApproval != nil {
+		onApproval(p.Approval)
+	}
+	interval := DefaultPollInterval
+	if p.Approval.Interval > 0 {
+		interval = time.Duration(p.Approval.Interval) * time.Second
+	}
+	var deadline time.Time
+	if p.Approval.ExpiresIn > 0 {
+		deadline = a.c.cfg.Now().Add(time.Duration(p.Approval.ExpiresIn) * time.Second)
+	}
+	// The status URL is the location's or the provider's; the token is
+	// for the one it is on.
+	aud := p.loc
+	if u, err := url.Parse(p.StatusURL); err == nil {
+		if l, err := url.Parse(p.loc); err != nil || origin(u) != origin(l) {
+			aud = a.conn.Issuer
+		}
+	}
+	names := []string{p.Capability}
+	token := func() (string, error) {
+		return a.agentSigner.agentToken(a.conn.HostID, a.conn.AgentID, aud, names)
+	}
+	ceiling := max(a.c.cfg.MaxPollInterval, interval)
+	wait := interval
+	for {
+		if err := a.c.cfg.Sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+		var st confirmationStatus
+		_, _, err := a.c.do(ctx, call{method: http.MethodGet, url: p.StatusURL, token: token}, &st)
+		if err != nil {
+			if err := pollFailed(ctx, err, &interval, &wait, ceiling); err != nil {
+				return nil, err
+			}
+		} else {
+			if st.Confirmation != nil && st.Confirmation.Token != "" {
+				return st.Confirmation, nil
+			}
+			switch st.Status {
+			case "", "pending", statusConfirmationPending, CodeAuthorizationPending:
+				wait = interval
+			case "denied", "rejected":
+				return nil, fmt.Errorf("%w: the call of %s was refused", ErrApprovalDenied, p.Capability)
+			case "expired":
+				return nil, fmt.Errorf("%w: no decision on the call of %s", ErrApprovalExpired, p.Capability)
+			default:
+				return nil, fmt.Errorf("client: unknown confirmation status %q", st.Status)
+			}
+		}
+		if !deadline.IsZero() && !a.c.cfg.Now().Before(deadline) {
+			return nil, fmt.Errorf("%w: no decision on the call of %s", ErrApprovalExpired, p.Capability)
+		}
+	}
 }

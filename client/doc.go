@@ -47,6 +47,14 @@
 // CodeConfirmationMismatch, CodeConfirmationExpired, CodeConfirmationUsed
 // and CodeInvalidConfirmation (see IsConfirmationRefused).
 //
+// A location may also ask a person to confirm a call (202
+// confirmation_pending, with an approval in the shape of a registration's
+// and a status URL). Execute then fails with a *ConfirmationPending,
+// which Agent.AwaitConfirmation turns into a confirmation token once the
+// person approved; with WithConfirmationWait, Execute hands the approval
+// to the same kind of callback as ConnectOptions.OnApproval, waits, and
+// runs the call with the token.
+//
 // # Capability sets and tools
 //
 // A Set gathers the capabilities of several connected agents under

@@ -36,6 +36,9 @@ type ExecuteOption func(*executeConfig)
 type executeConfig struct {
 	idempotencyKey    string
 	confirmationToken string
+	// onApproval, when set, makes Execute wait for a person's
+	// confirmation (WithConfirmationWait).
+	onApproval func(Approval)
 }
 
 // WithIdempotencyKey sends key as the Idempotency-Key header, so that a
@@ -61,6 +64,9 @@ type asyncAnswer struct {
 	Result     json.RawMessage `json:"result"`
 	Error      json.RawMessage `json:"error"`
 	RetryAfter json.Number     `json:"retry_after"`
+	// Approval is how a person confirms the call, in a
+	// confirmation_pending answer.
+	Approval *Approval `json:"approval"`
 }
 
 // encodeArguments turns args into a JSON object: nil (and an empty
@@ -104,8 +110,11 @@ func encodeArguments(args any) (json.RawMessage, error) {
 // event stream is returned as Result.Stream. Failures are *Error values;
 // a failed asynchronous result has Status 0. A capability that needs a
 // confirmation fails without one (WithConfirmationToken) with a
-// *ConfirmationRequired carrying the preview and a fresh token. ctx
-// bounds the whole call, polling included.
+// *ConfirmationRequired carrying the preview and a fresh token. A call
+// that waits for a person's confirmation (202 confirmation_pending) fails
+// with a *ConfirmationPending, unless WithConfirmationWait makes Execute
+// wait for the decision and then run the call with the token it gives.
+// ctx bounds the whole call, polling and waiting included.
 func (a *Agent) Execute(ctx context.Context, capability string, args any, opts ...ExecuteOption) (*Result, error) {
 	var cfg executeConfig
 	for _, o := range opts {
@@ -115,6 +124,22 @@ func (a *Agent) Execute(ctx context.Context, capability string, args any, opts .
 	if err != nil {
 		return nil, err
 	}
+	res, err := a.execute(ctx, capability, arguments, cfg)
+	var pending *ConfirmationPending
+	if cfg.onApproval == nil || !errors.As(err, &pending) {
+		return res, err
+	}
+	c, err := a.AwaitConfirmation(ctx, pending, cfg.onApproval)
+	if err != nil {
+		return nil, err
+	}
+	// Once: a location that asks again gets a *ConfirmationPending.
+	cfg.confirmationToken, cfg.onApproval = c.Token, nil
+	return a.execute(ctx, capability, arguments, cfg)
+}
+
+// execute is one execution request of Execute, with its polling.
+func (a *Agent) execute(ctx context.Context, capability string, arguments json.RawMessage, cfg executeConfig) (*Result, error) {
 	loc, err := a.location(ctx, capability)
 	if err != nil {
 		return nil, err
@@ -166,6 +191,8 @@ func (a *Agent) Execute(ctx context.Context, capability string, args any, opts .
 		return nil, confirmationRequired(capability, timeoutCause(rctx, err))
 	}
 	switch {
+	case ans.Status == statusConfirmationPending:
+		return nil, a.confirmationPending(capability, loc, ans)
 	case resp.StatusCode == http.StatusAccepted || (ans.Status == "pending" && ans.StatusURL != ""):
 		timer.Stop()
 		return a.pollAsync(ctx, capability, loc, ans)
