@@ -7,8 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
@@ -24,12 +27,27 @@ type sendOut struct {
 	Sent int `json:"sent"`
 }
 
-func TestExecuteWithConfirmation(t *testing.T) {
+// confirmFixture serves "send", which needs a confirmation, with
+// idempotency keys, over a token manager whose clock the test moves.
+type confirmFixture struct {
+	t   *testing.T
+	url string
+	// now is the token manager's clock.
+	now time.Time
+	mu  sync.Mutex
+}
+
+func newConfirmFixture(t *testing.T) *confirmFixture {
+	f := &confirmFixture{t: t, now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
 	send := core.MustDefine("send", "Send money",
 		func(_ context.Context, _ struct{}, in sendIn) (sendOut, error) { return sendOut{Sent: in.Amount}, nil },
 		core.WithConfirmation(),
 		core.WithPreview(func(_ context.Context, _ struct{}, in sendIn) (sendOut, error) { return sendOut{Sent: in.Amount}, nil }))
-	mgr, err := confirm.New(confirm.Config{})
+	mgr, err := confirm.New(confirm.Config{Now: func() time.Time {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.now
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,29 +69,65 @@ func TestExecuteWithConfirmation(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	defer srv.Close()
-	route := "/capability/execute"
-	post := func(who, key, body string) (int, map[string]any) {
-		t.Helper()
-		req, _ := http.NewRequest("POST", srv.URL+route, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+who)
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			t.Fatalf("%s: %v", data, err)
-		}
-		return resp.StatusCode, m
+	t.Cleanup(srv.Close)
+	f.url = srv.URL
+	return f
+}
+
+// advance moves the token manager's clock.
+func (f *confirmFixture) advance(d time.Duration) {
+	f.mu.Lock()
+	f.now = f.now.Add(d)
+	f.mu.Unlock()
+}
+
+// post sends body to route as who, with an Idempotency-Key unless key is
+// empty, and returns the status, the decoded body and whether the answer
+// was replayed.
+func (f *confirmFixture) post(route, who, key, body string) (int, map[string]any, bool) {
+	f.t.Helper()
+	req, _ := http.NewRequest("POST", f.url+route, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+who)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
 	}
-	status, body := post("alice", "k1", `{"capability":"send","arguments":{"amount":5}}`)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		f.t.Fatalf("%s: %v", data, err)
+	}
+	return resp.StatusCode, m, resp.Header.Get("Idempotent-Replayed") == "true"
+}
+
+// token previews send with amount as who and returns the token issued.
+func (f *confirmFixture) token(who string, amount int) string {
+	f.t.Helper()
+	status, body, _ := f.post("/capability/preview", who, "", sendBody(amount, ""))
+	token, _ := body["confirmation"].(map[string]any)["token"].(string)
+	if status != 200 || token == "" {
+		f.t.Fatalf("preview: %d %v", status, body)
+	}
+	return token
+}
+
+func sendBody(amount int, token string) string {
+	b := `{"capability":"send","arguments":{"amount":` + strconv.Itoa(amount) + `}`
+	if token != "" {
+		b += `,"confirmation_token":"` + token + `"`
+	}
+	return b + "}"
+}
+
+func TestExecuteWithConfirmation(t *testing.T) {
+	f := newConfirmFixture(t)
+	const execute = "/capability/execute"
+	status, body, _ := f.post(execute, "alice", "k1", sendBody(5, ""))
 	if status != 428 || body["error"] != "confirmation_required" {
 		t.Fatalf("without a token: %d %v", status, body)
 	}
@@ -81,39 +135,75 @@ func TestExecuteWithConfirmation(t *testing.T) {
 		t.Errorf("preview %v", body["preview"])
 	}
 	token, _ := body["confirmation"].(map[string]any)["token"].(string)
-	with := func(amount string) string {
-		return `{"capability":"send","arguments":{"amount":` + amount + `},"confirmation_token":"` + token + `"}`
-	}
 	for _, x := range []struct {
-		who, key, body string
-		status         int
-		code           string
+		who, key string
+		amount   int
+		status   int
+		code     string
 	}{
-		{"mallory", "", with("5"), 403, "invalid_confirmation"},
-		{"alice", "", with("6"), 409, "confirmation_mismatch"},
+		{"mallory", "", 5, 403, "invalid_confirmation"},
+		{"alice", "", 6, 409, "confirmation_mismatch"},
 		// The same key, now with the token: the 428 was not stored.
-		{"alice", "k1", with("5"), 200, ""},
+		{"alice", "k1", 5, 200, ""},
 		// A replay returns the stored answer without spending a token.
-		{"alice", "k1", with("5"), 200, ""},
-		{"alice", "", with("5"), 409, "confirmation_used"},
+		{"alice", "k1", 5, 200, ""},
+		{"alice", "", 5, 409, "confirmation_used"},
 	} {
-		status, body := post(x.who, x.key, x.body)
+		status, body, _ := f.post(execute, x.who, x.key, sendBody(x.amount, token))
 		if status != x.status || (x.code != "" && body["error"] != x.code) {
-			t.Errorf("%s %s: %d %v, want %d %s", x.who, x.body, status, body, x.status, x.code)
+			t.Errorf("%s %d: %d %v, want %d %s", x.who, x.amount, status, body, x.status, x.code)
 		}
 	}
 
 	// A preview answers the preview and a token, which then confirms.
-	route = "/capability/preview"
-	status, body = post("alice", "", `{"capability":"send","arguments":{"amount":7}}`)
+	status, body, _ = f.post("/capability/preview", "alice", "", sendBody(7, ""))
 	conf, _ := body["confirmation"].(map[string]any)
 	if p, _ := body["preview"].(map[string]any); status != 200 || p["sent"] != 7.0 || conf["token"] == nil || conf["expires_at"] == nil {
 		t.Fatalf("preview: %d %v", status, body)
 	}
-	token = conf["token"].(string)
-	route = "/capability/execute"
-	if status, body := post("alice", "", with("7")); status != 200 {
+	if status, body, _ := f.post(execute, "alice", "", sendBody(7, conf["token"].(string))); status != 200 {
 		t.Errorf("execute after preview: %d %v", status, body)
+	}
+}
+
+// TestIdempotencyKeepsNoConfirmationRefusal retries one Idempotency-Key
+// through every refusal of the confirmation stage: none is kept, so the
+// key finally runs the call with a good token, and only that answer is
+// replayed.
+func TestIdempotencyKeepsNoConfirmationRefusal(t *testing.T) {
+	f := newConfirmFixture(t)
+	const execute, key = "/capability/execute", "retry-me"
+	used := f.token("alice", 5)
+	if status, body, _ := f.post(execute, "alice", "", sendBody(5, used)); status != 200 {
+		t.Fatalf("spending a token: %d %v", status, body)
+	}
+	expired := f.token("alice", 5)
+	f.advance(confirm.DefaultTTL)
+	steps := []struct {
+		name   string
+		who    string
+		token  string
+		status int
+		code   string
+	}{
+		{"no token", "alice", "", 428, "confirmation_required"},
+		{"forged", "alice", "cfm_" + strings.Repeat("A", 43), 403, "invalid_confirmation"},
+		{"another caller's", "alice", f.token("mallory", 5), 403, "invalid_confirmation"},
+		{"other arguments", "alice", f.token("alice", 6), 409, "confirmation_mismatch"},
+		{"used", "alice", used, 409, "confirmation_used"},
+		{"expired", "alice", expired, 409, "confirmation_expired"},
+		{"good", "alice", f.token("alice", 5), 200, ""},
+	}
+	for _, s := range steps {
+		status, body, replayed := f.post(execute, s.who, key, sendBody(5, s.token))
+		if status != s.status || (s.code != "" && body["error"] != s.code) || replayed {
+			t.Errorf("%s: %d %v (replayed %v), want %d %s", s.name, status, body, replayed, s.status, s.code)
+		}
+	}
+	// The success is kept: a replay needs no token and spends none.
+	status, body, replayed := f.post(execute, "alice", key, sendBody(5, ""))
+	if status != 200 || !replayed || body["data"].(map[string]any)["sent"] != 5.0 {
+		t.Errorf("replay: %d %v (replayed %v)", status, body, replayed)
 	}
 }
 

@@ -100,7 +100,9 @@
 //     idempotency_in_progress); the same key with other arguments is 422
 //     idempotency_key_reused. Successes and definitive errors are stored;
 //     5xx, 408, 409, 425, 429 and 499 answers are not, so a retry runs
-//     again. Batch items have no place for a key in the batch shape, so
+//     again, and neither is any refusal of the confirmation stage (428
+//     confirmation_required, 409 confirmation_*, 403
+//     invalid_confirmation), so the key may be retried with a good token. Batch items have no place for a key in the batch shape, so
 //     batch-execute refuses the header (400 invalid_idempotency_key), and a
 //     stream cannot be replayed, so a streaming capability refuses it too.
 //

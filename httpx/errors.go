@@ -47,10 +47,17 @@ type envelope struct {
 	fields  map[string]any
 	// retryAfter, when positive, becomes a Retry-After header.
 	retryAfter time.Duration
+	// unkept marks an answer that an idempotency key must not keep
+	// whatever its status (see storable).
+	unkept bool
 }
 
+// envelopeOf renders e. A refusal of the confirmation stage judges the
+// token the call carried, not the call, so an idempotency key never
+// keeps it: the same key may be retried with a token.
 func envelopeOf(e *core.Error) envelope {
-	return envelope{status: e.HTTPStatus(), code: e.WireCode(), message: e.Message, details: e.Details, fields: e.Fields(), retryAfter: e.RetryAfter()}
+	return envelope{status: e.HTTPStatus(), code: e.WireCode(), message: e.Message, details: e.Details, fields: e.Fields(),
+		retryAfter: e.RetryAfter(), unkept: e.Stage == core.StageConfirmation}
 }
 
 func appEnvelope(ae *core.AppError) envelope {

@@ -421,6 +421,8 @@ type replyMeta struct {
 	stream *eventStream
 	// replayed marks an answer replayed for an idempotency key.
 	replayed bool
+	// unkept marks an answer an idempotency key must not keep.
+	unkept bool
 }
 
 // Header values that never change. A header map that receives them owns
@@ -497,7 +499,7 @@ func matchRoute(path string) route {
 func (h *handlerBase) fail(ctx context.Context, buf *buffer, env envelope) replyMeta {
 	buf.b = h.appendEnvelope(ctx, buf.b[:0], env, "error")
 	buf.b = append(buf.b, '\n')
-	m := replyMeta{status: env.status, cache: cacheNoStore}
+	m := replyMeta{status: env.status, cache: cacheNoStore, unkept: env.unkept}
 	if env.status == http.StatusUnauthorized {
 		m.challenge = h.challenge
 	}

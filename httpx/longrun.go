@@ -122,18 +122,24 @@ func (l *longRunning[P]) applies(req *Request, name string) bool {
 }
 
 // storable reports an answer that an idempotency key keeps: successes and
-// definitive errors. Server errors, timeouts, conflicts, early data, rate
-// limits and requests for a confirmation (428) are transient, so a retry
-// of them runs again: a call retried with its key and a confirmation
-// token runs, and a replay of a confirmed call returns its stored answer
-// without consuming another token.
-func storable(status int) bool {
-	switch status {
+// definitive errors. Server errors, timeouts, conflicts, early data and
+// rate limits are transient, so a retry of them runs again. So are the
+// refusals of the confirmation stage, whatever their status (428
+// confirmation_required, 409 confirmation_mismatch, _expired and _used,
+// 403 invalid_confirmation): they judge the token a call carried, not the
+// call, so a call retried with its key and a good token runs, and a
+// replay of a confirmed call returns its stored answer without consuming
+// another token.
+func storable(m replyMeta) bool {
+	if m.unkept {
+		return false
+	}
+	switch m.status {
 	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests,
 		http.StatusPreconditionRequired, core.StatusClientClosedRequest:
 		return false
 	}
-	return status < 500
+	return m.status < 500
 }
 
 func idempotencyError(err error) *core.Error {
@@ -215,7 +221,7 @@ func (h *Handler[C, P]) executeLong(ctx context.Context, exec *core.Executor[C, 
 		// if the caller has gone. The store's own timeouts bound it.
 		sctx := context.WithoutCancel(ctx)
 		var err error
-		if storable(meta.status) {
+		if storable(meta) {
 			var header map[string]string
 			if meta.retryAfter != nil {
 				header = map[string]string{"Retry-After": meta.retryAfter[0]}
