@@ -56,7 +56,7 @@ type Confirmation struct {
 	Token string `json:"token"`
 	// ExpiresAt is zero when the server named no expiry (or one that is
 	// not RFC 3339).
-	ExpiresAt time.Time `json:"expires_at"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // UnmarshalJSON reads {"token", "expires_at"}, ignoring an expiry that is

@@ -209,8 +209,9 @@ func TestCapabilityExtensionMembers(t *testing.T) {
 		want     client.Capability
 	}{
 		{"absent", `{"name":"a","description":"d"}`, client.Capability{Name: "a", Description: "d"}},
-		{"present", `{"name":"a","risk":"high","supports_preview":true,"requires_confirmation":true}`,
-			client.Capability{Name: "a", Risk: "high", SupportsPreview: true, RequiresConfirmation: true}},
+		{"present", `{"name":"a","risk":"high","supports_preview":true,"requires_confirmation":true,"preview_schema":{"type":"object"}}`,
+			client.Capability{Name: "a", Risk: "high", SupportsPreview: true, RequiresConfirmation: true,
+				PreviewSchema: json.RawMessage(`{"type":"object"}`)}},
 		{"other types", `{"name":"a","risk":3,"supports_preview":"yes","requires_confirmation":true}`,
 			client.Capability{Name: "a", RequiresConfirmation: true}},
 		{"null", `{"name":"a","risk":null,"supports_preview":null,"requires_confirmation":null,"grant_status":"granted"}`,

@@ -26,8 +26,12 @@ type Capability struct {
 	// SupportsPreview reports a dry run (Agent.Preview).
 	SupportsPreview bool `json:"supports_preview,omitempty"`
 	// RequiresConfirmation reports that every call must carry a
-	// confirmation token (see ConfirmationRequired).
+	// confirmation token (see ConfirmationRequired). It is advice: the
+	// execute answer is what counts.
 	RequiresConfirmation bool `json:"requires_confirmation,omitempty"`
+	// PreviewSchema is the JSON Schema of the preview, in describe
+	// answers of a capability with one.
+	PreviewSchema json.RawMessage `json:"preview_schema,omitempty"`
 }
 
 // UnmarshalJSON decodes a capability, reading the extension members

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,12 +55,25 @@ Commands:
         List the provider's capabilities with their grant status.
   describe NAME
         Show one capability with its input and output schemas.
-  execute NAME [--args JSON] [--idempotency-key KEY]
+  preview NAME [--args JSON]
+        Show what executing a capability with these arguments would do,
+        without doing it. When the capability needs a confirmation, the
+        token that confirms exactly this call is printed too (with
+        --json: {"preview": ..., "confirmation": {"token", "expires_at"}}).
+  execute NAME [--args JSON] [--idempotency-key KEY] [--yes]
+          [--confirmation-token TOKEN]
         Execute a capability with JSON object arguments. Event streams are
         printed event by event, as they arrive. An async answer is polled
         until the job ends, as often as the location's Retry-After allows;
         interrupting the command (Ctrl-C) cancels the job (DELETE on its
         status URL). --idempotency-key makes a retried call run once.
+        A capability that needs a confirmation shows its preview and asks
+        on the terminal before confirming the call; --yes confirms without
+        asking, and without --yes a command whose standard input is not a
+        terminal refuses (it never confirms on its own).
+        --confirmation-token sends a token from 'agentcap preview'. When
+        the location asks a person to confirm the call, the verification
+        URL and code are printed and the command waits for the decision.
   sign [--aud URL] [--capability NAME]...
         Print an agent JWT (60 s, one use) for debugging. aud defaults to
         the issuer; --capability limits the token to those capabilities.
@@ -84,8 +98,9 @@ Flags accepted by every command:
   --state DIR          state directory (default: $AGENTCAP_STATE, else
                        agentcap/ under the user's configuration directory)
   --insecure-loopback  allow plain http:// to loopback providers (development)
-  --timeout DURATION   bound the whole command (default 10m for connect,
-                       1m otherwise)
+  --timeout DURATION   bound the whole command (default 10m for connect
+                       and execute, which may wait for a person, 1m
+                       otherwise)
 
 State: keys/ holds the host and agent keys (files of mode 0600),
 connections/ one JSON file per agent, "current" the current agent's id.
@@ -93,15 +108,26 @@ connections/ one JSON file per agent, "current" the current agent's id.
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, terminal: stdinIsTerminal}
+	code := c.run(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
 
+// stdinIsTerminal reports whether standard input is a terminal (a
+// character device), where a person can answer a question.
+func stdinIsTerminal() bool {
+	fi, err := os.Stdin.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
 // cli is one invocation: its flags, output streams and state.
 type cli struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// terminal reports whether stdin is a terminal a person answers on.
+	terminal func() bool
 
 	json             bool
 	agentID          string
@@ -118,10 +144,6 @@ type cli struct {
 
 // run executes one command line and returns the exit status: 0 on
 // success, 1 on failure, 2 on a usage error.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	return (&cli{stdout: stdout, stderr: stderr, getenv: getenv}).run(ctx, args)
-}
-
 func (c *cli) run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(c.stderr, usage)
@@ -139,6 +161,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		"status":       c.status,
 		"capabilities": c.capabilities,
 		"describe":     c.describe,
+		"preview":      c.preview,
 		"execute":      c.execute,
 		"sign":         c.sign,
 		"revoke":       c.revoke,
@@ -156,7 +179,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	fs.StringVar(&c.stateDir, "state", "", "")
 	fs.BoolVar(&c.insecureLoopback, "insecure-loopback", false, "")
 	defTimeout := time.Minute
-	if cmd == "connect" {
+	if cmd == "connect" || cmd == "execute" {
 		defTimeout = 10 * time.Minute
 	}
 	fs.DurationVar(&c.timeout, "timeout", defTimeout, "")
@@ -213,6 +236,16 @@ func (c *cli) printError(err error) {
 			if len(e.Violations) > 0 {
 				out["violations"] = e.Violations
 			}
+			if err.Error() != e.Error() {
+				// The command said more than the server.
+				out["detail"] = err.Error()
+			}
+		}
+		var cr *client.ConfirmationRequired
+		if errors.As(err, &cr) {
+			out["capability"] = cr.Capability
+			out["preview"] = cr.Preview
+			out["confirmation"] = cr.Confirmation
 		}
 		_ = json.NewEncoder(c.stderr).Encode(out)
 		return
@@ -447,28 +480,7 @@ func (c *cli) connect(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	if err != nil {
 		return err
 	}
-	o.OnApproval = func(ap client.Approval) {
-		if c.json {
-			_ = json.NewEncoder(c.stderr).Encode(map[string]any{"approval": ap})
-			return
-		}
-		fmt.Fprintf(c.stderr, "Approval needed (%s).\n", ap.Method)
-		if ap.VerificationURIComplete != "" {
-			fmt.Fprintf(c.stderr, "  Open %s\n", ap.VerificationURIComplete)
-		} else if ap.VerificationURI != "" {
-			fmt.Fprintf(c.stderr, "  Open %s\n", ap.VerificationURI)
-		}
-		if ap.UserCode != "" {
-			fmt.Fprintf(c.stderr, "  and enter the code %s\n", ap.UserCode)
-		}
-		if ap.BindingMessage != "" {
-			fmt.Fprintf(c.stderr, "  Message shown to the approver: %s\n", ap.BindingMessage)
-		}
-		if ap.ExpiresIn > 0 {
-			fmt.Fprintf(c.stderr, "  The request expires in %s.\n", time.Duration(ap.ExpiresIn)*time.Second)
-		}
-		fmt.Fprint(c.stderr, "Waiting for approval")
-	}
+	o.OnApproval = c.showApproval("Approval")
 	polls := 0
 	o.OnPoll = func(st client.AgentStatus) {
 		polls++
@@ -494,6 +506,34 @@ func (c *cli) connect(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	}
 	fmt.Fprintf(c.stdout, "Connected agent %s (%s) to %s.\n", a.ID(), st.Mode, a.Connection().Issuer)
 	return c.printGrants(st.Grants)
+}
+
+// showApproval returns the callback that shows an approval the user (or
+// a person confirming a call) must give: what is "Approval" or
+// "Confirmation".
+func (c *cli) showApproval(what string) func(client.Approval) {
+	return func(ap client.Approval) {
+		if c.json {
+			_ = json.NewEncoder(c.stderr).Encode(map[string]any{strings.ToLower(what): ap})
+			return
+		}
+		fmt.Fprintf(c.stderr, "%s needed (%s).\n", what, ap.Method)
+		if ap.VerificationURIComplete != "" {
+			fmt.Fprintf(c.stderr, "  Open %s\n", ap.VerificationURIComplete)
+		} else if ap.VerificationURI != "" {
+			fmt.Fprintf(c.stderr, "  Open %s\n", ap.VerificationURI)
+		}
+		if ap.UserCode != "" {
+			fmt.Fprintf(c.stderr, "  and enter the code %s\n", ap.UserCode)
+		}
+		if ap.BindingMessage != "" {
+			fmt.Fprintf(c.stderr, "  Message shown to the approver: %s\n", ap.BindingMessage)
+		}
+		if ap.ExpiresIn > 0 {
+			fmt.Fprintf(c.stderr, "  The request expires in %s.\n", time.Duration(ap.ExpiresIn)*time.Second)
+		}
+		fmt.Fprintf(c.stderr, "Waiting for %s", strings.ToLower(what))
+	}
 }
 
 func (c *cli) printGrants(gs []client.Grant) error {
@@ -586,10 +626,19 @@ func (c *cli) describe(ctx context.Context, fs *flag.FlagSet, args []string) err
 	if cp.Location != "" {
 		fmt.Fprintf(c.stdout, "location: %s\n", cp.Location)
 	}
+	if cp.Risk != "" {
+		fmt.Fprintf(c.stdout, "risk: %s\n", cp.Risk)
+	}
+	if cp.SupportsPreview {
+		fmt.Fprintln(c.stdout, "preview: yes (agentcap preview)")
+	}
+	if cp.RequiresConfirmation {
+		fmt.Fprintln(c.stdout, "confirmation: every call must be confirmed")
+	}
 	for _, s := range []struct {
 		name string
 		v    json.RawMessage
-	}{{"input", cp.Input}, {"output", cp.Output}} {
+	}{{"input", cp.Input}, {"output", cp.Output}, {"preview", cp.PreviewSchema}} {
 		if len(s.v) == 0 {
 			continue
 		}
@@ -602,19 +651,39 @@ func (c *cli) describe(ctx context.Context, fs *flag.FlagSet, args []string) err
 	return nil
 }
 
-func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) error {
+// parseArgs reads --args: a JSON object, or nothing.
+func parseArgs(argsJSON string) (any, error) {
+	if argsJSON == "" {
+		return nil, nil
+	}
+	if !json.Valid([]byte(argsJSON)) {
+		return nil, usageError{errors.New("--args must be a JSON object")}
+	}
+	return json.RawMessage(argsJSON), nil
+}
+
+// printData prints a JSON value: as it is with --json, indented
+// otherwise.
+func (c *cli) printData(w io.Writer, data json.RawMessage) error {
+	if !c.json {
+		var pretty any
+		if json.Unmarshal(data, &pretty) == nil {
+			data, _ = json.MarshalIndent(pretty, "", "  ")
+		}
+	}
+	_, err := fmt.Fprintf(w, "%s\n", data)
+	return err
+}
+
+func (c *cli) preview(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	argsJSON := fs.String("args", "", "")
-	key := fs.String("idempotency-key", "", "")
 	pos, err := parse(fs, args, 1)
 	if err != nil {
 		return err
 	}
-	var arguments any
-	if *argsJSON != "" {
-		if !json.Valid([]byte(*argsJSON)) {
-			return usageError{errors.New("--args must be a JSON object")}
-		}
-		arguments = json.RawMessage(*argsJSON)
+	arguments, err := parseArgs(*argsJSON)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
@@ -622,27 +691,77 @@ func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	if err != nil {
 		return err
 	}
-	var opts []client.ExecuteOption
+	res, err := a.Preview(ctx, pos[0], arguments)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(res)
+	}
+	if err := c.printData(c.stdout, res.Preview); err != nil {
+		return err
+	}
+	if cf := res.Confirmation; cf != nil {
+		fmt.Fprintf(c.stdout, "This call needs a confirmation. Token%s:\n%s\n", expiry(cf.ExpiresAt), cf.Token)
+	}
+	return nil
+}
+
+// expiry describes when a token expires, or nothing when it is unknown.
+func expiry(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return " (valid until " + t.Local().Format(time.DateTime) + ")"
+}
+
+func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	argsJSON := fs.String("args", "", "")
+	key := fs.String("idempotency-key", "", "")
+	token := fs.String("confirmation-token", "", "")
+	yes := fs.Bool("yes", false, "")
+	pos, err := parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	arguments, err := parseArgs(*argsJSON)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	a, _, err := c.agent(ctx)
+	if err != nil {
+		return err
+	}
+	waited := false
+	showApproval := c.showApproval("Confirmation")
+	opts := []client.ExecuteOption{client.WithConfirmationWait(func(ap client.Approval) {
+		waited = true
+		showApproval(ap)
+	})}
 	if *key != "" {
 		opts = append(opts, client.WithIdempotencyKey(*key))
 	}
+	if *token != "" {
+		opts = append(opts, client.WithConfirmationToken(*token))
+	}
 	res, err := a.Execute(ctx, pos[0], arguments, opts...)
+	var cr *client.ConfirmationRequired
+	if errors.As(err, &cr) {
+		if err := c.confirm(ctx, cr, *yes); err != nil {
+			return err
+		}
+		res, err = a.Execute(ctx, pos[0], arguments, append(opts, client.WithConfirmationToken(cr.Confirmation.Token))...)
+	}
+	if waited && !c.json {
+		fmt.Fprintln(c.stderr)
+	}
 	if err != nil {
 		return err
 	}
 	if res.Stream == nil {
-		if c.json {
-			_, err := fmt.Fprintf(c.stdout, "%s\n", res.Data)
-			return err
-		}
-		var pretty any
-		if json.Unmarshal(res.Data, &pretty) == nil {
-			b, _ := json.MarshalIndent(pretty, "", "  ")
-			_, err := fmt.Fprintf(c.stdout, "%s\n", b)
-			return err
-		}
-		_, err := fmt.Fprintf(c.stdout, "%s\n", res.Data)
-		return err
+		return c.printData(c.stdout, res.Data)
 	}
 	for ev, err := range res.Stream.Events() {
 		if err != nil {
@@ -655,6 +774,60 @@ func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		}
 	}
 	return nil
+}
+
+// errNotConfirmed is the error of a call the person declined to confirm.
+var errNotConfirmed = errors.New("not confirmed: nothing was done")
+
+// confirm shows the preview of a call that needs a confirmation and
+// decides whether to confirm it: yes (--yes) confirms, a person on a
+// terminal is asked, and anything else is refused, so that a call is
+// never confirmed unseen. The preview goes to stderr, leaving stdout to
+// the result.
+func (c *cli) confirm(ctx context.Context, cr *client.ConfirmationRequired, yes bool) error {
+	ask := !yes && c.stdin != nil && c.terminal != nil && c.terminal()
+	if c.json && !yes && !ask {
+		// The error printed carries the preview.
+		return fmt.Errorf("%s needs a confirmation and standard input is not a terminal to ask on: run it again with --yes to confirm this call: %w", cr.Capability, cr)
+	}
+	if c.json {
+		_ = json.NewEncoder(c.stderr).Encode(map[string]any{"confirmation_required": map[string]any{
+			"capability": cr.Capability, "preview": cr.Preview, "expires_at": cr.Confirmation.ExpiresAt}})
+	} else {
+		fmt.Fprintf(c.stderr, "%s needs a confirmation.\n", cr.Capability)
+		if cr.Preview != nil {
+			fmt.Fprintln(c.stderr, "Preview:")
+			_ = c.printData(c.stderr, cr.Preview)
+		}
+	}
+	switch {
+	case yes:
+		if !c.json {
+			fmt.Fprintln(c.stderr, "Confirmed (--yes).")
+		}
+		return nil
+	case !ask:
+		return fmt.Errorf("%s needs a confirmation and standard input is not a terminal to ask on: run it again with --yes to confirm this call", cr.Capability)
+	}
+	fmt.Fprintf(c.stderr, "Confirm this call of %s? [y/N] ", cr.Capability)
+	answer := make(chan string, 1)
+	go func() {
+		// The read cannot be interrupted; an interrupted command exits
+		// while it waits.
+		line, _ := bufio.NewReader(c.stdin).ReadString('\n')
+		answer <- line
+	}()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(c.stderr)
+		return ctx.Err()
+	case line := <-answer:
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return nil
+		}
+		return errNotConfirmed
+	}
 }
 
 // stringList collects a repeated string flag.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -41,6 +42,9 @@ type provider struct {
 	pending bool
 	agents  map[string]*agentauth.Agent
 	polls   int
+	// locations are the locations of capabilities served elsewhere than
+	// at loc.
+	locations map[string]string
 }
 
 func claimsOf(t *testing.T, r *http.Request) map[string]any {
@@ -66,7 +70,12 @@ func newProvider(t *testing.T) *provider {
 // opts; describe answers for each of them.
 func newProviderWith(t *testing.T, defs []core.Definer, opts ...agentauthtest.ServerOption) *provider {
 	t.Helper()
-	exec := captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), defs)
+	return newProviderExec(t, captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), defs), opts...)
+}
+
+// newProviderExec is newProvider with exec at its location.
+func newProviderExec(t *testing.T, exec *core.Executor[struct{}, agentauth.Caller[struct{}]], opts ...agentauthtest.ServerOption) *provider {
+	t.Helper()
 	p := &provider{t: t, loc: agentauthtest.NewServer(t, exec, agentauth.HTTPOptions[struct{}]{}, opts...), agents: map[string]*agentauth.Agent{}}
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
@@ -158,14 +167,27 @@ func newProviderWith(t *testing.T, defs []core.Definer, opts ...agentauthtest.Se
 		reply(w, map[string]any{"capabilities": []map[string]string{{"name": "echo", "description": "Echo a message.", "grant_status": "granted"}}, "has_more": false})
 	})
 	mux.HandleFunc("GET /capability/describe", func(w http.ResponseWriter, r *http.Request) {
-		d, ok := exec.Registry().Lookup(r.URL.Query().Get("name"))
+		name := r.URL.Query().Get("name")
+		p.mu.Lock()
+		loc, elsewhere := p.locations[name]
+		p.mu.Unlock()
+		if elsewhere {
+			reply(w, map[string]any{"name": name, "description": name, "location": loc})
+			return
+		}
+		d, ok := exec.Registry().Lookup(name)
 		if !ok {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write([]byte(`{"error":"capability_not_found","message":"no such capability"}`))
 			return
 		}
-		reply(w, map[string]any{"name": d.Name(), "description": d.Description(), "input": d.InputSchema()})
+		entry := map[string]any{"name": d.Name(), "description": d.Description(), "input": d.InputSchema(),
+			"risk": d.Risk(), "supports_preview": d.SupportsPreview(), "requires_confirmation": exec.NeedsConfirmation(d)}
+		if d.SupportsPreview() {
+			entry["preview_schema"] = d.PreviewSchema()
+		}
+		reply(w, entry)
 	})
 	return p
 }
@@ -184,8 +206,14 @@ func stripKID(jwk []byte) json.RawMessage {
 // stderr.
 func agentcap(t *testing.T, state string, args ...string) (int, string, string) {
 	t.Helper()
+	return agentcapOn(t, state, nil, args...)
+}
+
+// agentcapOn is agentcap with stdin, a terminal when it is not nil.
+func agentcapOn(t *testing.T, state string, stdin io.Reader, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	c := &cli{stdout: &out, stderr: &errOut, getenv: func(k string) string {
+	c := &cli{stdin: stdin, terminal: func() bool { return stdin != nil }, stdout: &out, stderr: &errOut, getenv: func(k string) string {
 		if k == "AGENTCAP_STATE" {
 			return state
 		}
@@ -202,7 +230,7 @@ func TestHelpDocumentsEveryCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, cmd := range []string{"discover URL", "connect URL", "status", "capabilities", "describe NAME", "execute NAME", "sign", "revoke", "--json", "--mode delegated|autonomous"} {
+	for _, cmd := range []string{"discover URL", "connect URL", "status", "capabilities", "describe NAME", "preview NAME", "execute NAME", "--yes", "--confirmation-token", "sign", "revoke", "--json", "--mode delegated|autonomous"} {
 		if !strings.Contains(out, cmd) {
 			t.Errorf("help does not mention %q", cmd)
 		}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/client"
+	"github.com/agentcap/agentcap/confirm"
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/testing/captest"
+)
+
+type sendIn struct {
+	Amount int `json:"amount"`
+}
+
+type sendPreview struct {
+	WouldSend int `json:"would_send"`
+}
+
+// newConfirmingProvider serves echo and send, which needs a confirmation
+// and has a preview; sent counts the sends that ran.
+func newConfirmingProvider(t *testing.T) (*provider, *atomic.Int32) {
+	t.Helper()
+	sent := &atomic.Int32{}
+	send := core.MustDefine("send", "Send money.",
+		func(_ context.Context, _ struct{}, in sendIn) (sendIn, error) {
+			sent.Add(1)
+			return in, nil
+		},
+		core.WithRisk(core.RiskHigh),
+		core.WithPreview(func(_ context.Context, _ struct{}, in sendIn) (sendPreview, error) {
+			return sendPreview{WouldSend: in.Amount}, nil
+		}))
+	mgr, err := confirm.New(confirm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), []core.Definer{echoCap, send},
+		func(cfg *core.ExecutorConfig[struct{}, agentauth.Caller[struct{}]]) {
+			cfg.Confirmation = core.ConfirmationConfig[agentauth.Caller[struct{}]]{
+				Confirmer: mgr,
+				Subject:   func(c agentauth.Caller[struct{}]) string { return c.Session.Agent.ID },
+			}
+		})
+	return newProviderExec(t, exec), sent
+}
+
+func TestPreviewAndConfirmation(t *testing.T) {
+	p, sent := newConfirmingProvider(t)
+	state := t.TempDir()
+	lo := "--insecure-loopback"
+	if code, out, errOut := agentcap(t, state, "connect", p.URL, lo, "--capability", "echo", "--capability", "send"); code != 0 {
+		t.Fatalf("connect: exit %d\n%s%s", code, out, errOut)
+	}
+	args := func(n string) []string { return []string{"--args", `{"amount":` + n + `}`, lo} }
+
+	// describe tells, preview shows and gives a token.
+	code, out, _ := agentcap(t, state, append([]string{"describe", "send"}, lo)...)
+	for _, want := range []string{"risk: high", "preview: yes", "confirmation: every call must be confirmed", "preview schema:", `"would_send"`} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("describe lacks %q: exit %d\n%s", want, code, out)
+		}
+	}
+	code, out, errOut := agentcap(t, state, append([]string{"preview", "send"}, args("5")...)...)
+	if code != 0 || !strings.Contains(out, `"would_send": 5`) || !strings.Contains(out, "This call needs a confirmation. Token (valid until") {
+		t.Errorf("preview: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = agentcap(t, state, append([]string{"preview", "send", "--json"}, args("5")...)...)
+	var pv client.PreviewResult
+	var shown sendPreview
+	if code != 0 || json.Unmarshal([]byte(out), &pv) != nil || json.Unmarshal(pv.Preview, &shown) != nil || shown.WouldSend != 5 ||
+		pv.Confirmation == nil || pv.Confirmation.ExpiresAt.IsZero() {
+		t.Fatalf("preview --json: exit %d\n%s", code, out)
+	}
+	code, out, errOut = agentcap(t, state, append([]string{"execute", "send", "--json", "--confirmation-token", pv.Confirmation.Token}, args("5")...)...)
+	if code != 0 || strings.TrimSpace(out) != `{"amount":5}` || sent.Load() != 1 {
+		t.Errorf("execute with the preview's token: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = agentcap(t, state, append([]string{"execute", "send", "--json", "--confirmation-token", pv.Confirmation.Token}, args("5")...)...)
+	if code != 1 || !strings.Contains(errOut, `"error":"confirmation_used"`) {
+		t.Errorf("execute with a used token: exit %d\n%s", code, errOut)
+	}
+	code, _, errOut = agentcap(t, state, append([]string{"preview", "echo", "--args", `{"message":"hi"}`}, lo)...)
+	if code != 1 || !strings.Contains(errOut, "preview_not_supported") {
+		t.Errorf("preview of echo: exit %d\n%s", code, errOut)
+	}
+
+	// execute asks, on a terminal only.
+	tests := []struct {
+		name     string
+		stdin    string // "" for no terminal
+		flags    []string
+		code     int
+		stdout   string
+		stderr   []string
+		confirms bool
+	}{
+		{"no terminal", "", nil, 1, "",
+			[]string{"send needs a confirmation.", `"would_send": 6`, "standard input is not a terminal", "--yes"}, false},
+		{"no terminal, json", "", []string{"--json"}, 1, "",
+			[]string{`"error":"confirmation_required"`, `"preview":{"would_send":6}`, `"confirmation":{"token":"cfm_`, "--yes"}, false},
+		{"declined", "n\n", nil, 1, "",
+			[]string{`"would_send": 6`, "Confirm this call of send? [y/N]", "not confirmed: nothing was done"}, false},
+		{"no answer", "\n", nil, 1, "", []string{"not confirmed"}, false},
+		{"confirmed", "y\n", nil, 0, "{\n  \"amount\": 6\n}\n", []string{`"would_send": 6`, "Confirm this call of send? [y/N]"}, true},
+		{"confirmed, json", "yes\n", []string{"--json"}, 0, "{\"amount\":6}\n",
+			[]string{`{"confirmation_required":{"capability":"send","expires_at":"`, `"preview":{"would_send":6}`}, true},
+		{"--yes", "", []string{"--yes"}, 0, "{\n  \"amount\": 6\n}\n", []string{`"would_send": 6`, "Confirmed (--yes)."}, true},
+		{"--yes on a terminal", "n\n", []string{"--yes", "--json"}, 0, "{\"amount\":6}\n", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := sent.Load()
+			var stdin *strings.Reader
+			if tt.stdin != "" {
+				stdin = strings.NewReader(tt.stdin)
+			}
+			cmd := append(append([]string{"execute", "send"}, args("6")...), tt.flags...)
+			var code int
+			var out, errOut string
+			if stdin != nil {
+				code, out, errOut = agentcapOn(t, state, stdin, cmd...)
+			} else {
+				code, out, errOut = agentcap(t, state, cmd...)
+			}
+			if code != tt.code || out != tt.stdout {
+				t.Errorf("exit %d, stdout %q\n%s", code, out, errOut)
+			}
+			for _, want := range tt.stderr {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errOut)
+				}
+			}
+			if ran := sent.Load() - before; ran != map[bool]int32{true: 1}[tt.confirms] {
+				t.Errorf("%d sends ran", ran)
+			}
+		})
+	}
+}
+
+// personLocation is a location whose "pay" waits for a person's
+// confirmation: one poll pending, then decide.
+func personLocation(t *testing.T, p *provider, decide func(w http.ResponseWriter)) *atomic.Int32 {
+	t.Helper()
+	paid := &atomic.Int32{}
+	var mu sync.Mutex
+	polls := 0
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/capability/execute":
+			var body struct {
+				Token string `json:"confirmation_token"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&body)
+			if body.Token == "cfm_person" {
+				paid.Add(1)
+				_, _ = w.Write([]byte(`{"data":{"paid":true}}`))
+				return
+			}
+			w.WriteHeader(http.StatusAccepted)
+			_ = json.NewEncoder(w).Encode(map[string]any{
+				"status": "confirmation_pending",
+				"approval": map[string]any{"method": "device_authorization", "verification_uri_complete": p.URL + "/confirm?code=PQRS-7788",
+					"user_code": "PQRS-7788", "interval": 1, "expires_in": 120},
+				"status_url": srv.URL + "/capability/confirmation/c1",
+			})
+		case "/capability/confirmation/c1":
+			mu.Lock()
+			polls++
+			first := polls == 1
+			mu.Unlock()
+			if first {
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte(`{"error":"authorization_pending","message":"not decided yet"}`))
+				return
+			}
+			decide(w)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	p.mu.Lock()
+	p.locations = map[string]string{"pay": srv.URL + "/capability/execute"}
+	p.mu.Unlock()
+	return paid
+}
+
+func TestExecuteWaitsForAPerson(t *testing.T) {
+	approve := func(w http.ResponseWriter) {
+		_, _ = w.Write([]byte(`{"status":"approved","confirmation":{"token":"cfm_person","expires_at":"2030-01-01T00:00:00Z"}}`))
+	}
+	deny := func(w http.ResponseWriter) {
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"error":"confirmation_denied","message":"the user refused the call"}`))
+	}
+	tests := []struct {
+		name   string
+		decide func(w http.ResponseWriter)
+		flags  []string
+		code   int
+		stdout string
+		stderr []string
+	}{
+		{"approved", approve, nil, 0, "{\n  \"paid\": true\n}\n",
+			[]string{"Confirmation needed (device_authorization).", "/confirm?code=PQRS-7788", "enter the code PQRS-7788", "Waiting for confirmation"}},
+		{"approved, json", approve, []string{"--json"}, 0, "{\"paid\":true}\n",
+			[]string{`{"confirmation":{"method":"device_authorization"`, `"user_code":"PQRS-7788"`}},
+		{"denied", deny, nil, 1, "", []string{"approval denied", "confirmation_denied", "the user refused the call"}},
+		{"denied, json", deny, []string{"--json"}, 1, "", []string{`"error":"confirmation_denied"`, `"status":403`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newProvider(t)
+			paid := personLocation(t, p, tt.decide)
+			state := t.TempDir()
+			if code, out, errOut := agentcap(t, state, "connect", p.URL, "--insecure-loopback", "--capability", "pay"); code != 0 {
+				t.Fatalf("connect: exit %d\n%s%s", code, out, errOut)
+			}
+			code, out, errOut := agentcap(t, state, append([]string{"execute", "pay", "--args", `{"amount":5000}`, "--insecure-loopback"}, tt.flags...)...)
+			if code != tt.code || out != tt.stdout {
+				t.Errorf("exit %d, stdout %q\n%s", code, out, errOut)
+			}
+			for _, want := range tt.stderr {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errOut)
+				}
+			}
+			if want := int32(1 - tt.code); paid.Load() != want {
+				t.Errorf("%d payments", paid.Load())
+			}
+		})
+	}
+}
