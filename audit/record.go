@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentcap/agentcap/core"
 )
 
 // Event names for records of previews, confirmations and provider
@@ -18,15 +20,15 @@ import (
 // the application's choosing (the capability name, say).
 const (
 	// EventPreview: a preview of a capability call ran.
-	EventPreview = "preview"
+	EventPreview = core.AuditEventPreview
 	// EventConfirmationIssued: a confirmation token was issued for a call.
-	EventConfirmationIssued = "confirmation.issued"
+	EventConfirmationIssued = core.AuditEventConfirmationIssued
 	// EventConfirmationConsumed: a confirmation token was used by the
 	// call it was issued for.
-	EventConfirmationConsumed = "confirmation.consumed"
+	EventConfirmationConsumed = core.AuditEventConfirmationConsumed
 	// EventConfirmationDenied: a person denied a call, or a confirmation
 	// token was refused.
-	EventConfirmationDenied = "confirmation.denied"
+	EventConfirmationDenied = core.AuditEventConfirmationDenied
 
 	// EventHostRegistered: a host was registered (or first seen).
 	EventHostRegistered = "host.registered"
@@ -51,19 +53,19 @@ const (
 	EventHostClaimed = "host.claimed"
 )
 
-// Outcomes that are not error codes. A failed call's outcome is its wire
-// error code (forbidden, constraint_violated, ...).
+// Outcomes that are not error codes. A failed call's outcome is its error
+// code (core.Error.Code: forbidden, constraint_violated, ...).
 const (
 	// OutcomeOK: the call or the change succeeded.
-	OutcomeOK = "ok"
+	OutcomeOK = core.AuditOutcomeOK
 	// OutcomeStarted: the record of a call's start, written before the
 	// handler runs for capabilities that require audit. The call's end is
 	// another record.
-	OutcomeStarted = "started"
+	OutcomeStarted = core.AuditOutcomeStarted
 )
 
 // Redacted replaces the value of a secret field in kept arguments.
-const Redacted = "[redacted]"
+const Redacted = core.AuditRedacted
 
 // Record is one entry of the audit trail. Only ID, Time, Event and Outcome
 // are always set; the other fields are empty where they do not apply (a

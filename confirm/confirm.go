@@ -105,7 +105,10 @@ type Manager struct {
 	now       func() time.Time
 }
 
-var _ core.Confirmer = (*Manager)(nil)
+var (
+	_ core.Confirmer         = (*Manager)(nil)
+	_ core.ConfirmationNamer = (*Manager)(nil)
+)
 
 // New returns a Manager.
 func New(cfg Config) (*Manager, error) {
@@ -145,6 +148,11 @@ func TokenID(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
 }
+
+// ConfirmationID implements core.ConfirmationNamer: it returns
+// TokenID(token), so that the audit records of a spent or refused token
+// name it as the record of its issue does.
+func (m *Manager) ConfirmationID(token string) string { return TokenID(token) }
 
 // Issue implements core.Confirmer: it returns a fresh token for b,
 // valid for the TTL.

@@ -76,6 +76,7 @@ type Definition struct {
 	// those defined WithConfirmation.
 	preview *previewSpec
 	confirm bool
+	audit   auditSpec
 
 	inputSchema  json.RawMessage
 	outputSchema json.RawMessage
@@ -187,6 +188,7 @@ type options struct {
 	async        bool
 	preview      *previewOption
 	confirm      bool
+	audit        auditSpec
 }
 
 // WithApproval sets the approval strength.
@@ -336,6 +338,7 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 		stream:      o.stream,
 		async:       o.async,
 		confirm:     o.confirm,
+		audit:       o.audit,
 		appType:     reflect.TypeFor[C](),
 		inType:      reflect.TypeFor[In](),
 		outType:     reflect.TypeFor[Out](),
@@ -429,6 +432,9 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 		if d.preview, err = o.preview.build(d); err != nil {
 			return fail("", "preview: %v", err)
 		}
+	}
+	if err := d.audit.build(d); err != nil {
+		return fail("", "%v", err)
 	}
 	d.tel = newTelemetryAttrs(name)
 	return &Capability[C, In, Out]{def: d}, nil

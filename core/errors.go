@@ -82,8 +82,8 @@ const (
 )
 
 // Stage names a step of the execution pipeline. Stages run in the order
-// lookup, input, authorize, context, confirmation, handler, output; a
-// preview runs preview instead of confirmation and handler.
+// lookup, input, authorize, context, audit, confirmation, handler, output;
+// a preview runs preview instead of audit, confirmation and handler.
 type Stage string
 
 // Pipeline stages, in execution order.
@@ -147,6 +147,8 @@ var codeTable = map[Code]struct {
 	CodeConfirmationExpired:  {http.StatusConflict, string(CodeConfirmationExpired)},
 	CodeConfirmationUsed:     {http.StatusConflict, string(CodeConfirmationUsed)},
 	CodeInvalidConfirmation:  {http.StatusForbidden, string(CodeInvalidConfirmation)},
+
+	CodeAuditUnavailable: {http.StatusServiceUnavailable, string(CodeAuditUnavailable)},
 }
 
 // Public messages for redacted failures.

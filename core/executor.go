@@ -66,10 +66,14 @@ type ExecutorConfig[C, P any] struct {
 	// Confirmation configures the single-use tokens that confirm calls of
 	// risky capabilities. Its zero value confirms nothing.
 	Confirmation ConfirmationConfig[P]
+
+	// Audit configures the audit trail of executions, previews and
+	// confirmations. Its zero value writes none.
+	Audit AuditConfig[P]
 }
 
 // Executor runs capabilities from a registry through the pipeline lookup,
-// input, authorize, context, confirmation, handler, output. It is safe for
+// input, authorize, context, audit, confirmation, handler, output. It is safe for
 // concurrent use.
 type Executor[C, P any] struct {
 	reg         *Registry
@@ -81,6 +85,7 @@ type Executor[C, P any] struct {
 	maxBatch    int
 	concurrency int
 	confirm     *confirmation[P]
+	audit       *auditor[P]
 }
 
 // NewExecutor builds an executor. It fails when the configuration is
@@ -126,6 +131,12 @@ func NewExecutor[C, P any](reg *Registry, cfg ExecutorConfig[C, P]) (*Executor[C
 		return nil, err
 	}
 	e.confirm = confirm
+	if e.audit, err = newAuditor(cfg.Audit, reg, cfg.MeterProvider, cfg.Logger); err != nil {
+		return nil, err
+	}
+	if e.audit != nil && confirm != nil {
+		confirm.confirmer = newAuditingConfirmer(confirm.confirmer)
+	}
 	tel, err := newTelemetry(cfg.TracerProvider, cfg.MeterProvider)
 	if err != nil {
 		return nil, fmt.Errorf("agentcap: executor: telemetry: %w", err)
@@ -273,6 +284,7 @@ func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P,
 	}
 
 	ctx, span := e.tel.start(ctx, def, isPreview)
+	ctx, ac := e.auditBegin(ctx, def, principal, args, typed, isPreview, start)
 	if len(e.hooks) > 0 {
 		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseStart, Stage: StageLookup, Capability: name,
 			Definition: def, Principal: principal, Preview: isPreview})
@@ -303,6 +315,9 @@ func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P,
 	fail := func(e2 *Error) (any, []byte, *Error) {
 		took = time.Since(start)
 		e.tel.finish(ctx, span, def, took, e2, isPreview)
+		if ac != nil {
+			ac.end(ctx, took, e2, in, inputDone)
+		}
 		if len(e.hooks) > 0 {
 			ev := Event{Phase: PhaseError, Stage: e2.Stage, Capability: name, Definition: def,
 				Principal: principal, Duration: took, Err: e2, Preview: isPreview}
@@ -359,6 +374,13 @@ func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P,
 		return e.finishPreview(ctx, span, start, &took, def, principal, args, typed, c, in, preview, fail)
 	}
 
+	// audit
+	if ac != nil && def.audit.required {
+		if err = ac.started(ctx, in); err != nil {
+			return fail(err)
+		}
+	}
+
 	// confirmation
 	if e.confirm != nil && e.confirm.needs[def] {
 		if err = e.confirmCall(ctx, def, principal, args, typed, c, in); err != nil {
@@ -392,6 +414,9 @@ func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P,
 
 	took = time.Since(start)
 	e.tel.finish(ctx, span, def, took, nil, false)
+	if ac != nil {
+		ac.end(ctx, took, nil, in, true)
+	}
 	if len(e.hooks) > 0 {
 		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseEnd, Stage: StageOutput, Capability: name, Definition: def,
 			Principal: principal, Duration: took, App: c, Input: in, Output: out, OutputJSON: data})
@@ -420,6 +445,9 @@ func (e *Executor[C, P]) finishPreview(ctx context.Context, span trace.Span, sta
 	}
 	*took = time.Since(start)
 	e.tel.finish(ctx, span, def, *took, nil, true)
+	if ac := auditCallFrom(ctx); ac != nil {
+		ac.end(ctx, *took, nil, in, true)
+	}
 	if len(e.hooks) > 0 {
 		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseEnd, Stage: StagePreview, Capability: def.name, Definition: def,
 			Principal: principal, Duration: *took, App: c, Input: in, Output: out, OutputJSON: data, Preview: true})

@@ -117,6 +117,7 @@ func newRequest(c *fiber.Ctx, route string, limit int64, body *bodyBuffer) *http
 	r.RawQuery = string(fr.URI().QueryString())
 	r.Header = r.headers.get
 	r.Context = snapshotLocals(c)
+	r.RemoteAddr = c.Context().RemoteAddr().String()
 	if r.Method == fiber.MethodPost {
 		body.b, r.BodyTooLarge, r.BodyError = decodeBody(body.b[:0], fr.Body(), r.headers.get("Content-Encoding"), limit)
 		if !r.BodyTooLarge && r.BodyError == nil {

@@ -70,6 +70,13 @@ type Config[P any] struct {
 	// (see LongRunning). Its zero value streams with the defaults and
 	// serves neither jobs nor idempotency keys.
 	LongRunning LongRunning[P]
+
+	// ClientIP returns the caller's address for the executor's audit
+	// records. Nil means the host of Request.RemoteAddr; behind a trusted
+	// reverse proxy, read the address it reports (the last
+	// X-Forwarded-For entry, say) here. See HeaderRequestID for the
+	// request id the records carry.
+	ClientIP func(req *Request) string
 }
 
 // Defaults of Config.
@@ -124,6 +131,7 @@ type handlerBase struct {
 	defLimit  int
 	maxLimit  int
 	defs      map[*core.Definition]*defInfo
+	clientIP  func(req *Request) string
 }
 
 // defInfo holds the parts of list and describe answers that never change,
@@ -184,6 +192,7 @@ func NewSource[C, P any](src core.ExecutorSource[C, P], cfg Config[P]) (*Handler
 			maxBody:   cfg.MaxBodyBytes,
 			defLimit:  cfg.DefaultListLimit,
 			maxLimit:  cfg.MaxListLimit,
+			clientIP:  cfg.ClientIP,
 		},
 		src:          src,
 		reg:          reg,
@@ -196,6 +205,9 @@ func NewSource[C, P any](src core.ExecutorSource[C, P], cfg Config[P]) (*Handler
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
+	}
+	if h.clientIP == nil {
+		h.clientIP = remoteIP
 	}
 	// Header values are built once and shared by every answer: assigning
 	// a prebuilt []string costs nothing per request, where Header.Set
@@ -423,6 +435,8 @@ type replyMeta struct {
 	replayed bool
 	// unkept marks an answer an idempotency key must not keep.
 	unkept bool
+	// requestID is sent as X-Request-Id when set.
+	requestID string
 }
 
 // Header values that never change. A header map that receives them owns
@@ -456,6 +470,9 @@ func (m replyMeta) setHeaders(hd http.Header) {
 	}
 	if m.replayed {
 		hd["Idempotent-Replayed"] = hdrTrue
+	}
+	if m.requestID != "" {
+		hd[HeaderRequestID] = []string{m.requestID}
 	}
 }
 
@@ -593,6 +610,13 @@ func (h *Handler[C, P]) handle(req *Request, buf *buffer) (meta replyMeta) {
 	if req.BodyError != nil {
 		return h.fail(ctx, buf, envelope{status: http.StatusBadRequest, code: core.WireInvalidRequest,
 			message: "the request body cannot be read or decoded"})
+	}
+	// The executor's audit records name the request; an executor built
+	// before the handler tells whether it keeps any.
+	if h.exec == nil || h.exec.Audits() {
+		var id string
+		ctx, id = h.withRequestInfo(ctx, req)
+		defer func() { meta.requestID = id }()
 	}
 	if rt == routeExecute {
 		return h.execute(ctx, req, principal, buf)

@@ -40,6 +40,10 @@ type Request struct {
 	// values into authentication and execution. Nil means
 	// context.Background.
 	Context context.Context
+	// RemoteAddr is the network address of the client, host:port as in
+	// http.Request.RemoteAddr; "" when unknown. The executor's audit
+	// records take the client address from it (see Config.ClientIP).
+	RemoteAddr string
 
 	// httpW and httpR are set by NewRequest: the body is then read only
 	// when a route needs it, after authentication.
@@ -87,13 +91,14 @@ func (r *Request) header(name string) string {
 // large. The request's context becomes Context; replace it to add values.
 func NewRequest(w http.ResponseWriter, r *http.Request, path string) *Request {
 	return &Request{
-		Method:   r.Method,
-		Path:     path,
-		RawQuery: r.URL.RawQuery,
-		Header:   r.Header.Get,
-		Context:  r.Context(),
-		httpW:    w,
-		httpR:    r,
+		Method:     r.Method,
+		Path:       path,
+		RawQuery:   r.URL.RawQuery,
+		Header:     r.Header.Get,
+		Context:    r.Context(),
+		RemoteAddr: r.RemoteAddr,
+		httpW:      w,
+		httpR:      r,
 	}
 }
 

@@ -41,6 +41,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentcap/agentcap/internal/jsoncanon"
 )
 
 // Record is a claimed or answered key.
@@ -258,7 +260,7 @@ func Fingerprint(capability string, args []byte) string {
 	buf = append(buf, 0)
 	if trimmed := trimSpace(args); len(trimmed) == 0 || string(trimmed) == "null" {
 		buf = append(buf, '{', '}')
-	} else if c, ok := appendCanonical(buf, trimmed); ok {
+	} else if c, ok := jsoncanon.Append(buf, trimmed); ok {
 		buf = c
 	} else {
 		buf = append(buf, 1)

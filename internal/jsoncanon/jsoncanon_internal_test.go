@@ -1,4 +1,4 @@
-package idempotency
+package jsoncanon
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 )
 
 // treeCanonical is the canonical form built the obvious way, from a
-// parsed tree; appendCanonical must agree with it on every JSON text.
+// parsed tree; Append must agree with it on every JSON text.
 func treeCanonical(dst []byte, v any) []byte {
 	switch x := v.(type) {
 	case map[string]any:
@@ -57,7 +57,7 @@ func FuzzCanonical(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		got, ok := appendCanonical(nil, []byte(text))
+		got, ok := Append(nil, []byte(text))
 		tree, err := jsonvalue.Parse([]byte(text))
 		if err != nil {
 			return // invalid text: any answer will do, as long as nothing panics

@@ -1,7 +1,13 @@
-package idempotency
+// Package jsoncanon writes JSON text in one canonical form, so that
+// arguments that differ only in member order, white space or the spelling
+// of a number can be recognised as the same: idempotency fingerprints,
+// confirmation bindings and audit digests all use it.
+package jsoncanon
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -9,19 +15,47 @@ import (
 	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
-// appendCanonical appends the canonical form of the JSON text data: object
+// Append appends the canonical form of the JSON text data: object
 // members in key order, strings with only the escapes JSON requires,
 // numbers in one spelling (as float64), no white space. It works on the
 // text itself, without building a tree, so fingerprinting costs next to
 // nothing beside the call it guards. ok is false for text that is not one
 // JSON value.
-func appendCanonical(dst, data []byte) (out []byte, ok bool) {
+func Append(dst, data []byte) (out []byte, ok bool) {
 	i := skipWS(data, 0)
 	dst, i, ok = canonValue(dst, data, i, 0)
 	if !ok || skipWS(data, i) != len(data) {
 		return dst, false
 	}
 	return dst, true
+}
+
+// Digest returns the hex SHA-256 of the canonical form of a call's
+// arguments. Absent, empty and null arguments are the same, {}. Text that
+// is not JSON is digested as it is, after a byte no canonical form starts
+// with, so that it never matches a JSON text's digest.
+func Digest(args []byte) string {
+	var inline [256]byte
+	buf := inline[:0]
+	if trimmed := trimWS(args); len(trimmed) == 0 || string(trimmed) == "null" {
+		buf = append(buf, '{', '}')
+	} else if c, ok := Append(buf, trimmed); ok {
+		buf = c
+	} else {
+		buf = append(buf[:0], 1)
+		buf = append(buf, trimmed...)
+	}
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:])
+}
+
+// trimWS drops JSON white space from both ends of b.
+func trimWS(b []byte) []byte {
+	b = b[skipWS(b, 0):]
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // maxCanonDepth bounds nesting, as encoding/json does.
