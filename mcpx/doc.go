@@ -30,11 +30,48 @@
 // internal failure is a result with isError set, whose text (and _meta
 // MetaError) is the error envelope httpx would answer with:
 // {"error": code, "message": ..., ...}. Only a malformed request
-// (arguments that are not an object, a bad cursor) and an unknown tool,
-// or one the caller may not see, are protocol errors (invalid params).
+// (arguments that are not an object, a bad cursor, a confirmation token
+// that is not a string) and an unknown tool, or one the caller may not
+// see, are protocol errors (invalid params).
 // notifications/cancelled cancels the call's context; progress a
 // capability reports with core.ReportProgress reaches a client that sent
 // a progress token as notifications/progress.
+//
+// # Confirmations
+//
+// A capability whose calls must be confirmed (core.WithConfirmation, or
+// the executor's confirmation rule: see core.ConfirmationNeeded) is
+// listed with _meta {"agentcap/requires_confirmation": true}
+// ([MetaRequiresConfirmation]). A call of it that carries no token is
+// refused by the executor with confirmation_required, a preview and a
+// fresh token, and then:
+//
+//   - When the client declared the elicitation capability (form mode),
+//     the server asks the client's user: one form elicitation, under the
+//     input request id [ElicitationID], whose message names the tool and
+//     shows the arguments and the preview (also under its _meta as
+//     "agentcap/capability", "agentcap/arguments" and "agentcap/preview")
+//     and whose form is empty. On protocol versions since 2026-07-28 the
+//     tool result asks for that input and the client calls again with the
+//     answer; on older ones the server sends elicitation/create during
+//     the call. The token travels as the request state, so nothing is
+//     kept between the two: accept consumes it and runs the call;
+//     decline or cancel is an error result with the code
+//     confirmation_declined ([CodeConfirmationDeclined]) and "action".
+//     Elicitation trusts the client to show the request to its user, as
+//     any MCP client is trusted with its user's tools.
+//   - Otherwise the error result carries the confirmation_required
+//     envelope (text and _meta MetaError, with "preview" and
+//     "confirmation": {"token", "expires_at"}), and the caller confirms by
+//     calling the tool again with the same arguments and the token in the
+//     request's _meta: {"agentcap/confirmation_token": "cfm_..."}
+//     ([MetaConfirmationToken]). Arguments stay exactly the capability's:
+//     the token is metadata of the call, not an argument. A token that is
+//     not a string is invalid params; refusals of the token (used,
+//     expired, another call's, invalid) are error results with httpx's
+//     codes.
+//
+// docs/confirmation.md in the module documents tokens and codes in full.
 //
 // # Lazy executors
 //

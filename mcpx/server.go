@@ -317,6 +317,11 @@ func (s *Server[C, P]) ServeStdio(ctx context.Context, principal P) error {
 func (s *Server[C, P]) newMCPServer(fixed *P) *mcp.Server {
 	opts := s.opts
 	srv := mcp.NewServer(s.impl, &opts)
+	// The SDK runs calls of known tools (see middleware), which is what
+	// the tools are registered for; tools/list never reaches its table.
+	for _, d := range s.ordered {
+		srv.AddTool(s.tools[d].mcp, s.handleTool)
+	}
 	srv.AddReceivingMiddleware(s.middleware(fixed))
 	return srv
 }

@@ -50,7 +50,21 @@ func (s *Server[C, P]) middleware(fixed *P) mcp.Middleware {
 				if err != nil {
 					return nil, s.internal(ctx, err)
 				}
-				return s.callTool(ctx, p, r)
+				if e, ok := any(p).(executing[P]); ok {
+					p = e.ForExecution()
+				}
+				if err := s.checkCall(ctx, p, r); err != nil {
+					return nil, err
+				}
+				if _, known := s.reg.Lookup(r.Params.Name); !known {
+					// The executor records the attempt and refuses it.
+					return s.callTool(ctx, p, r)
+				}
+				// A known tool runs through the SDK's own tools/call,
+				// where a result that asks the client for input (the
+				// user's confirmation) is sent or fulfilled as the
+				// client's protocol version wants.
+				return next(context.WithValue(ctx, principalCtxKey{}, p), method, req)
 			}
 			return next(ctx, method, req)
 		}
@@ -91,12 +105,22 @@ func (s *Server[C, P]) listTools(ctx context.Context, principal P, params *mcp.L
 			break
 		}
 		t := s.tools[d].mcp
+		var meta mcp.Meta
 		if s.grantStatus != nil {
 			if st := s.grantStatus(ctx, principal, d); st != "" {
-				c := *t
-				c.Meta = mcp.Meta{MetaGrantStatus: st}
-				t = &c
+				meta = mcp.Meta{MetaGrantStatus: st}
 			}
+		}
+		if core.ConfirmationNeeded(s.src, d) {
+			if meta == nil {
+				meta = mcp.Meta{}
+			}
+			meta[MetaRequiresConfirmation] = true
+		}
+		if meta != nil {
+			c := *t
+			c.Meta = meta
+			t = &c
 		}
 		res.Tools = append(res.Tools, t)
 		last = d.Name()
@@ -109,26 +133,53 @@ func (s *Server[C, P]) listTools(ctx context.Context, principal P, params *mcp.L
 // execute (agentauth.Caller): see agentauth.Caller.ForExecution.
 type executing[P any] interface{ ForExecution() P }
 
-// callTool runs a tool through the executor, on the raw arguments (one
-// parse, strict, as httpx does). A capability the principal may not see
-// is an unknown tool, refused before its arguments are looked at, so that
-// neither its existence nor its schema leaks.
-func (s *Server[C, P]) callTool(ctx context.Context, principal P, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if e, ok := any(principal).(executing[P]); ok {
-		principal = e.ForExecution()
-	}
+// principalCtxKey carries a call's principal from the middleware to the
+// tool handler the SDK runs.
+type principalCtxKey struct{}
+
+// checkCall refuses a malformed call. A capability the principal may not
+// see is an unknown tool, refused before its arguments are looked at, so
+// that neither its existence nor its schema leaks.
+func (s *Server[C, P]) checkCall(ctx context.Context, principal P, req *mcp.CallToolRequest) error {
 	params := req.Params
 	if params == nil {
-		return nil, invalidParams("missing params")
+		return invalidParams("missing params")
 	}
-	name := params.Name
-	def, known := s.reg.Lookup(name)
-	if known && !def.Visible(ctx, principal) {
-		return nil, unknownTool(name)
+	if def, known := s.reg.Lookup(params.Name); known && !def.Visible(ctx, principal) {
+		return unknownTool(params.Name)
 	}
 	if !isObjectOrAbsent(params.Arguments) {
-		return nil, invalidParams("arguments must be a JSON object")
+		return invalidParams("arguments must be a JSON object")
 	}
+	return nil
+}
+
+// handleTool is the SDK tool handler of every capability: it runs the
+// call checked by the middleware, for the principal the middleware found.
+func (s *Server[C, P]) handleTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p, ok := ctx.Value(principalCtxKey{}).(P)
+	if !ok {
+		return nil, s.internal(ctx, errors.New("mcpx: a tool call reached its handler without a principal"))
+	}
+	return s.callTool(ctx, p, req)
+}
+
+// callTool runs a tool through the executor, on the raw arguments (one
+// parse, strict, as httpx does), with the call's confirmation token. A
+// call refused for want of a confirmation asks the user through the
+// client (form elicitation) when the client can, once per call.
+func (s *Server[C, P]) callTool(ctx context.Context, principal P, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	params := req.Params
+	name := params.Name
+	def, _ := s.reg.Lookup(name)
+	answer, err := readConfirmation(params)
+	if err != nil {
+		return nil, err
+	}
+	if answer.answered && answer.action != "accept" {
+		return declined(answer.action), nil
+	}
+	ctx = core.WithConfirmationToken(ctx, answer.token)
 	if token := params.GetProgressToken(); token != nil && req.Session != nil {
 		ctx = core.WithProgress(ctx, progressReporter(ctx, req.Session, token))
 	}
@@ -144,6 +195,11 @@ func (s *Server[C, P]) callTool(ctx context.Context, principal P, req *mcp.CallT
 		}
 		if ce.Code == core.CodeUnknownCapability && ce.App() == nil {
 			return nil, unknownTool(name)
+		}
+		if ce.Code == core.CodeConfirmationRequired && !answer.answered && elicitsForms(req) {
+			if res := s.askConfirmation(s.tools[def], params.Arguments, ce); res != nil {
+				return res, nil
+			}
 		}
 		return s.refused(ctx, name, ce), nil
 	}
