@@ -41,6 +41,9 @@ const (
 	// EventGrantsChanged: capability grants were added, changed or
 	// revoked.
 	EventGrantsChanged = "grant.changed"
+	// EventAgentReactivated: an expired agent was reactivated, its
+	// host's default capabilities granted again or pending approval.
+	EventAgentReactivated = "agent.reactivated"
 	// EventAgentRevoked and EventHostRevoked: an agent or a host was
 	// revoked.
 	EventAgentRevoked = "agent.revoked"

@@ -22,13 +22,20 @@ const maxRequestIDLength = 128
 // the id. The id is the caller's X-Request-Id when it is 1 to 128
 // printable ASCII characters, else a new random one.
 func (h *handlerBase) withRequestInfo(ctx context.Context, req *Request) (context.Context, string) {
-	id := req.header(HeaderRequestID)
-	if !validRequestID(id) {
-		var b [16]byte
-		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-		id = hex.EncodeToString(b[:])
-	}
+	id := RequestID(req.header(HeaderRequestID))
 	return core.WithRequestInfo(ctx, core.RequestInfo{ID: id, ClientIP: h.clientIP(req)}), id
+}
+
+// RequestID returns the id of a request that sent the X-Request-Id value
+// sent: sent itself when it is 1 to 128 printable ASCII characters, else
+// 32 random hex digits.
+func RequestID(sent string) string {
+	if validRequestID(sent) {
+		return sent
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
 }
 
 func validRequestID(id string) bool {

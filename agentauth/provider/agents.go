@@ -45,7 +45,7 @@ func (p *Provider) AgentsPage() http.Handler {
 	if p.signedInUser == nil {
 		panic("provider: AgentsPage needs Config.SignedInUser")
 	}
-	return http.HandlerFunc(p.serveAgentsPage)
+	return p.namedRequests(p.serveAgentsPage)
 }
 
 func (p *Provider) serveAgentsPage(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -441,6 +442,12 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 		}
 		return err
 	}
+	event := audit.EventApprovalApproved
+	if d.Deny {
+		event = audit.EventApprovalDenied
+	}
+	p.record(ctx, audit.Record{Event: event, UserID: d.UserID, AgentID: agent.ID, HostID: host.ID,
+		Detail: decisionDetail(v, allowed, d.Deny)})
 	reason := displayText(d.Reason, maxReasonRunes)
 	if reason == "" {
 		reason = "not approved by the user"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/audit"
 )
 
 // Claim tells an application that autonomous agents were claimed
@@ -53,6 +54,10 @@ func (p *Provider) linkHost(ctx context.Context, hostID, userID string) error {
 				return err
 			}
 		}
+	}
+	for _, id := range claimed {
+		p.record(ctx, audit.Record{Event: audit.EventHostClaimed, UserID: userID, HostID: hostID, AgentID: id,
+			Detail: "autonomous agent claimed with its host"})
 	}
 	p.logger.InfoContext(ctx, "agentauth/provider: autonomous agents claimed", "host", hostID, "user", userID, "agents", claimed)
 	if p.onClaim != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -126,7 +128,7 @@ func (p *Provider) approvalPoll(w http.ResponseWriter, r *http.Request) error {
 // agent again answers the same, so that a retried revocation succeeds.
 func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	_, _, a, err := p.agentRequest(ctx, r, hostKnownOrPending)
+	_, h, a, err := p.agentRequest(ctx, r, hostKnownOrPending)
 	if err != nil {
 		return err
 	}
@@ -139,6 +141,8 @@ func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) error {
 		if se.Status != agentauth.StatusRevoked {
 			return agentStateError(se.Status)
 		}
+	} else {
+		p.record(ctx, agentRecord(audit.EventAgentRevoked, a, h.host, "revoked by its host"))
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"agent_id": a.ID, "status": agentauth.StatusRevoked})
 	return nil
@@ -163,6 +167,7 @@ func (p *Provider) revokeHost(w http.ResponseWriter, r *http.Request) error {
 		}
 		return internalError(err)
 	}
+	p.record(ctx, agentRecord(audit.EventHostRevoked, nil, h.host, fmt.Sprintf("revoked by itself; %d agents revoked", n)))
 	writeJSON(w, http.StatusOK, map[string]any{"host_id": h.host.ID, "status": agentauth.StatusRevoked, "agents_revoked": n})
 	return nil
 }
@@ -251,6 +256,7 @@ func (p *Provider) reactivate(w http.ResponseWriter, r *http.Request) error {
 		}
 		return internalError(err)
 	}
+	p.record(ctx, agentRecord(audit.EventAgentReactivated, a, host, to+"; "+grantSummary(grants)))
 	var ap *approvalJSON
 	if to == agentauth.StatusPending {
 		rq := approvalRequest{kind: KindReactivation, agent: a, host: host, caps: caps, hints: hints}
@@ -297,6 +303,7 @@ func (p *Provider) rotateKey(w http.ResponseWriter, r *http.Request) error {
 		}
 		return internalError(err)
 	}
+	p.record(ctx, agentRecord(audit.EventAgentKeyRotated, a, h.host, "key "+k.thumbprint))
 	writeJSON(w, http.StatusOK, map[string]string{"agent_id": a.ID, "status": a.DirectoryAgent(p.now()).Status})
 	return nil
 }
@@ -336,6 +343,7 @@ func (p *Provider) rotateHostKey(w http.ResponseWriter, r *http.Request) error {
 		}
 		return internalError(err)
 	}
+	p.record(ctx, agentRecord(audit.EventHostKeyRotated, nil, h.host, "key "+k.thumbprint))
 	writeJSON(w, http.StatusOK, map[string]string{"host_id": h.host.ID, "status": h.host.Status})
 	return nil
 }

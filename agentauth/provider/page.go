@@ -101,7 +101,7 @@ func (p *Provider) ApprovalPage() http.Handler {
 	if p.signedInUser == nil {
 		panic("provider: ApprovalPage needs Config.SignedInUser")
 	}
-	return http.HandlerFunc(p.servePage)
+	return p.namedRequests(p.servePage)
 }
 
 func (p *Provider) servePage(w http.ResponseWriter, r *http.Request) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
@@ -153,6 +154,14 @@ type Config struct {
 	// endpoint: agent JWTs may name them as aud, for EndpointConfig.
 	Endpoints []string
 
+	// Audit, when set, receives a record of every registration (of a
+	// host and of an agent), approval decision, grant change,
+	// reactivation, revocation (of an agent or a host, by itself or by
+	// its user), key rotation and claim, with the request's id and client
+	// address (see docs/audit.md). A record that cannot be written is
+	// logged; the change stands. Nil keeps no trail.
+	Audit audit.Sink
+
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Rand is the source of ids and codes; nil means crypto/rand.
@@ -203,6 +212,7 @@ type Provider struct {
 	rand            io.Reader
 	logger          *slog.Logger
 	routes          map[string]route
+	audit           audit.Sink
 }
 
 type route struct {
@@ -256,6 +266,7 @@ func New(cfg Config) (*Provider, error) {
 		now:             cfg.Now,
 		rand:            cfg.Rand,
 		logger:          cfg.Logger,
+		audit:           cfg.Audit,
 	}
 	if len(p.modes) == 0 {
 		p.modes = []string{agentauth.ModeDelegated, agentauth.ModeAutonomous}
@@ -407,6 +418,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.writeError(w, r, appErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "use "+rt.method+" for this endpoint"))
 		return
 	}
+	r = p.withRequestInfo(w, r)
 	if err := rt.serve(p, w, r); err != nil {
 		p.writeError(w, r, err)
 	}

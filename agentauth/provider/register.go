@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/audit"
 )
 
 // registration is a parsed POST /agent/register body.
@@ -198,6 +199,7 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 			return internalError(err)
 		}
 	}
+	p.record(ctx, agentRecord(audit.EventAgentRegistered, agent, host, registrationDetail(agent, activeNow)))
 	var ap *approvalJSON
 	if !activeNow {
 		rq := approvalRequest{kind: KindRegistration, agent: agent, host: host, caps: reg.caps, hints: reg.hints}
@@ -253,6 +255,7 @@ func (p *Provider) createHost(ctx context.Context, h *hostAuth, reg *registratio
 		}
 		return nil, internalError(err)
 	}
+	p.record(ctx, audit.Record{Event: audit.EventHostRegistered, HostID: id, Detail: host.Status + " host"})
 	return p.store.GetHost(ctx, id)
 }
 

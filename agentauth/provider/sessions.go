@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
@@ -228,6 +229,7 @@ func (p *Provider) requestCapability(w http.ResponseWriter, r *http.Request) err
 	if err := p.store.PutGrants(ctx, a.ID, fresh); err != nil {
 		return internalError(err)
 	}
+	p.record(ctx, agentRecord(audit.EventGrantsChanged, a, host, "requested by the agent: "+grantSummary(fresh)))
 	var ap *approvalJSON
 	if len(pending) > 0 {
 		rq := approvalRequest{kind: KindCapabilities, agent: a, host: host, caps: pending, hints: hints}

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -210,14 +212,16 @@ func (p *Provider) RenameAgent(ctx context.Context, userID, agentID, name string
 // user"). Revoking a revoked agent again succeeds; an agent in another
 // terminal state (rejected, claimed) is an *AgentStateError.
 func (p *Provider) RevokeAgent(ctx context.Context, userID, agentID string) error {
-	if _, _, err := p.ownAgent(ctx, userID, agentID); err != nil {
+	a, h, err := p.ownAgent(ctx, userID, agentID)
+	if err != nil {
 		return err
 	}
 	live := []string{agentauth.StatusPending, agentauth.StatusActive, agentauth.StatusExpired}
-	err := p.store.UpdateAgentStatus(ctx, agentID, live, agentauth.StatusRevoked)
+	err = p.store.UpdateAgentStatus(ctx, agentID, live, agentauth.StatusRevoked)
 	var se *store.StatusError
 	switch {
 	case err == nil:
+		p.record(ctx, agentRecord(audit.EventAgentRevoked, a, h, "revoked by the user"))
 		return nil
 	case errors.As(err, &se) && se.Status == agentauth.StatusRevoked:
 		return nil
@@ -231,13 +235,19 @@ func (p *Provider) RevokeAgent(ctx context.Context, userID, agentID string) erro
 // becomes denied, by the user, and the agent can no longer execute the
 // capability; it may ask for it again.
 func (p *Provider) RevokeGrant(ctx context.Context, userID, agentID, capability string) error {
-	if _, _, err := p.ownAgent(ctx, userID, agentID); err != nil {
+	a, h, err := p.ownAgent(ctx, userID, agentID)
+	if err != nil {
 		return err
 	}
-	err := p.store.UpdateGrantStatus(ctx, agentID, capability, store.GrantChange{
+	err = p.store.UpdateGrantStatus(ctx, agentID, capability, store.GrantChange{
 		From: []string{agentauth.StatusActive}, To: agentauth.StatusDenied, By: userID, Reason: "revoked by the user"})
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrStatus) {
 		return ErrNoSuchGrant
+	}
+	if err == nil {
+		r := agentRecord(audit.EventGrantsChanged, a, h, "revoked by the user")
+		r.UserID, r.Capability = userID, capability
+		p.record(ctx, r)
 	}
 	return err
 }
@@ -250,7 +260,7 @@ func (p *Provider) RevokeGrant(ctx context.Context, userID, agentID, capability 
 // strength webauthn needs presenceConfirmed (ErrPresenceRequired
 // otherwise). Unknown capabilities are ErrInvalidDecision.
 func (p *Provider) GrantCapabilities(ctx context.Context, userID, agentID string, reqs []GrantRequest, presenceConfirmed bool) error {
-	a, _, err := p.ownAgent(ctx, userID, agentID)
+	a, h, err := p.ownAgent(ctx, userID, agentID)
 	if err != nil {
 		return err
 	}
@@ -290,7 +300,16 @@ func (p *Provider) GrantCapabilities(ctx context.Context, userID, agentID string
 		grants = append(grants, store.Grant{Capability: rq.Name, Status: agentauth.StatusActive, Constraints: cons,
 			GrantedBy: userID, Reason: "granted by the user", ExpiresAt: p.grantExpiry(ctx, a, def, now)})
 	}
-	return p.store.PutGrants(ctx, agentID, grants)
+	if err := p.store.PutGrants(ctx, agentID, grants); err != nil {
+		return err
+	}
+	r := agentRecord(audit.EventGrantsChanged, a, h, "granted by the user: "+grantSummary(grants))
+	r.UserID = userID
+	if len(grants) == 1 {
+		r.Capability = grants[0].Capability
+	}
+	p.record(ctx, r)
+	return nil
 }
 
 // UserHosts returns the hosts linked to userID, newest first.
@@ -339,9 +358,13 @@ func (p *Provider) UpdateHost(ctx context.Context, userID, hostID string, u Host
 			}
 		}
 		slices.Sort(caps)
-		if err := p.store.SetHostDefaultCapabilities(ctx, hostID, slices.Compact(caps)); err != nil {
+		caps = slices.Compact(caps)
+		if err := p.store.SetHostDefaultCapabilities(ctx, hostID, caps); err != nil {
 			return err
 		}
+		r := agentRecord(audit.EventGrantsChanged, nil, h, "host default capabilities: "+strings.Join(caps, ", "))
+		r.UserID = userID
+		p.record(ctx, r)
 	}
 	if u.Name != nil {
 		return p.store.SetHostName(ctx, hostID, displayText(*u.Name, maxNameRunes))
@@ -360,6 +383,11 @@ func (p *Provider) RevokeHost(ctx context.Context, userID, hostID string) (int, 
 	var se *store.StatusError
 	if errors.As(err, &se) && (se.Status == agentauth.StatusRevoked || se.Status == agentauth.StatusRejected) {
 		return 0, nil
+	}
+	if err == nil {
+		r := audit.Record{Event: audit.EventHostRevoked, UserID: userID, HostID: hostID,
+			Detail: fmt.Sprintf("revoked by the user; %d agents revoked", n)}
+		p.record(ctx, r)
 	}
 	return n, err
 }

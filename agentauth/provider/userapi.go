@@ -119,6 +119,7 @@ func (p *Provider) UserAPI() http.Handler {
 // documents before serve runs.
 func (p *Provider) userHandler(unsafe, fresh bool, serve func(http.ResponseWriter, *http.Request, *User) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = p.withRequestInfo(w, r)
 		fail := func(err error) { p.writeErrorWith(w, r, err, "") }
 		u, err := p.signedInUser(r)
 		if err != nil {
