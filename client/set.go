@@ -47,6 +47,9 @@ type SetEntry struct {
 	agent *Agent
 }
 
+// Agent returns the agent the entry's capability is called as.
+func (e SetEntry) Agent() *Agent { return e.agent }
+
 // Collision is a display name that several capabilities map to. None of
 // them is kept in the set, since a call by that name would be ambiguous.
 type Collision struct {

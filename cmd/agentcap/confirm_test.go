@@ -9,6 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/client"
@@ -240,5 +243,195 @@ func TestExecuteWaitsForAPerson(t *testing.T) {
 				t.Errorf("%d payments", paid.Load())
 			}
 		})
+	}
+}
+
+// elicitations answers a host's elicitations with answer and records
+// their messages; seen is closed at the first one.
+type elicitations struct {
+	mu       sync.Mutex
+	messages []string
+	seen     chan struct{}
+	answer   *mcp.ElicitResult
+}
+
+func newElicitations(answer *mcp.ElicitResult) *elicitations {
+	return &elicitations{seen: make(chan struct{}), answer: answer}
+}
+
+func (e *elicitations) handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.messages) == 0 {
+		close(e.seen)
+	}
+	e.messages = append(e.messages, req.Params.Message)
+	return e.answer, nil
+}
+
+func (e *elicitations) all() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.messages...)
+}
+
+func TestMCPAsksForConfirmation(t *testing.T) {
+	p, sent := newConfirmingProvider(t)
+	state := t.TempDir()
+	if code, out, errOut := agentcap(t, state, "connect", p.URL, "--insecure-loopback", "--capability", "echo", "--capability", "send"); code != 0 {
+		t.Fatalf("connect: exit %d\n%s%s", code, out, errOut)
+	}
+	tests := []struct {
+		name    string
+		answer  *mcp.ElicitResult // nil: a host without elicitation
+		isError bool
+		out     []string
+		runs    int32
+	}{
+		{"confirmed", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, false, []string{`{"amount":3}`}, 1},
+		{"not ticked", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": false}}, true, []string{"did not confirm"}, 0},
+		{"declined", &mcp.ElicitResult{Action: "decline"}, true, []string{"did not confirm"}, 0},
+		{"dismissed", &mcp.ElicitResult{Action: "cancel"}, true, []string{"did not confirm"}, 0},
+		{"host cannot ask", nil, true, []string{`"error":"confirmation_required"`, "cannot ask", `"preview":{"would_send":3}`}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts mcp.ClientOptions
+			el := newElicitations(tt.answer)
+			if tt.answer != nil {
+				opts.ElicitationHandler = el.handle
+			}
+			cs, _, _ := mcpSessionWith(t, state, opts, "--insecure-loopback", "--refresh", "0")
+			before := sent.Load()
+			out, isErr := call(t, cs, "test__send", map[string]any{"amount": 3})
+			if isErr != tt.isError {
+				t.Errorf("isError %v: %s", isErr, out)
+			}
+			for _, want := range tt.out {
+				if !strings.Contains(out, want) {
+					t.Errorf("result lacks %q: %s", want, out)
+				}
+			}
+			if ran := sent.Load() - before; ran != tt.runs {
+				t.Errorf("%d sends ran", ran)
+			}
+			msgs := el.all()
+			if tt.answer != nil && (len(msgs) != 1 || !strings.Contains(msgs[0], "test__send needs your confirmation") || !strings.Contains(msgs[0], `"would_send": 3`)) {
+				t.Errorf("elicitations %q", msgs)
+			}
+			// A capability without a confirmation asks nothing.
+			if out, isErr := call(t, cs, "test__echo", map[string]any{"message": "hi"}); isErr || out != `{"message":"hi"}` || len(el.all()) != len(msgs) {
+				t.Errorf("echo: %v %s", isErr, out)
+			}
+		})
+	}
+}
+
+func TestMCPWaitsForAPerson(t *testing.T) {
+	tests := []struct {
+		name    string
+		answer  *mcp.ElicitResult
+		decides bool // false: the person never decides
+		isError bool
+		out     []string
+	}{
+		{"confirmed", &mcp.ElicitResult{Action: "accept"}, true, false, []string{`{"paid":true}`}},
+		{"wait dismissed", &mcp.ElicitResult{Action: "cancel"}, false, true, []string{"did not confirm"}},
+		{"host cannot ask", nil, false, true, []string{`"error":"confirmation_pending"`, "PQRS-7788", "was not run"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newProvider(t)
+			el := newElicitations(tt.answer)
+			paid := personLocation(t, p, func(w http.ResponseWriter) {
+				if !tt.decides {
+					w.WriteHeader(http.StatusBadRequest)
+					_, _ = w.Write([]byte(`{"error":"authorization_pending","message":"not decided yet"}`))
+					return
+				}
+				// The person decides after the host showed the notice.
+				select {
+				case <-el.seen:
+				case <-time.After(10 * time.Second):
+				}
+				_, _ = w.Write([]byte(`{"status":"approved","confirmation":{"token":"cfm_person"}}`))
+			})
+			state := t.TempDir()
+			if code, out, errOut := agentcap(t, state, "connect", p.URL, "--insecure-loopback", "--capability", "pay"); code != 0 {
+				t.Fatalf("connect: exit %d\n%s%s", code, out, errOut)
+			}
+			var opts mcp.ClientOptions
+			if tt.answer != nil {
+				opts.ElicitationHandler = el.handle
+			}
+			cs, _, _ := mcpSessionWith(t, state, opts, "--insecure-loopback", "--refresh", "0")
+			out, isErr := call(t, cs, "test__pay", map[string]any{"amount": 5000})
+			if isErr != tt.isError {
+				t.Errorf("isError %v: %s", isErr, out)
+			}
+			for _, want := range tt.out {
+				if !strings.Contains(out, want) {
+					t.Errorf("result lacks %q: %s", want, out)
+				}
+			}
+			if want := map[bool]int32{true: 1}[!tt.isError]; paid.Load() != want {
+				t.Errorf("%d payments", paid.Load())
+			}
+			if msgs := el.all(); tt.answer != nil && (len(msgs) != 1 || !strings.Contains(msgs[0], "enter the code PQRS-7788")) {
+				t.Errorf("elicitations %q", msgs)
+			}
+		})
+	}
+}
+
+// TestMCPConfirmationState retries by hand: the request state is single
+// use and bound to the tool's arguments.
+func TestMCPConfirmationState(t *testing.T) {
+	p, sent := newConfirmingProvider(t)
+	state := t.TempDir()
+	if code, out, errOut := agentcap(t, state, "connect", p.URL, "--insecure-loopback", "--capability", "send"); code != 0 {
+		t.Fatalf("connect: exit %d\n%s%s", code, out, errOut)
+	}
+	el := newElicitations(&mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}})
+	cs, _, _ := mcpSessionWith(t, state, mcp.ClientOptions{ElicitationHandler: el.handle,
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, "--insecure-loopback", "--refresh", "0")
+	ctx := context.Background()
+	first, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test__send", Arguments: map[string]any{"amount": 8}})
+	if err != nil || !first.NeedsInput() || first.RequestState == "" || len(first.InputRequests) != 1 {
+		t.Fatalf("first call: %v %+v", err, first)
+	}
+	ask, _ := first.InputRequests["confirm"].(*mcp.ElicitParams)
+	if ask == nil || !strings.Contains(ask.Message, `"would_send": 8`) {
+		t.Fatalf("input request %+v", first.InputRequests)
+	}
+	yes := mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}}
+	retry := func(state string, amount int) (string, bool) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test__send", Arguments: map[string]any{"amount": amount},
+			InputResponses: yes, RequestState: state})
+		if err != nil || len(res.Content) != 1 {
+			t.Fatalf("retry: %v %+v", err, res)
+		}
+		return res.Content[0].(*mcp.TextContent).Text, res.IsError
+	}
+	if out, isErr := retry("forged", 8); !isErr || !strings.Contains(out, "unknown, used or expired") {
+		t.Errorf("forged state: %v %s", isErr, out)
+	}
+	if out, isErr := retry(first.RequestState, 9); !isErr || !strings.Contains(out, "unknown, used or expired") {
+		t.Errorf("other arguments: %v %s", isErr, out)
+	}
+	// The state went with the mismatched retry: single use.
+	if out, isErr := retry(first.RequestState, 8); !isErr || sent.Load() != 0 {
+		t.Errorf("state used twice: %v %s", isErr, out)
+	}
+	second, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test__send", Arguments: map[string]any{"amount": 8}})
+	if err != nil || !second.NeedsInput() {
+		t.Fatalf("second call: %v %+v", err, second)
+	}
+	if out, isErr := retry(second.RequestState, 8); isErr || out != `{"amount":8}` || sent.Load() != 1 {
+		t.Errorf("confirmed retry: %v %s", isErr, out)
+	}
+	if len(el.all()) != 0 {
+		t.Errorf("the bridge asked by itself: %q", el.all())
 	}
 }

@@ -88,7 +88,11 @@ Commands:
         capabilities, connect (returning the approval URL and code),
         request more capabilities, show the status and disconnect. Grants
         are read again every --refresh (default 1m, 0 never) and after
-        each approval; the host is told when the tools change.
+        each approval; the host is told when the tools change. A call
+        that needs the user's confirmation asks the user through the host
+        (an elicitation showing the preview, or where a person confirms)
+        and runs once the user confirms; a host that cannot ask gets the
+        refusal.
   help
         Show this text.
 

@@ -164,7 +164,16 @@ func newProviderExec(t *testing.T, exec *core.Executor[struct{}, agentauth.Calle
 		reply(w, map[string]string{"agent_id": a.ID, "status": "revoked"})
 	})
 	mux.HandleFunc("GET /capability/list", func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, map[string]any{"capabilities": []map[string]string{{"name": "echo", "description": "Echo a message.", "grant_status": "granted"}}, "has_more": false})
+		var caps []map[string]string
+		for _, d := range exec.Registry().All() {
+			caps = append(caps, map[string]string{"name": d.Name(), "description": d.Description(), "grant_status": "granted"})
+		}
+		p.mu.Lock()
+		for name := range p.locations {
+			caps = append(caps, map[string]string{"name": name, "description": name, "grant_status": "granted"})
+		}
+		p.mu.Unlock()
+		reply(w, map[string]any{"capabilities": caps, "has_more": false})
 	})
 	mux.HandleFunc("GET /capability/describe", func(w http.ResponseWriter, r *http.Request) {
 		name := r.URL.Query().Get("name")

@@ -69,6 +69,11 @@ type bridge struct {
 	set     *client.Set
 	pending map[string]*pendingApproval // by provider URL
 	wg      sync.WaitGroup
+
+	// confirmStates are the calls waiting for the host's answer to a
+	// confirmation question, by request state.
+	confirmMu     sync.Mutex
+	confirmStates map[string]*confirmState
 }
 
 // pendingApproval is a connect or capability request waiting for the
@@ -305,8 +310,18 @@ func (b *bridge) callCapability(e client.SetEntry) mcp.ToolHandler {
 		if len(req.Params.Arguments) > 0 {
 			args = req.Params.Arguments
 		}
-		res, err := set.Call(ctx, e.Name, args)
+		var res *client.Result
+		var err error
+		if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
+			res, err = b.resumeConfirmed(ctx, req, set, e, args)
+		} else {
+			res, err = set.Call(ctx, e.Name, args)
+		}
 		if err != nil {
+			var ask *mcp.CallToolResult
+			if ask, err = b.askToConfirm(req.Session, e, args, err); ask != nil {
+				return ask, nil
+			}
 			var ce *client.Error
 			if errors.As(err, &ce) && (ce.Code == agentauth.CodeCapabilityNotGranted || strings.HasPrefix(ce.Code, "agent_")) {
 				// The grants changed under the agent: bring the tools in step.
@@ -349,6 +364,19 @@ func envelope(err error) string {
 		if len(ce.Violations) > 0 {
 			env["violations"] = ce.Violations
 		}
+		if err.Error() != ce.Error() {
+			env["detail"] = err.Error()
+		}
+	}
+	var cr *client.ConfirmationRequired
+	if errors.As(err, &cr) && cr.Preview != nil {
+		env["preview"] = cr.Preview
+	}
+	var cp *client.ConfirmationPending
+	if errors.As(err, &cp) {
+		env["error"] = "confirmation_pending"
+		env["approval"] = cp.Approval
+		env["message"] = pendingMessage(cp)
 	}
 	raw, _ := json.Marshal(env)
 	return string(raw)

@@ -18,6 +18,13 @@ import (
 // go-sdk client to it; changed receives each tools/list_changed.
 func mcpSession(t *testing.T, state string, args ...string) (cs *mcp.ClientSession, changed chan struct{}, stderr *bytes.Buffer) {
 	t.Helper()
+	return mcpSessionWith(t, state, mcp.ClientOptions{}, args...)
+}
+
+// mcpSessionWith is mcpSession for a host with opts (an elicitation
+// handler, say).
+func mcpSessionWith(t *testing.T, state string, opts mcp.ClientOptions, args ...string) (cs *mcp.ClientSession, changed chan struct{}, stderr *bytes.Buffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, ct := mcp.NewInMemoryTransports()
 	stderr = &bytes.Buffer{}
@@ -32,9 +39,8 @@ func mcpSession(t *testing.T, state string, args ...string) (cs *mcp.ClientSessi
 	done := make(chan int, 1)
 	go func() { done <- c.run(ctx, append([]string{"mcp"}, args...)) }()
 	changed = make(chan struct{}, 8)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-	}).Connect(ctx, ct, nil)
+	opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &opts).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
