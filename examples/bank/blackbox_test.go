@@ -243,6 +243,25 @@ func (p *bankProcess) execute(t *testing.T, token, capability, args string) repl
 	return p.do(t, http.MethodPost, "/capability/execute", token, body)
 }
 
+// executeConfirmed executes as an agent that confirms what it is asked
+// to: a 428 confirmation_required is answered by executing again, with a
+// fresh token from token, carrying the confirmation token that came with
+// the refusal.
+func (p *bankProcess) executeConfirmed(t *testing.T, token func() string, capability, args string) reply {
+	t.Helper()
+	r := p.execute(t, token(), capability, args)
+	if r.status != http.StatusPreconditionRequired || r.code() != "confirmation_required" {
+		return r
+	}
+	c, _ := r.m["confirmation"].(map[string]any)
+	tok, _ := c["token"].(string)
+	if tok == "" {
+		t.Fatalf("428 without a confirmation token: %s", r.body)
+	}
+	return p.do(t, http.MethodPost, "/capability/execute", token(),
+		`{"capability":"`+capability+`","arguments":`+args+`,"confirmation_token":"`+tok+`"}`)
+}
+
 // fixture is the directory the bank is started with.
 type fixture struct {
 	file   string
@@ -658,7 +677,7 @@ func testHappyPaths(t *testing.T, p *bankProcess, token func(string, ...agentaut
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := p.execute(t, token(c.agent), c.capability, c.args)
+			r := p.executeConfirmed(t, func() string { return token(c.agent) }, c.capability, c.args)
 			if r.status != 200 {
 				t.Fatalf("%d %s", r.status, r.body)
 			}

@@ -14,7 +14,8 @@
 // Several instances serve one bank behind a load balancer, with -issuer
 // the balancer's URL, when they share the provider's records, the
 // accounts and ledger and the jobs in PostgreSQL, the replay cache, rate
-// limits and idempotency keys in Redis, and the keys of the sign-in
+// limits, idempotency keys and confirmation tokens in Redis (tokens in
+// PostgreSQL without -redis), and the keys of the sign-in
 // cookies and approval page tokens in a secret file:
 //
 //	go run ./examples/bank -addr 127.0.0.1:8081 -issuer https://bank.example \
@@ -40,6 +41,7 @@
 //	GET  /capability/describe?name=
 //	POST /capability/execute
 //	POST /capability/batch-execute
+//	POST /capability/preview       (a transfer's preview and its confirmation token)
 //	GET  /capability/status?id=    (and DELETE: poll or cancel a job)
 //
 // and GET /.well-known/agent-configuration at the issuer's origin. Agent
@@ -98,6 +100,7 @@ import (
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/agentauth/store/pgstore"
 	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
+	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/examples/bank/bank"
 	"github.com/agentcap/agentcap/httpx"
 )
@@ -132,8 +135,9 @@ password) for its approval page.
 
 Several instances serve one bank behind a load balancer when they share
 -postgres (hosts, agents, grants, accounts, jobs), -redis (replay cache,
-rate limits, idempotency keys) and -secret-file (sign-in and approval
-page keys), with -forwarded-for when the balancer adds X-Forwarded-For.
+rate limits, idempotency keys, confirmation tokens) and -secret-file
+(sign-in and approval page keys), with -forwarded-for when the balancer
+adds X-Forwarded-For.
 
 `
 
@@ -146,8 +150,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.directory, "directory", "", "JSON file of the hosts and agents the bank trusts; without it the bank is its own provider")
 	fs.StringVar(&c.db, "db", "bank.db", "SQLite database of the provider's hosts, agents and grants (without -directory)")
 	fs.BoolVar(&c.allowLoopbackJWKS, "dev-allow-loopback-jwks", false, "fetch agent JWKS URLs on loopback addresses, over plain http too (development only)")
-	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL DSN for the provider's records, the accounts and ledger, jobs and (without -redis) idempotency keys, instead of -db (provider mode)")
-	fs.StringVar(&c.redis, "redis", "", "Redis address (host:port) for the replay cache, rate limits and idempotency keys, shared by every instance (provider mode)")
+	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL DSN for the provider's records, the accounts and ledger, jobs and (without -redis) idempotency keys and confirmation tokens, instead of -db (provider mode)")
+	fs.StringVar(&c.redis, "redis", "", "Redis address (host:port) for the replay cache, rate limits, idempotency keys and confirmation tokens, shared by every instance (provider mode)")
 	fs.StringVar(&c.secretFile, "secret-file", "", "file of at least 32 secret bytes that every instance shares, keying sign-in cookies and approval page tokens (default: random per process)")
 	fs.Var(&c.limits, "limits", "requests a minute per agent, host, user and client address, as agent=N,host=N,user=N,ip=N (any subset; the rest keep the provider's defaults), or off")
 	fs.BoolVar(&c.forwardedFor, "forwarded-for", false, "take the client address from the last X-Forwarded-For entry, as a trusted reverse proxy sets it")
@@ -284,7 +288,9 @@ func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*ht
 	if err != nil {
 		return nil, nil, err
 	}
-	exec, err := bank.NewExecutor(bank.NewStore(), bank.ExecutionLog(logger))
+	// Confirmation tokens live in memory: a directory bank is one
+	// instance.
+	exec, err := bank.NewExecutor(bank.NewStore(), bank.Options{Location: location, Hooks: []core.Hook{bank.ExecutionLog(logger)}})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -393,8 +399,16 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		}
 		st = sst
 	}
-	closeStores := func() error { return errors.Join(st.Close(), sh.close()) }
-	exec, err := bank.NewExecutor(ledger, bank.ExecutionLog(logger))
+	confirmer, closeConfirmer, err := bank.NewConfirmer(ctx, stores)
+	if err != nil {
+		return nil, func() error { return errors.Join(st.Close(), sh.close()) }, err
+	}
+	closeStores := func() error { return errors.Join(closeConfirmer(), st.Close(), sh.close()) }
+	exec, err := bank.NewExecutor(ledger, bank.Options{
+		Confirmer: confirmer,
+		Location:  cfg.issuer + "/" + httpx.RouteExecute,
+		Hooks:     []core.Hook{bank.ExecutionLog(logger)},
+	})
 	if err != nil {
 		return nil, closeStores, err
 	}

@@ -511,6 +511,25 @@ func (b *outsideBank) execute(t *testing.T, token, capability, args string) answ
 	return b.do(t, http.MethodPost, "/capability/execute", token, body+"}")
 }
 
+// executeConfirmed executes as agentID, an agent that confirms what it
+// is asked to: a 428 confirmation_required is answered by executing
+// again, with a fresh JWT, carrying the confirmation token that came
+// with the refusal.
+func (b *outsideBank) executeConfirmed(t *testing.T, agentID, capability, args string) answer {
+	t.Helper()
+	r := b.execute(t, b.token(t, agentID), capability, args)
+	if r.status != http.StatusPreconditionRequired || r.code() != "confirmation_required" {
+		return r
+	}
+	c, _ := r.obj["confirmation"].(map[string]any)
+	tok, _ := c["token"].(string)
+	if tok == "" {
+		t.Fatalf("428 without a confirmation token: %s", r.body)
+	}
+	return b.do(t, http.MethodPost, "/capability/execute", b.token(t, agentID),
+		`{"capability":`+quote(capability)+`,"arguments":`+args+`,"confirmation_token":`+quote(tok)+`}`)
+}
+
 func quote(s string) string {
 	q, _ := json.Marshal(s)
 	return string(q)
@@ -816,7 +835,7 @@ func outsideData(t *testing.T, b *outsideBank) {
 func outsideTransfers(t *testing.T, b *outsideBank) {
 	transfer := func(agent, source, destination, amount, currency string) answer {
 		t.Helper()
-		return b.execute(t, b.token(t, agent), "transfer_money", fmt.Sprintf(
+		return b.executeConfirmed(t, agent, "transfer_money", fmt.Sprintf(
 			`{"source_account":%q,"destination_account":%q,"amount":%s,"currency":%q}`, source, destination, amount, currency))
 	}
 	t.Run("completed", func(t *testing.T) {
@@ -871,6 +890,44 @@ func outsideTransfers(t *testing.T, b *outsideBank) {
 			if r := transfer(c.agent, c.source, c.destination, c.amount, c.currency); r.status != c.status || r.code() != c.code {
 				t.Errorf("%s: got %v, want %d %s", c.name, r, c.status, c.code)
 			}
+		}
+	})
+	t.Run("confirmation", func(t *testing.T) {
+		args := `{"source_account":"acc_123","destination_account":"acc_456","amount":7,"currency":"USD"}`
+		before := b.balance(t, "agt_alice", "acc_123")
+		// The preview shows the balance the transfer leaves and moves
+		// nothing; its token confirms this call, once.
+		p := b.do(t, http.MethodPost, "/capability/preview", b.token(t, "agt_alice"), `{"capability":"transfer_money","arguments":`+args+`}`)
+		preview, _ := p.obj["preview"].(map[string]any)
+		conf, _ := p.obj["confirmation"].(map[string]any)
+		token, _ := conf["token"].(string)
+		if p.status != 200 || token == "" || rat(t, preview["source_balance_after"]).Cmp(new(big.Rat).Sub(before, ratOf("7"))) != 0 {
+			t.Fatalf("preview: %v", p)
+		}
+		if _, ok := preview["destination_balance_after"]; ok {
+			t.Errorf("the preview shows the balance of another user's account: %s", p.body)
+		}
+		if got := b.balance(t, "agt_alice", "acc_123"); got.Cmp(before) != 0 {
+			t.Errorf("the preview moved money: %s, was %s", got.FloatString(2), before.FloatString(2))
+		}
+		send := func(agent, args, token string) answer {
+			return b.do(t, http.MethodPost, "/capability/execute", b.token(t, agent),
+				`{"capability":"transfer_money","arguments":`+args+`,"confirmation_token":`+quote(token)+`}`)
+		}
+		if r := b.execute(t, b.token(t, "agt_alice"), "transfer_money", args); r.status != 428 || r.code() != "confirmation_required" || r.obj["preview"] == nil {
+			t.Errorf("without a token: %v", r)
+		}
+		if r := send("agt_alice", strings.Replace(args, `"amount":7`, `"amount":8`, 1), token); r.status != 409 || r.code() != "confirmation_mismatch" {
+			t.Errorf("another amount: %v", r)
+		}
+		if r := send("agt_two", args, token); r.status != 403 || r.code() != "invalid_confirmation" {
+			t.Errorf("another agent's token: %v", r)
+		}
+		if r := send("agt_alice", args, token); r.status != 200 {
+			t.Errorf("confirmed: %v", r)
+		}
+		if r := send("agt_alice", args, token); r.status != 409 || r.code() != "confirmation_used" {
+			t.Errorf("the token again: %v", r)
 		}
 	})
 }
@@ -1208,7 +1265,7 @@ func outsideConstraints(t *testing.T, b *outsideBank) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := b.execute(t, b.token(t, c.agent), c.capability, c.args)
+			r := b.executeConfirmed(t, c.agent, c.capability, c.args)
 			if r.status != c.status || r.code() != c.code {
 				t.Fatalf("got %v, want %d %s", r, c.status, c.code)
 			}

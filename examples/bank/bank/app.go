@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -145,21 +146,55 @@ func Resolver(store Ledger) func(ctx context.Context, c Caller, def *core.Defini
 	}
 }
 
+// Options configures NewExecutor. Its zero value serves one instance.
+type Options struct {
+	// Confirmer issues and consumes the tokens that confirm transfers.
+	// Nil means a confirm.Manager over memory, which serves one
+	// instance; several share one over a common store.
+	Confirmer core.Confirmer
+	// Location is the bank's capability location, which confirmation
+	// tokens are bound to.
+	Location string
+	// Hooks observe every execution and preview.
+	Hooks []core.Hook
+}
+
 // NewExecutor returns an executor of the bank's capabilities over store.
-func NewExecutor(store Ledger, hooks ...core.Hook) (*Executor, error) {
+// Every transfer must be confirmed with a token bound to the agent that
+// asked and to the exact call.
+func NewExecutor(store Ledger, o Options) (*Executor, error) {
 	reg, err := core.NewRegistry(Capabilities()...)
 	if err != nil {
 		return nil, err
 	}
+	if o.Confirmer == nil {
+		if o.Confirmer, err = confirm.New(confirm.Config{}); err != nil {
+			return nil, err
+		}
+	}
 	return core.NewExecutor(reg, core.ExecutorConfig[*App, Caller]{
 		CreateContext: Resolver(store),
-		Hooks:         hooks,
+		Hooks:         o.Hooks,
+		Confirmation: core.ConfirmationConfig[Caller]{
+			Confirmer: o.Confirmer,
+			Subject:   AgentID,
+			Audience:  o.Location,
+		},
 	})
 }
 
-// ExecutionLog returns a hook that logs one line per execution: the
-// agent, the capability, the outcome ("completed" or the error code) and
-// the duration. Arguments and results are never logged.
+// AgentID names the agent behind a call, "" for none: the subject that
+// confirmation tokens are bound to.
+func AgentID(c Caller) string {
+	if c.Session == nil || c.Session.Agent == nil {
+		return ""
+	}
+	return c.Session.Agent.ID
+}
+
+// ExecutionLog returns a hook that logs one line per execution, and per
+// preview: the agent, the capability, the outcome ("completed" or the
+// error code) and the duration. Arguments and results are never logged.
 func ExecutionLog(logger *slog.Logger) core.Hook {
 	return func(ctx context.Context, ev core.Event) error {
 		var outcome string
@@ -172,10 +207,14 @@ func ExecutionLog(logger *slog.Logger) core.Hook {
 			return nil
 		}
 		agent := ""
-		if c, ok := ev.Principal.(Caller); ok && c.Session != nil && c.Session.Agent != nil {
-			agent = c.Session.Agent.ID
+		if c, ok := ev.Principal.(Caller); ok {
+			agent = AgentID(c)
 		}
-		logger.LogAttrs(ctx, slog.LevelInfo, "execution",
+		msg := "execution"
+		if ev.Preview {
+			msg = "preview"
+		}
+		logger.LogAttrs(ctx, slog.LevelInfo, msg,
 			slog.String("agent", agent),
 			slog.String("capability", ev.Capability),
 			slog.String("outcome", outcome),

@@ -40,7 +40,40 @@ func callerFor(user string) bank.Caller {
 func newExec(t *testing.T) (*bank.Store, *core.Executor[*bank.App, bank.Caller]) {
 	t.Helper()
 	store := bank.NewStore()
-	return store, captest.NewExecutor(t, bank.Resolver(store), bank.Capabilities())
+	return store, execOn(t, store)
+}
+
+// execOn returns the bank's executor over store, with its confirmations
+// in memory.
+func execOn(t testing.TB, store bank.Ledger) *core.Executor[*bank.App, bank.Caller] {
+	t.Helper()
+	exec, err := bank.NewExecutor(store, bank.Options{Location: "https://bank.example/capability/execute"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec
+}
+
+// confirmed runs a capability as an agent that confirms what it is asked
+// to: a call refused with confirmation_required runs again with the
+// token that came with the refusal.
+func confirmed(t testing.TB, exec *core.Executor[*bank.App, bank.Caller], user, name string, args any, authorize core.AuthorizeFunc) captest.Result {
+	t.Helper()
+	r := captest.RunAuthorized(t, exec, name, callerFor(user), args, authorize)
+	if r.Code != string(core.CodeConfirmationRequired) {
+		return r
+	}
+	token := r.Err.Fields()["confirmation"].(map[string]string)["token"]
+	raw, ok := args.(string)
+	if !ok {
+		t.Fatalf("confirmed: arguments %T, want a JSON string", args)
+	}
+	out, err := exec.ExecuteDynamic(core.WithConfirmationToken(context.Background(), token), name, callerFor(user), []byte(raw), authorize)
+	if err == nil {
+		return captest.Result{Output: out, Status: 200}
+	}
+	ce := err.(*core.Error)
+	return captest.Result{Err: ce, Code: ce.WireCode(), Status: ce.HTTPStatus()}
 }
 
 type result struct {
@@ -49,9 +82,10 @@ type result struct {
 	Output string
 }
 
+// run runs a capability as an agent of user, confirming what needs it.
 func run(t *testing.T, exec *core.Executor[*bank.App, bank.Caller], user, name string, args any) result {
 	t.Helper()
-	r := captest.RunAuthorized(t, exec, name, callerFor(user), args, func(ctx context.Context, inv *core.Invocation) error {
+	r := confirmed(t, exec, user, name, args, func(ctx context.Context, inv *core.Invocation) error {
 		return bank.Authorize(ctx, callerFor(user), inv)
 	})
 	return result{r.Status, r.Code, string(r.Output)}
@@ -125,7 +159,7 @@ func TestCapabilities(t *testing.T) {
 	for _, l := range ledgers {
 		for _, c := range cases {
 			t.Run(l.name+"/"+c.name, func(t *testing.T) {
-				exec := captest.NewExecutor(t, bank.Resolver(l.open(t)), bank.Capabilities())
+				exec := execOn(t, l.open(t))
 				if diff := cmp.Diff(c.want, run(t, exec, c.user, c.capability, c.args)); diff != "" {
 					t.Errorf("(-want +got):\n%s", diff)
 				}
@@ -162,7 +196,7 @@ func TestTransfersMoveMoney(t *testing.T) {
 }
 
 func testTransfersMoveMoney(t *testing.T, store bank.Ledger) {
-	exec := captest.NewExecutor(t, bank.Resolver(store), bank.Capabilities())
+	exec := execOn(t, store)
 	steps := []struct {
 		user, args string
 	}{
@@ -203,7 +237,7 @@ func TestConcurrentTransfersKeepTheBooks(t *testing.T) {
 }
 
 func testConcurrentTransfers(t *testing.T, store bank.Ledger) {
-	exec := captest.NewExecutor(t, bank.Resolver(store), bank.Capabilities())
+	exec := execOn(t, store)
 	const n = 50
 	var wg sync.WaitGroup
 	for i := range n {
@@ -213,7 +247,7 @@ func testConcurrentTransfers(t *testing.T, store bank.Ledger) {
 				user, src, dst = "user_bob", "acc_456", "acc_123"
 			}
 			args := fmt.Sprintf(`{"source_account":%q,"destination_account":%q,"amount":1.5,"currency":"USD"}`, src, dst)
-			r := captest.RunAuthorized(t, exec, "transfer_money", callerFor(user), args, nil)
+			r := confirmed(t, exec, user, "transfer_money", args, nil)
 			if r.Code != "" {
 				t.Errorf("transfer %d: %s", i, r.Code)
 			}
@@ -286,7 +320,7 @@ func TestUserOf(t *testing.T) {
 func TestExecutionLog(t *testing.T) {
 	var logs bytes.Buffer
 	store := bank.NewStore()
-	exec, err := bank.NewExecutor(store, bank.ExecutionLog(slog.New(slog.NewTextHandler(&logs, nil))))
+	exec, err := bank.NewExecutor(store, bank.Options{Hooks: []core.Hook{bank.ExecutionLog(slog.New(slog.NewTextHandler(&logs, nil)))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,10 +355,35 @@ func TestAgentAuthPath(t *testing.T) {
 	alice := agentauthtest.WithHostOptions(agentauthtest.WithUser("user_alice"))
 	payBob := map[string]any{"destination_account": "acc_456"}
 
-	r := agentauthtest.Execute(t, exec, bank.HTTPOptions(), "transfer_money",
-		map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25, "currency": "USD"}, payBob, alice)
+	// A transfer must be confirmed: the preview says what it would do
+	// and hands out the token.
+	s := agentauthtest.NewServer(t, exec, bank.HTTPOptions())
+	payer := agentauthtest.NewHost("hst_alice", agentauthtest.WithUser("user_alice")).NewAgent("agt_payer").Grant("transfer_money", payBob)
+	s.Add(t, payer)
+	const call = `{"capability":"transfer_money","arguments":{"source_account":"acc_123","destination_account":"acc_456","amount":25,"currency":"USD"}}`
+	if r := s.Do(t, "POST", "capability/execute", s.Token(payer), []byte(call)); r.Status != 428 || r.Code != "confirmation_required" {
+		t.Errorf("unconfirmed transfer: %d %s", r.Status, r.Body)
+	}
+	p := s.Do(t, "POST", "capability/preview", s.Token(payer), []byte(call))
+	var preview struct {
+		Preview      map[string]any    `json:"preview"`
+		Confirmation map[string]string `json:"confirmation"`
+	}
+	if err := json.Unmarshal(p.Body, &preview); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25.0, "currency": "USD",
+		"source_currency": "USD", "debit": 25.0, "source_balance_after": 4975.0, "destination_currency": "USD", "credit": 25.0}
+	if diff := cmp.Diff(want, preview.Preview); diff != "" || p.Status != 200 {
+		t.Errorf("preview %d (-want +got):\n%s", p.Status, diff)
+	}
+	confirmedCall := strings.TrimSuffix(call, "}") + `,"confirmation_token":"` + preview.Confirmation["token"] + `"}`
+	r := s.Do(t, "POST", "capability/execute", s.Token(payer), []byte(confirmedCall))
 	if r.Status != 200 || string(r.Data) != `{"transfer_id":"tr_000001","status":"completed","amount":25,"currency":"USD"}` {
 		t.Errorf("transfer: %d %s", r.Status, r.Body)
+	}
+	if r := s.Do(t, "POST", "capability/execute", s.Token(payer), []byte(confirmedCall)); r.Status != 409 || r.Code != "confirmation_used" {
+		t.Errorf("second use of the token: %d %s", r.Status, r.Body)
 	}
 
 	// A grant constraining the currency, and a raw value that decoding
@@ -345,7 +404,6 @@ func TestAgentAuthPath(t *testing.T) {
 	}
 
 	// An autonomous agent is refused before its grants are looked at.
-	s := agentauthtest.NewServer(t, exec, bank.HTTPOptions())
 	robot := agentauthtest.NewHost("hst_robot").NewAgent("agt_robot", agentauthtest.WithMode(agentauth.ModeAutonomous)).
 		Grant("exchange_rate", nil)
 	s.Add(t, robot)
@@ -383,7 +441,7 @@ func TestAgentAuthPath(t *testing.T) {
 }
 
 func ExampleNewExecutor() {
-	exec, err := bank.NewExecutor(bank.NewStore())
+	exec, err := bank.NewExecutor(bank.NewStore(), bank.Options{})
 	if err != nil {
 		panic(err)
 	}
@@ -416,8 +474,8 @@ func FuzzTransferArguments(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, args string) {
 		store := bank.NewStore()
-		exec := captest.NewExecutor(t, bank.Resolver(store), bank.Capabilities())
-		r := captest.Run(t, exec, "transfer_money", callerFor("user_alice"), args)
+		exec := execOn(t, store)
+		r := confirmed(t, exec, "user_alice", "transfer_money", args, nil)
 		switch r.Code {
 		case "", "invalid_request", "account_not_found", "insufficient_funds":
 		case "internal_error":

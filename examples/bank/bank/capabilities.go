@@ -87,6 +87,25 @@ type TransferResult struct {
 	Currency   string      `json:"currency" enum:"USD,EUR,GBP"`
 }
 
+// TransferPreview is the preview of transfer_money: the transfer as it
+// would be made now, and the balances it would leave. Amounts are in
+// the currency each member names.
+type TransferPreview struct {
+	SourceAccount       string      `json:"source_account" description:"The account debited."`
+	DestinationAccount  string      `json:"destination_account" description:"The account credited."`
+	Amount              json.Number `json:"amount" description:"The amount sent, in currency."`
+	Currency            string      `json:"currency" enum:"USD,EUR,GBP"`
+	SourceCurrency      string      `json:"source_currency" enum:"USD,EUR,GBP" description:"The source account's currency."`
+	Debit               json.Number `json:"debit" description:"What leaves the source account, in its currency."`
+	SourceBalanceAfter  json.Number `json:"source_balance_after" description:"The source account's balance after the transfer."`
+	DestinationCurrency string      `json:"destination_currency" enum:"USD,EUR,GBP" description:"The destination account's currency."`
+	Credit              json.Number `json:"credit" description:"What reaches the destination account, in its currency."`
+	// DestinationBalanceAfter is shown only for a destination that is
+	// one of the user's own accounts: another person's balance is
+	// theirs to know.
+	DestinationBalanceAfter *json.Number `json:"destination_balance_after,omitempty" description:"The destination account's balance after the transfer, when it is one of the user's own accounts."`
+}
+
 // RateQuery is the input of exchange_rate.
 type RateQuery struct {
 	From string `json:"from" enum:"USD,EUR,GBP" description:"Currency to convert from."`
@@ -142,9 +161,10 @@ var (
 		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser, core.WithReadOnly())
 
 	TransferMoney = core.MustDefine("transfer_money",
-		"Send money from one of the user's accounts to another account. The amount is converted at the bank's fixed rates when the accounts hold another currency.",
+		"Send money from one of the user's accounts to another account. The amount is converted at the bank's fixed rates when the accounts hold another currency. Preview it to see the balances it leaves; every transfer must be confirmed.",
 		transferMoney,
 		core.WithInputSchema([]byte(transferSchema)),
+		core.WithPreview(previewTransfer), core.WithConfirmation(),
 		core.WithApproval(core.ApprovalWebAuthn), core.WithRisk(core.RiskHigh),
 		core.WithRequiredConstraints("destination_account"),
 		core.WithScope("payments:write"), core.WithTags(TagActsForUser), actsForUser)
@@ -184,13 +204,38 @@ func checkBalance(ctx context.Context, app *App, in BalanceQuery) (Balance, erro
 	return Balance{AccountID: in.AccountID, Balance: json.Number(cents.String()), Currency: currency}, nil
 }
 
-func transferMoney(ctx context.Context, app *App, in TransferRequest) (TransferResult, error) {
+// transferAmount reads and checks a transfer's amount. The input schema
+// admits only positive amounts with at most two decimals; the checks
+// stand for calls made in process, which skip it.
+func transferAmount(in TransferRequest) (*big.Rat, error) {
 	amount, ok := new(big.Rat).SetString(in.Amount.String())
 	if !ok || amount.Sign() <= 0 {
-		return TransferResult{}, core.BadRequest(core.WireInvalidRequest, "amount must be a positive number")
+		return nil, core.BadRequest(core.WireInvalidRequest, "amount must be a positive number")
 	}
 	if !new(big.Rat).Mul(amount, big.NewRat(100, 1)).IsInt() {
-		return TransferResult{}, core.BadRequest(core.WireInvalidRequest, "amount has more than two decimals")
+		return nil, core.BadRequest(core.WireInvalidRequest, "amount has more than two decimals")
+	}
+	return amount, nil
+}
+
+// transferError answers the ledger's refusals of a transfer, or of its
+// quote, in the bank's words.
+func transferError(err error) error {
+	switch {
+	case errors.Is(err, ErrAccountNotFound):
+		return core.NotFound(CodeAccountNotFound, "no such account")
+	case errors.Is(err, ErrInsufficientFunds):
+		return core.Conflict(CodeInsufficientFunds, "the source account does not hold enough money for this transfer")
+	case errors.Is(err, ErrSameAccount):
+		return core.BadRequest(core.WireInvalidRequest, "the source and destination accounts must differ")
+	}
+	return ledgerUnavailable(err)
+}
+
+func transferMoney(ctx context.Context, app *App, in TransferRequest) (TransferResult, error) {
+	amount, err := transferAmount(in)
+	if err != nil {
+		return TransferResult{}, err
 	}
 	// The source is checked against the accounts the resolver loaded for
 	// the user, then again by the ledger under its lock.
@@ -198,17 +243,42 @@ func transferMoney(ctx context.Context, app *App, in TransferRequest) (TransferR
 		return TransferResult{}, accountNotFound()
 	}
 	t, err := app.store.TransferMoney(ctx, app.User, in.SourceAccount, in.DestinationAccount, amount, string(in.Currency))
-	switch {
-	case errors.Is(err, ErrAccountNotFound):
-		return TransferResult{}, core.NotFound(CodeAccountNotFound, "no such account")
-	case errors.Is(err, ErrInsufficientFunds):
-		return TransferResult{}, core.Conflict(CodeInsufficientFunds, "the source account does not hold enough money for this transfer")
-	case errors.Is(err, ErrSameAccount):
-		return TransferResult{}, core.BadRequest(core.WireInvalidRequest, "the source and destination accounts must differ")
-	case err != nil:
-		return TransferResult{}, ledgerUnavailable(err)
+	if err != nil {
+		return TransferResult{}, transferError(err)
 	}
 	return TransferResult{TransferID: t.ID, Status: "completed", Amount: json.Number(t.Amount.String()), Currency: t.Currency}, nil
+}
+
+// previewTransfer works the transfer out without making it: the same
+// checks and refusals as transferMoney, and the balances it would leave.
+func previewTransfer(ctx context.Context, app *App, in TransferRequest) (TransferPreview, error) {
+	amount, err := transferAmount(in)
+	if err != nil {
+		return TransferPreview{}, err
+	}
+	if !app.Owns(in.SourceAccount) {
+		return TransferPreview{}, accountNotFound()
+	}
+	q, err := app.store.QuoteTransfer(ctx, app.User, in.SourceAccount, in.DestinationAccount, amount, string(in.Currency))
+	if err != nil {
+		return TransferPreview{}, transferError(err)
+	}
+	p := TransferPreview{
+		SourceAccount:       q.Source.ID,
+		DestinationAccount:  q.Destination.ID,
+		Amount:              json.Number(q.Amount.String()),
+		Currency:            q.Currency,
+		SourceCurrency:      q.Source.Currency,
+		Debit:               json.Number(q.Debited.String()),
+		SourceBalanceAfter:  json.Number(q.SourceAfter.String()),
+		DestinationCurrency: q.Destination.Currency,
+		Credit:              json.Number(q.Credited.String()),
+	}
+	if q.Destination.Owner == app.User {
+		after := json.Number(q.DestinationAfter.String())
+		p.DestinationBalanceAfter = &after
+	}
+	return p, nil
 }
 
 // ledgerRetryAfter is how long a caller is asked to wait when the ledger

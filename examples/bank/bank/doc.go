@@ -13,8 +13,12 @@
 //	statement_export a CSV statement of one account for dates    (acts for a user; async: a job with
 //	                                                              progress, polled at its status_url)
 //
-// transfer_money honours Idempotency-Key: a retried transfer with the same
-// key and arguments moves the money once (see LongRunning).
+// transfer_money has a preview (what it debits and credits, and the
+// balances it leaves) and every transfer must be confirmed with a
+// single-use token bound to the agent and the exact call, which the
+// preview hands out (see NewExecutor and NewConfirmer). It honours
+// Idempotency-Key: a retried transfer with the same key and arguments
+// moves the money once (see LongRunning).
 //
 // Capabilities that act for a user refuse agents without one (autonomous
 // agents) with 403 unauthorized, and are listed only to agents with a

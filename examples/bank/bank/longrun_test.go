@@ -10,19 +10,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/examples/bank/bank"
 	"github.com/agentcap/agentcap/internal/servicetest"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
-	"github.com/agentcap/agentcap/testing/captest"
 )
 
 type bankServer = agentauthtest.Server[*bank.App, bank.User]
 
 // newBankServer serves store's bank through the Agent Auth wiring, with
-// jobs and idempotency keys from lr.
-func newBankServer(t *testing.T, store *bank.Store, lr *bank.LongRunning) *bankServer {
+// jobs and idempotency keys from lr, and confirmations from confirmer
+// (nil: in memory).
+func newBankServer(t *testing.T, store *bank.Store, lr *bank.LongRunning, confirmer core.Confirmer) *bankServer {
 	t.Helper()
-	exec := captest.NewExecutor(t, bank.Resolver(store), bank.Capabilities())
+	exec, err := bank.NewExecutor(store, bank.Options{Confirmer: confirmer, Location: "https://bank.example/capability/execute"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return agentauthtest.NewServer(t, exec, bank.HTTPOptions(),
 		agentauthtest.WithLongRunning(agentauthtest.LongRunning{Jobs: lr.Jobs, Idempotency: lr.Idempotency}))
 }
@@ -65,6 +69,28 @@ func send(t *testing.T, req *http.Request) (int, http.Header, string) {
 	return resp.StatusCode, resp.Header, string(b)
 }
 
+// confirmation previews the call in body and returns the token that
+// confirms it.
+func confirmation(t *testing.T, s *bankServer, a *agentauthtest.Agent, body string) string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.URL+"/capability/preview", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.Token(a))
+	req.Header.Set("Content-Type", "application/json")
+	code, _, answer := send(t, req)
+	var p struct {
+		Confirmation struct{ Token string } `json:"confirmation"`
+	}
+	if err := json.Unmarshal([]byte(answer), &p); err != nil || code != 200 || p.Confirmation.Token == "" {
+		t.Fatalf("preview: %d %s", code, answer)
+	}
+	return p.Confirmation.Token
+}
+
+// withToken adds a confirmation token to an execute body.
+func withToken(body, token string) string {
+	return strings.TrimSuffix(body, "}") + `,"confirmation_token":"` + token + `"}`
+}
+
 func poll(t *testing.T, s *bankServer, a *agentauthtest.Agent, statusURL string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", statusURL, nil)
@@ -78,7 +104,7 @@ func poll(t *testing.T, s *bankServer, a *agentauthtest.Agent, statusURL string)
 func TestStatementExportJob(t *testing.T) {
 	bank.StatementWork = 300 * time.Millisecond
 	lr := newLongRunning(t, bank.Stores{})
-	s := newBankServer(t, bank.NewStore(), lr)
+	s := newBankServer(t, bank.NewStore(), lr, nil)
 	alice := aliceAgent()
 	s.Add(t, alice)
 	code, hdr, body := post(t, s, alice, `{"capability":"statement_export","arguments":{"account_id":"acc_123","from":"2026-01-01","to":"2026-01-31"}}`, "")
@@ -138,16 +164,18 @@ func TestStatementExportJob(t *testing.T) {
 }
 
 // A retried transfer with the same Idempotency-Key moves the money once
-// and answers the same, marked as a replay.
+// and answers the same, marked as a replay, without spending another
+// confirmation.
 func TestTransferMoneyIdempotencyKey(t *testing.T) {
 	lr := newLongRunning(t, bank.Stores{})
 	store := bank.NewStore()
-	s := newBankServer(t, store, lr)
+	s := newBankServer(t, store, lr, nil)
 	alice := aliceAgent()
 	s.Add(t, alice)
 	const transfer = `{"capability":"transfer_money","arguments":{"source_account":"acc_123","destination_account":"acc_456","amount":10,"currency":"USD"}}`
-	code1, h1, b1 := post(t, s, alice, transfer, "pay-bob-1")
-	code2, h2, b2 := post(t, s, alice, transfer, "pay-bob-1")
+	confirmed := withToken(transfer, confirmation(t, s, alice, transfer))
+	code1, h1, b1 := post(t, s, alice, confirmed, "pay-bob-1")
+	code2, h2, b2 := post(t, s, alice, confirmed, "pay-bob-1")
 	if code1 != 200 || code2 != 200 || b1 != b2 || h1.Get("Idempotent-Replayed") != "" || h2.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("first %d %s, retry %d %v %s", code1, b1, code2, h2, b2)
 	}
@@ -155,7 +183,7 @@ func TestTransferMoneyIdempotencyKey(t *testing.T) {
 	if err != nil || cents.String() != "4990" {
 		t.Errorf("balance %s (%v), want 4990: one transfer", cents, err)
 	}
-	code, _, body := post(t, s, alice, strings.Replace(transfer, `"amount":10`, `"amount":11`, 1), "pay-bob-1")
+	code, _, body := post(t, s, alice, strings.Replace(confirmed, `"amount":10`, `"amount":11`, 1), "pay-bob-1")
 	if code != 422 || !strings.Contains(body, "idempotency_key_reused") {
 		t.Errorf("other amount, same key: %d %s", code, body)
 	}
@@ -163,7 +191,8 @@ func TestTransferMoneyIdempotencyKey(t *testing.T) {
 
 // Two bank instances sharing PostgreSQL and Redis: a statement started on
 // one is polled on the other, and 50 concurrent retries of one transfer
-// spread over both move the money once.
+// spread over both, confirmed by a token that instance a issued, move
+// the money once.
 func TestTwoInstancesShareJobsAndKeys(t *testing.T) {
 	newPool := servicetest.PostgresSchema(t)
 	rdb, prefix := servicetest.Redis(t)
@@ -172,8 +201,14 @@ func TestTwoInstancesShareJobsAndKeys(t *testing.T) {
 	alice := aliceAgent()
 	var servers []*bankServer
 	for _, inst := range []string{"bank-a", "bank-b"} {
-		lr := newLongRunning(t, bank.Stores{Postgres: newPool(), Redis: rdb, RedisPrefix: prefix, Instance: inst})
-		s := newBankServer(t, store, lr)
+		stores := bank.Stores{Postgres: newPool(), Redis: rdb, RedisPrefix: prefix, Instance: inst}
+		lr := newLongRunning(t, stores)
+		confirmer, closeConfirmer, err := bank.NewConfirmer(context.Background(), stores)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = closeConfirmer() })
+		s := newBankServer(t, store, lr, confirmer)
 		s.Add(t, alice)
 		servers = append(servers, s)
 	}
@@ -198,7 +233,8 @@ func TestTwoInstancesShareJobsAndKeys(t *testing.T) {
 		t.Errorf("polled on b: %s", body)
 	}
 
-	const transfer = `{"capability":"transfer_money","arguments":{"source_account":"acc_123","destination_account":"acc_456","amount":1,"currency":"USD"}}`
+	transfer := `{"capability":"transfer_money","arguments":{"source_account":"acc_123","destination_account":"acc_456","amount":1,"currency":"USD"}}`
+	transfer = withToken(transfer, confirmation(t, servers[0], alice, transfer))
 	var wg sync.WaitGroup
 	bodies := make([]string, 50)
 	for i := range 50 {

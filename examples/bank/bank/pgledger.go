@@ -229,43 +229,51 @@ func transferTx(ctx context.Context, tx pgx.Tx, user, source, destination string
 			locked[id] = a
 		}
 	}
-	src, ok := locked[source]
-	if !ok || src.Owner != user {
-		return Transfer{}, fmt.Errorf("source %q: %w", source, ErrAccountNotFound)
-	}
-	dst, ok := locked[destination]
-	if !ok {
-		return Transfer{}, fmt.Errorf("destination %q: %w", destination, ErrAccountNotFound)
-	}
-	for _, a := range []ledgerAccount{src, dst} {
-		if a.shardDown {
-			return Transfer{}, shardOutage(a.ID, demoLedgerDSN)
-		}
-	}
-	amt, debit, credit, err := price(amount, currency, src.Currency, dst.Currency)
+	q, err := plan(user, lockedAccount(locked, source), lockedAccount(locked, destination), source, destination, amount, currency, demoLedgerDSN)
 	if err != nil {
 		return Transfer{}, err
-	}
-	if debit > src.balance {
-		return Transfer{}, ErrInsufficientFunds
 	}
 	var n int64
 	if err := tx.QueryRow(ctx, `SELECT nextval('bank_transfer_seq')`).Scan(&n); err != nil {
 		return Transfer{}, ledgerError("numbering the transfer", err)
 	}
 	at := time.Now().UTC()
-	t := Transfer{ID: transferID(n), Amount: amt, Currency: currency, Debited: debit, Credited: credit}
+	t := q.transfer(transferID(n))
 	batch := &pgx.Batch{}
-	batch.Queue(`UPDATE bank_accounts SET balance = balance - $2 WHERE id = $1`, source, int64(debit))
-	batch.Queue(`UPDATE bank_accounts SET balance = balance + $2 WHERE id = $1`, destination, int64(credit))
+	batch.Queue(`UPDATE bank_accounts SET balance = balance - $2 WHERE id = $1`, source, int64(t.Debited))
+	batch.Queue(`UPDATE bank_accounts SET balance = balance + $2 WHERE id = $1`, destination, int64(t.Credited))
 	batch.Queue(`INSERT INTO bank_transfers (id, owner, source, destination, amount, currency, debited, credited, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		t.ID, user, source, destination, int64(amt), currency, int64(debit), int64(credit), at)
+		t.ID, user, source, destination, int64(t.Amount), currency, int64(t.Debited), int64(t.Credited), at)
 	batch.Queue(`INSERT INTO bank_entries (at, account, transfer_id, amount, counterparty) VALUES ($1, $2, $3, $4, $5), ($1, $6, $3, $7, $8)`,
-		at, source, t.ID, -int64(debit), destination, destination, int64(credit), source)
+		at, source, t.ID, -int64(t.Debited), destination, destination, int64(t.Credited), source)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return Transfer{}, ledgerError("recording the transfer", err)
 	}
 	return t, nil
+}
+
+// lockedAccount returns the account id of m, nil when missing.
+func lockedAccount(m map[string]ledgerAccount, id string) *ledgerAccount {
+	if a, ok := m[id]; ok {
+		return &a
+	}
+	return nil
+}
+
+// QuoteTransfer implements Ledger: it reads both accounts without
+// locking them, so a transfer made in between can change the outcome.
+func (l *PGLedger) QuoteTransfer(ctx context.Context, user, source, destination string, amount *big.Rat, currency string) (Quote, error) {
+	read := map[string]ledgerAccount{}
+	for _, id := range []string{source, destination} {
+		a, ok, err := account(ctx, l.pool, id, false)
+		if err != nil {
+			return Quote{}, err
+		}
+		if ok {
+			read[id] = a
+		}
+	}
+	return plan(user, lockedAccount(read, source), lockedAccount(read, destination), source, destination, amount, currency, demoLedgerDSN)
 }
 
 // History implements Ledger.

@@ -81,7 +81,7 @@ func TestPGLedgerUnavailable(t *testing.T) {
 	if _, _, err := l.Balance(context.Background(), "user_alice", "acc_123"); !errors.Is(err, bank.ErrLedgerUnavailable) {
 		t.Errorf("balance on a closed pool: %v, want ErrLedgerUnavailable", err)
 	}
-	exec := captest.NewExecutor(t, bank.Resolver(l), bank.Capabilities())
+	exec := execOn(t, l)
 	for name, args := range map[string]string{
 		"check_balance":  `{"account_id":"acc_123"}`,
 		"transfer_money": `{"source_account":"acc_123","destination_account":"acc_456","amount":1,"currency":"USD"}`,

@@ -92,6 +92,9 @@ type Ledger interface {
 	// TransferMoney moves amount, in currency, from source (which user
 	// must own) to destination, converting at the fixed rates.
 	TransferMoney(ctx context.Context, user, source, destination string, amount *big.Rat, currency string) (Transfer, error)
+	// QuoteTransfer works a transfer out as TransferMoney would make
+	// it, with the same checks and errors, and moves nothing.
+	QuoteTransfer(ctx context.Context, user, source, destination string, amount *big.Rat, currency string) (Quote, error)
 	// History returns the entries of account id, owned by user, dated
 	// from from to to (days, inclusive), oldest first, with the
 	// account's currency.
@@ -181,46 +184,93 @@ func (s *Store) Balance(_ context.Context, user, id string) (Cents, string, erro
 // hold other currencies. Amounts that do not fit the ledger are
 // ErrInsufficientFunds: no account holds that much.
 func (s *Store) TransferMoney(_ context.Context, user, source, destination string, amount *big.Rat, currency string) (Transfer, error) {
-	if amount.Sign() <= 0 {
-		return Transfer{}, fmt.Errorf("bank: transfer amount %s is not positive", amount.FloatString(2))
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	src, ok := s.accounts[source]
-	if !ok || src.Owner != user {
-		return Transfer{}, fmt.Errorf("source %q: %w", source, ErrAccountNotFound)
+	q, err := s.quote(user, source, destination, amount, currency)
+	if err != nil {
+		return Transfer{}, err
 	}
-	dst, ok := s.accounts[destination]
-	if !ok {
-		return Transfer{}, fmt.Errorf("destination %q: %w", destination, ErrAccountNotFound)
+	s.accounts[source].balance = q.SourceAfter
+	s.accounts[destination].balance = q.DestinationAfter
+	s.seq++
+	t := q.transfer(transferID(int64(s.seq)))
+	s.record(t, source, destination, time.Now())
+	return t, nil
+}
+
+// QuoteTransfer implements Ledger.
+func (s *Store) QuoteTransfer(_ context.Context, user, source, destination string, amount *big.Rat, currency string) (Quote, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quote(user, source, destination, amount, currency)
+}
+
+// quote works a transfer out under s.mu.
+func (s *Store) quote(user, source, destination string, amount *big.Rat, currency string) (Quote, error) {
+	find := func(id string) *ledgerAccount {
+		if a, ok := s.accounts[id]; ok {
+			return a
+		}
+		return nil
+	}
+	return plan(user, find(source), find(destination), source, destination, amount, currency, s.ledgerDSN)
+}
+
+// Quote is a transfer worked out and not made: what it moves and the
+// balances it leaves.
+type Quote struct {
+	// Amount is the amount sent, in Currency.
+	Amount   Cents
+	Currency string
+	// Source and Destination are the two accounts.
+	Source, Destination Account
+	// Debited leaves the source, in its currency; Credited reaches the
+	// destination, in its currency.
+	Debited, Credited Cents
+	// SourceAfter and DestinationAfter are the balances the transfer
+	// leaves.
+	SourceAfter, DestinationAfter Cents
+}
+
+func (q Quote) transfer(id string) Transfer {
+	return Transfer{ID: id, Amount: q.Amount, Currency: q.Currency, Debited: q.Debited, Credited: q.Credited}
+}
+
+// plan checks a transfer of amount, in currency, from src (which user
+// must own) to dst, either nil when missing, and works it out. Every
+// ledger runs it on the accounts as it holds them (locked, for a
+// transfer), so that a quote and a transfer refuse alike.
+func plan(user string, src, dst *ledgerAccount, source, destination string, amount *big.Rat, currency, dsn string) (Quote, error) {
+	if amount.Sign() <= 0 {
+		return Quote{}, fmt.Errorf("bank: transfer amount %s is not positive", amount.FloatString(2))
+	}
+	if src == nil || src.Owner != user {
+		return Quote{}, fmt.Errorf("source %q: %w", source, ErrAccountNotFound)
+	}
+	if dst == nil {
+		return Quote{}, fmt.Errorf("destination %q: %w", destination, ErrAccountNotFound)
 	}
 	if src.ID == dst.ID {
-		return Transfer{}, ErrSameAccount
+		return Quote{}, ErrSameAccount
 	}
 	for _, a := range []*ledgerAccount{src, dst} {
 		if a.shardDown {
-			return Transfer{}, s.outage(a.ID)
+			return Quote{}, shardOutage(a.ID, dsn)
 		}
 	}
 	amt, debit, credit, err := price(amount, currency, src.Currency, dst.Currency)
 	if err != nil {
-		return Transfer{}, err
+		return Quote{}, err
 	}
 	if debit > src.balance {
-		return Transfer{}, ErrInsufficientFunds
+		return Quote{}, ErrInsufficientFunds
 	}
-	src.balance -= debit
-	dst.balance += credit
-	s.seq++
-	t := Transfer{
-		ID:       transferID(int64(s.seq)),
-		Amount:   amt,
-		Currency: currency,
-		Debited:  debit,
-		Credited: credit,
-	}
-	s.record(t, src.ID, dst.ID, time.Now())
-	return t, nil
+	return Quote{
+		Amount: amt, Currency: currency,
+		Source: src.Account, Destination: dst.Account,
+		Debited: debit, Credited: credit,
+		SourceAfter: src.balance - debit, DestinationAfter: dst.balance + credit,
+	}, nil
 }
 
 // outage is the error a ledger driver gives for an unreachable shard. Its
