@@ -17,6 +17,7 @@ import (
 	"github.com/agentcap/agentcap/client"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/mcpx"
 	"github.com/agentcap/agentcap/testing/captest"
 )
 
@@ -288,10 +289,9 @@ func TestMCPAsksForConfirmation(t *testing.T) {
 		out     []string
 		runs    int32
 	}{
-		{"confirmed", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, false, []string{`{"amount":3}`}, 1},
-		{"not ticked", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": false}}, true, []string{"did not confirm"}, 0},
-		{"declined", &mcp.ElicitResult{Action: "decline"}, true, []string{"did not confirm"}, 0},
-		{"dismissed", &mcp.ElicitResult{Action: "cancel"}, true, []string{"did not confirm"}, 0},
+		{"confirmed", &mcp.ElicitResult{Action: "accept"}, false, []string{`{"amount":3}`}, 1},
+		{"declined", &mcp.ElicitResult{Action: "decline"}, true, []string{`"error":"confirmation_declined"`, `"action":"decline"`, "declined to confirm"}, 0},
+		{"dismissed", &mcp.ElicitResult{Action: "cancel"}, true, []string{`"error":"confirmation_declined"`, `"action":"cancel"`, "did not confirm"}, 0},
 		{"host cannot ask", nil, true, []string{`"error":"confirmation_required"`, "cannot ask", `"preview":{"would_send":3}`}, 0},
 	}
 	for _, tt := range tests {
@@ -302,6 +302,15 @@ func TestMCPAsksForConfirmation(t *testing.T) {
 				opts.ElicitationHandler = el.handle
 			}
 			cs, _, _ := mcpSessionWith(t, state, opts, "--insecure-loopback", "--refresh", "0")
+			listed, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tool := range listed.Tools {
+				if marked := tool.Meta[mcpx.MetaRequiresConfirmation] == true; marked != (tool.Name == "test__send") {
+					t.Errorf("tool %s marked %v", tool.Name, marked)
+				}
+			}
 			before := sent.Load()
 			out, isErr := call(t, cs, "test__send", map[string]any{"amount": 3})
 			if isErr != tt.isError {
@@ -336,7 +345,7 @@ func TestMCPWaitsForAPerson(t *testing.T) {
 		out     []string
 	}{
 		{"confirmed", &mcp.ElicitResult{Action: "accept"}, true, false, []string{`{"paid":true}`}},
-		{"wait dismissed", &mcp.ElicitResult{Action: "cancel"}, false, true, []string{"did not confirm"}},
+		{"wait given up", &mcp.ElicitResult{Action: "decline"}, false, true, []string{`"error":"confirmation_declined"`}},
 		{"host cannot ask", nil, false, true, []string{`"error":"confirmation_pending"`, "PQRS-7788", "was not run"}},
 	}
 	for _, tt := range tests {
@@ -392,7 +401,7 @@ func TestMCPConfirmationState(t *testing.T) {
 	if code, out, errOut := agentcap(t, state, "connect", p.URL, "--insecure-loopback", "--capability", "send"); code != 0 {
 		t.Fatalf("connect: exit %d\n%s%s", code, out, errOut)
 	}
-	el := newElicitations(&mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}})
+	el := newElicitations(&mcp.ElicitResult{Action: "accept"})
 	cs, _, _ := mcpSessionWith(t, state, mcp.ClientOptions{ElicitationHandler: el.handle,
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, "--insecure-loopback", "--refresh", "0")
 	ctx := context.Background()
@@ -400,11 +409,11 @@ func TestMCPConfirmationState(t *testing.T) {
 	if err != nil || !first.NeedsInput() || first.RequestState == "" || len(first.InputRequests) != 1 {
 		t.Fatalf("first call: %v %+v", err, first)
 	}
-	ask, _ := first.InputRequests["confirm"].(*mcp.ElicitParams)
-	if ask == nil || !strings.Contains(ask.Message, `"would_send": 8`) {
+	ask, _ := first.InputRequests[mcpx.ElicitationID].(*mcp.ElicitParams)
+	if ask == nil || !strings.Contains(ask.Message, `"would_send": 8`) || ask.Meta["agentcap/capability"] != "send" {
 		t.Fatalf("input request %+v", first.InputRequests)
 	}
-	yes := mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}}
+	yes := mcp.InputResponseMap{mcpx.ElicitationID: &mcp.ElicitResult{Action: "accept"}}
 	retry := func(state string, amount int) (string, bool) {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test__send", Arguments: map[string]any{"amount": amount},

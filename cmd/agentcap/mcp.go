@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/client"
+	"github.com/agentcap/agentcap/mcpx"
 )
 
 // mcpInstructions tell the model on the other side what the server is.
@@ -280,6 +281,9 @@ func (b *bridge) reload(ctx context.Context) error {
 			continue
 		}
 		tool := &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+		if t.NeedsConfirmation {
+			tool.Meta = mcp.Meta{mcpx.MetaRequiresConfirmation: true}
+		}
 		if t.OutputSchema != nil {
 			tool.OutputSchema = t.OutputSchema
 		}
@@ -319,7 +323,7 @@ func (b *bridge) callCapability(e client.SetEntry) mcp.ToolHandler {
 		}
 		if err != nil {
 			var ask *mcp.CallToolResult
-			if ask, err = b.askToConfirm(req.Session, e, args, err); ask != nil {
+			if ask, err = b.askToConfirm(req, e, args, err); ask != nil {
 				return ask, nil
 			}
 			var ce *client.Error
@@ -371,6 +375,10 @@ func envelope(err error) string {
 	var cr *client.ConfirmationRequired
 	if errors.As(err, &cr) && cr.Preview != nil {
 		env["preview"] = cr.Preview
+	}
+	var de declinedError
+	if errors.As(err, &de) {
+		env = map[string]any{"error": mcpx.CodeConfirmationDeclined, "message": de.Error(), "action": de.action}
 	}
 	var cp *client.ConfirmationPending
 	if errors.As(err, &cp) {

@@ -13,33 +13,38 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentcap/agentcap/client"
+	"github.com/agentcap/agentcap/mcpx"
 )
 
 // A capability tool whose call needs the user's confirmation asks for it
-// through the MCP host: the call's result is an input request (an
-// elicitation form) that the host answers by asking its user, and the
-// host then calls the tool again with the answer and the request state,
-// an id naming what the bridge kept of the first call. The host's answer
-// is the user's: the bridge confirms nothing else, and a host that cannot
-// ask gets the refusal as the tool's error.
+// through the MCP host, as mcpx does for its own tools: the call's result
+// is an input request (a form elicitation, id mcpx.ElicitationID, showing
+// the call and its preview, or where a person confirms it) that the host
+// answers by asking its user, and the host then calls the tool again with
+// the answer and the request state, an id naming what the bridge kept of
+// the first call. Accepting confirms; declining or dismissing is a
+// confirmation_declined error result. The token never leaves the bridge,
+// and a host that cannot ask gets the refusal as the tool's error: no
+// call is confirmed without the user.
 
-// errDeclined is the error of a tool call whose confirmation the user
-// declined or dismissed.
-var errDeclined = errors.New("the user did not confirm the call: nothing was done")
+// declinedError is the error of a tool call whose confirmation the user
+// declined ("decline") or dismissed ("cancel").
+type declinedError struct{ action string }
+
+func (e declinedError) Error() string {
+	if e.action == "decline" {
+		return "the user declined to confirm this call: nothing was done"
+	}
+	return "the user did not confirm this call: nothing was done"
+}
 
 // errNoState is the error of a retried call whose request state the
 // bridge does not know (any more).
 var errNoState = errors.New("this confirmation is unknown, used or expired: call the tool again")
 
-// confirmInput names the input request that asks for a confirmation.
-const confirmInput = "confirm"
-
-// confirmSchema is the form that asks the user to confirm a call.
-var confirmSchema = json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Confirm this call",` +
-	`"description":"The call runs only if you confirm it."}},"required":["confirm"]}`)
-
-// noticeSchema is a form without fields: a message to acknowledge.
-var noticeSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+// confirmSchema is the form of a confirmation request: the user answers
+// accept, decline or cancel, and fills in nothing.
+var confirmSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // maxConfirmStates bounds the confirmations the bridge keeps waiting for
 // the host's answer.
@@ -60,19 +65,28 @@ type confirmState struct {
 	expires time.Time
 }
 
-// canElicit reports whether the MCP host can ask its user a form
-// question (elicitation).
-func canElicit(ss *mcp.ServerSession) bool {
-	if ss == nil {
+// canElicit reports whether the MCP host that sent req can ask its user a
+// form question (elicitation): the capabilities of the request's own
+// _meta, else those of the session's initialize. A host declaring
+// elicitation without naming a mode takes forms.
+func canElicit(req *mcp.CallToolRequest) bool {
+	var caps *mcp.ClientCapabilities
+	if v, ok := req.Params.Meta[mcp.MetaKeyClientCapabilities]; ok {
+		if b, err := json.Marshal(v); err == nil {
+			var c mcp.ClientCapabilities
+			if json.Unmarshal(b, &c) == nil {
+				caps = &c
+			}
+		}
+	} else if req.Session != nil {
+		if ip := req.Session.InitializeParams(); ip != nil {
+			caps = ip.Capabilities
+		}
+	}
+	if caps == nil || caps.Elicitation == nil {
 		return false
 	}
-	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
-		return false
-	}
-	e := p.Capabilities.Elicitation
-	// A host that names neither mode supports forms (the first version
-	// of elicitation).
+	e := caps.Elicitation
 	return e.Form != nil || e.URL == nil
 }
 
@@ -80,25 +94,29 @@ func canElicit(ss *mcp.ServerSession) bool {
 // confirmation into the input request that asks for it, keeping the
 // call's state; it returns nil for any other outcome. A host that cannot
 // ask gets err back, saying so.
-func (b *bridge) askToConfirm(ss *mcp.ServerSession, e client.SetEntry, args any, err error) (*mcp.CallToolResult, error) {
+func (b *bridge) askToConfirm(req *mcp.CallToolRequest, e client.SetEntry, args any, err error) (*mcp.CallToolResult, error) {
 	var cr *client.ConfirmationRequired
 	var cp *client.ConfirmationPending
 	st := &confirmState{tool: e.Name, args: args}
 	var ask *mcp.ElicitParams
+	meta := mcp.Meta{"agentcap/capability": e.Capability.Name, "agentcap/arguments": args}
 	switch {
 	case errors.As(err, &cr):
 		st.token, st.expires = cr.Confirmation.Token, cr.Confirmation.ExpiresAt
-		ask = &mcp.ElicitParams{Message: previewMessage(e.Name, cr), RequestedSchema: confirmSchema}
+		if cr.Preview != nil {
+			meta["agentcap/preview"] = cr.Preview
+		}
+		ask = &mcp.ElicitParams{Meta: meta, Mode: "form", Message: previewMessage(e.Name, cr), RequestedSchema: confirmSchema}
 	case errors.As(err, &cp):
 		st.pending = cp
 		if cp.Approval.ExpiresIn > 0 {
 			st.expires = time.Now().Add(time.Duration(cp.Approval.ExpiresIn) * time.Second)
 		}
-		ask = &mcp.ElicitParams{Message: confirmationMessage(e.Name, cp.Approval), RequestedSchema: noticeSchema}
+		ask = &mcp.ElicitParams{Meta: meta, Mode: "form", Message: confirmationMessage(e.Name, cp.Approval), RequestedSchema: confirmSchema}
 	default:
 		return nil, err
 	}
-	if !canElicit(ss) {
+	if !canElicit(req) {
 		if cp != nil {
 			return nil, err
 		}
@@ -108,7 +126,7 @@ func (b *bridge) askToConfirm(ss *mcp.ServerSession, e client.SetEntry, args any
 		st.expires = time.Now().Add(confirmStateTTL)
 	}
 	id := b.keepConfirmState(st)
-	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{confirmInput: ask}, RequestState: id}, nil
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{mcpx.ElicitationID: ask}, RequestState: id}, nil
 }
 
 // keepConfirmState stores st under a fresh random id, dropping expired
@@ -159,9 +177,12 @@ func (b *bridge) resumeConfirmed(ctx context.Context, req *mcp.CallToolRequest, 
 	if st == nil || st.tool != e.Name || !sameJSON(st.args, args) {
 		return nil, errNoState
 	}
-	answer, _ := req.Params.InputResponses[confirmInput].(*mcp.ElicitResult)
-	if answer == nil || answer.Action != "accept" {
-		return nil, errDeclined
+	answer, _ := req.Params.InputResponses[mcpx.ElicitationID].(*mcp.ElicitResult)
+	if answer == nil {
+		return nil, declinedError{}
+	}
+	if answer.Action != "accept" {
+		return nil, declinedError{answer.Action}
 	}
 	token := st.token
 	if st.pending != nil {
@@ -170,8 +191,6 @@ func (b *bridge) resumeConfirmed(ctx context.Context, req *mcp.CallToolRequest, 
 			return nil, err
 		}
 		token = c.Token
-	} else if answer.Content[confirmInput] != true {
-		return nil, errDeclined
 	}
 	return set.Call(ctx, e.Name, args, client.WithConfirmationToken(token))
 }
@@ -194,7 +213,7 @@ func sameJSON(a, b any) bool {
 // previewMessage asks the user to confirm a call, showing its preview.
 func previewMessage(tool string, cr *client.ConfirmationRequired) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s needs your confirmation before it runs.", tool)
+	fmt.Fprintf(&b, "%s needs your confirmation before it runs. Accept to confirm it.", tool)
 	if cr.Preview != nil {
 		var pretty any
 		shown := []byte(cr.Preview)
@@ -209,7 +228,7 @@ func previewMessage(tool string, cr *client.ConfirmationRequired) string {
 // confirmationMessage tells the user where to confirm a call.
 func confirmationMessage(tool string, ap client.Approval) string {
 	return tool + " waits for your confirmation. Open " + whereToConfirm(ap) +
-		" to confirm or refuse it there, then accept this to go on; dismiss it to give the call up."
+		" to confirm or refuse it there, then accept this to go on; decline it to give the call up."
 }
 
 // pendingMessage tells the model that a call waits for a person's
