@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/provider"
+	"github.com/agentcap/agentcap/audit"
 )
 
 // newChromium starts headless Chromium through chromedp with a fresh
@@ -294,4 +295,72 @@ func TestAgentsPageInChromium(t *testing.T) {
 	if x.status != http.StatusForbidden || x.str("error") != agentauth.CodeCapabilityNotGranted {
 		t.Errorf("execute the revoked grant: %d %s", x.status, x.raw)
 	}
+}
+
+// TestActivityPageInChromium walks "Activity" in headless Chromium: alice
+// approves an agent on the approval page, the agent calls a capability,
+// she revokes one of its grants on "Your agents", and the Activity page,
+// reached through the navigation, lists all of it, newest first.
+func TestActivityPageInChromium(t *testing.T) {
+	ctx := newChromium(t)
+	e := newPageEnv(t, func(c *provider.Config) { c.Audit = audit.NewMemory() })
+	h, a := newKey(t), newKey(t)
+	r := e.register(h, a, map[string]any{"name": "Budget helper", "host_name": "alice-laptop", "capabilities": []any{"echo", "check_balance"}})
+	if r.status != http.StatusOK {
+		t.Fatalf("register: %d %s", r.status, r.raw)
+	}
+	id := r.str("agent_id")
+
+	run(t, ctx, "opening the verification URI", chromedp.Navigate(r.body["approval"].(map[string]any)["verification_uri_complete"].(string)))
+	signIn(t, ctx, "alice")
+	run(t, ctx, "allowing the agent",
+		chromedp.WaitVisible(chromedp.CSS("#allow")),
+		chromedp.Click(chromedp.CSS("#allow")),
+		chromedp.WaitVisible(chromedp.CSS("#outcome")))
+
+	x := e.do(http.MethodPost, "/capability/execute", e.agentToken(a, id, e.url+"/capability/execute", nil),
+		map[string]any{"capability": "echo", "arguments": map[string]any{"message": "hello"}})
+	if x.status != http.StatusOK {
+		t.Fatalf("execute: %d %s", x.status, x.raw)
+	}
+	// The executor stamps records with the real clock, the provider with
+	// the test clock, which started at the last whole second: a minute
+	// on, the revocation comes after the call, as it does in real time.
+	e.clock.Advance(time.Minute)
+
+	run(t, ctx, "revoking the echo grant on Your agents",
+		chromedp.Navigate(e.url+"/agents"),
+		chromedp.WaitVisible(chromedp.CSS("#grant-"+id+"-echo button.revoke-grant")),
+		chromedp.Click(chromedp.CSS("#grant-"+id+"-echo button.revoke-grant")),
+		chromedp.WaitVisible(chromedp.CSS("#notice")))
+	nav := value(t, ctx, "reading the navigation", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#nav a"), a => a.textContent)`))
+	if !slices.Equal(nav, []string{"Approve an agent", "Your agents", "Activity"}) {
+		t.Errorf("navigation %q", nav)
+	}
+	run(t, ctx, "opening Activity from the navigation",
+		chromedp.Click(chromedp.CSS(`#nav a[href="/activity"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#activity")))
+	waitPath(t, ctx, "/activity")
+	rows := value(t, ctx, "reading the records", chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll("#activity tr.record"), tr => tr.dataset.event + " | " + tr.textContent.replace(/\s+/g, " ").trim())`))
+	want := []struct{ event, text string }{
+		{audit.EventGrantsChanged, "revoked by the user"},
+		{"echo", "Call echo Budget helper ok"},
+		{audit.EventApprovalApproved, "registration approved: echo, check_balance"},
+	}
+	if len(rows) < len(want) {
+		t.Fatalf("records %q", rows)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(rows[i], w.event+" |") || !strings.Contains(rows[i], w.text) {
+			t.Errorf("record %d reads %q, want event %s with %q", i, rows[i], w.event, w.text)
+		}
+	}
+	if !strings.Contains(rows[1], "from 127.0.0.1") || !strings.Contains(rows[1], "request ") {
+		t.Errorf("the call's record lacks its request: %q", rows[1])
+	}
+	if s := text(t, ctx, "#user"); s != "Alice" {
+		t.Errorf("signed in as %q", s)
+	}
+	screenshot(t, ctx, "activity-page.png")
 }

@@ -79,8 +79,17 @@
 // agent, a grant or a host) and the user API ({issuer}/user/..., see
 // UserAPI), which work through the same operations (UserAgents,
 // GrantCapabilities, RevokeGrant, UserHosts, UserApprovals, Decide).
-// The pages share one layout, security headers and CSRF protection;
-// layout.go says how to add one.
+// With an audit store (Config.Audit or Config.Activity) it also serves
+// the "Activity" page ({issuer}/activity: the user's audit records,
+// newest first, a page at a time) and GET {issuer}/user/activity
+// (UserActivity). The pages share one layout, security headers and CSRF
+// protection; layout.go says how to add one.
+//
+// # Audit trail
+//
+// Config.Audit receives a record of every registration, approval
+// decision, grant change, reactivation, revocation, key rotation and
+// claim; docs/audit.md lists them.
 //
 // # Capability listing with host JWTs
 //

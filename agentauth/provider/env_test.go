@@ -17,6 +17,7 @@ import (
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
@@ -113,11 +114,16 @@ func newEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler, mods ...f
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := core.NewExecutor(reg, core.ExecutorConfig[struct{}, agentauth.Caller[struct{}]]{
+	execCfg := core.ExecutorConfig[struct{}, agentauth.Caller[struct{}]]{
 		CreateContext: func(context.Context, agentauth.Caller[struct{}], *core.Definition, any) (struct{}, error) {
 			return struct{}{}, nil
 		},
-	})
+	}
+	if cfg.Audit != nil {
+		// The location's calls go to the provider's trail too.
+		execCfg.Audit.Writer = audit.ForExecutor(cfg.Audit)
+	}
+	exec, err := core.NewExecutor(reg, execCfg)
 	if err != nil {
 		t.Fatal(err)
 	}

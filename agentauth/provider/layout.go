@@ -109,6 +109,12 @@ type sitePage struct {
 var sitePages = []sitePage{
 	{id: "approve", label: "Approve an agent", path: (*Provider).approvePath},
 	{id: "agents", label: "Your agents", path: func(p *Provider) string { return p.basePath + PathAgentsPage }},
+	{id: "activity", label: "Activity", path: func(p *Provider) string {
+		if p.activity == nil {
+			return ""
+		}
+		return p.basePath + PathActivityPage
+	}},
 }
 
 // navItem is a navigation link as the layout renders it.

@@ -161,6 +161,12 @@ type Config struct {
 	// address (see docs/audit.md). A record that cannot be written is
 	// logged; the change stands. Nil keeps no trail.
 	Audit audit.Sink
+	// Activity is the trail the "Activity" page and GET /user/activity
+	// read for the signed-in user: usually the store Audit writes to,
+	// directly or through audit.Tee, which the executor's records go to
+	// as well. Nil means Audit when that is an audit.Store; without one,
+	// neither is served.
+	Activity audit.Store
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -213,6 +219,7 @@ type Provider struct {
 	logger          *slog.Logger
 	routes          map[string]route
 	audit           audit.Sink
+	activity        audit.Store
 }
 
 type route struct {
@@ -267,6 +274,10 @@ func New(cfg Config) (*Provider, error) {
 		rand:            cfg.Rand,
 		logger:          cfg.Logger,
 		audit:           cfg.Audit,
+		activity:        cfg.Activity,
+	}
+	if s, ok := cfg.Audit.(audit.Store); ok && p.activity == nil {
+		p.activity = s
 	}
 	if len(p.modes) == 0 {
 		p.modes = []string{agentauth.ModeDelegated, agentauth.ModeAutonomous}
@@ -429,7 +440,8 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // that path followed by the issuer's path), the provider endpoints under
 // the issuer, the approval page at the verification URI's path, the
 // "Your agents" page at {issuer}/agents and the user API under
-// {issuer}/user/ when SignedInUser is set, and, when
+// {issuer}/user/ when SignedInUser is set (and the "Activity" page at
+// {issuer}/activity when there is an activity store), and, when
 // location is not nil, the capability
 // routes ({issuer}/capability/...) served by location with the issuer's
 // path stripped, as an httpx handler expects. Other paths are 404.
@@ -448,6 +460,9 @@ func (p *Provider) Handler(location http.Handler) http.Handler {
 		}
 		mux.Handle(p.basePath+"/user/", p.UserAPI())
 		mux.Handle(p.basePath+PathAgentsPage, p.AgentsPage())
+		if p.activity != nil {
+			mux.Handle(p.basePath+PathActivityPage, p.ActivityPage())
+		}
 	}
 	if location != nil {
 		prefix := p.basePath + "/capability/"

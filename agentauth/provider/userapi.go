@@ -59,6 +59,8 @@ const userTokenLife = time.Hour
 //	GET    /user/approvals                     requests waiting for them (CIBA and their agents')
 //	GET    /user/approvals/{approval_id}
 //	POST   /user/approvals/{approval_id}       {"decision": "approve"|"deny", "capabilities", "reason", "presence_code"}
+//	GET    /user/activity                      their audit records, newest first (?agent_id=, ?capability=, ?event=, ?cursor=, ?limit=),
+//	                                           served when there is an activity store (Config.Activity)
 //
 // Every request is authenticated by Config.SignedInUser (401
 // authentication_required without a user); another user's agent, host or
@@ -108,6 +110,9 @@ func (p *Provider) UserAPI() http.Handler {
 		{"POST " + b + PathUserApprovals + "/{approval_id}", true, true, p.apiDecide},
 	} {
 		mux.Handle(rt.pattern, p.userHandler(rt.unsafe, rt.fresh, rt.serve))
+	}
+	if p.activity != nil {
+		mux.Handle("GET "+b+PathUserActivity, p.userHandler(false, false, p.apiActivity))
 	}
 	mux.HandleFunc(b+"/user/", func(w http.ResponseWriter, r *http.Request) {
 		p.writeErrorWith(w, r, appErr(http.StatusNotFound, CodeNotFound, "no such endpoint"), "")
