@@ -62,6 +62,13 @@ type benchWorld struct {
 
 func newBenchWorld(b *testing.B, mods ...func(*httpx.Config[agentauth.Caller[string]])) *benchWorld {
 	b.Helper()
+	return newBenchWorldConfirming(b, core.ConfirmationConfig[agentauth.Caller[string]]{}, mods...)
+}
+
+// newBenchWorldConfirming is newBenchWorld whose executor confirms calls
+// as conf says.
+func newBenchWorldConfirming(b *testing.B, conf core.ConfirmationConfig[agentauth.Caller[string]], mods ...func(*httpx.Config[agentauth.Caller[string]])) *benchWorld {
+	b.Helper()
 	host := agentauthtest.NewHost("hst_bench", agentauthtest.WithUser("user_alice"),
 		agentauthtest.WithRandom(rand.NewChaCha8([32]byte{42})), agentauthtest.WithClock(htClock))
 	agent := host.NewAgent("agt_bench").Grant("transfer", map[string]any{
@@ -82,6 +89,7 @@ func newBenchWorld(b *testing.B, mods ...func(*httpx.Config[agentauth.Caller[str
 		CreateContext: func(_ context.Context, c agentauth.Caller[string], _ *core.Definition, _ any) (string, error) {
 			return c.Principal, nil
 		},
+		Confirmation: conf,
 	})
 	cfg, err := agentauth.HTTPConfig(agentauth.HTTPOptions[string]{
 		Sessions:  v,
@@ -124,12 +132,13 @@ func (w *benchWorld) tokens(n int) []string {
 // location). The request's header map is the one a server would hand
 // over.
 func BenchmarkVerifiedExecute(b *testing.B) {
-	runVerified(b, newBenchWorld(b), nil)
+	runVerified(b, newBenchWorld(b), nil, nil)
 }
 
 // runVerified runs b.N verified executes through w, the i-th with
-// Idempotency-Key keys[i] when keys is not nil.
-func runVerified(b *testing.B, w *benchWorld, keys []string) {
+// Idempotency-Key keys[i] when keys is not nil and with the body
+// bodies[i] when bodies is not nil (benchBody otherwise).
+func runVerified(b *testing.B, w *benchWorld, keys []string, bodies [][]byte) {
 	tokens := w.tokens(b.N)
 	bearer := make([]string, len(tokens))
 	for i, t := range tokens {
@@ -145,6 +154,9 @@ func runVerified(b *testing.B, w *benchWorld, keys []string) {
 	b.ResetTimer()
 	defer benchcpu.Report(b)()
 	for i := range b.N {
+		if bodies != nil {
+			body = bodies[i]
+		}
 		rd.Reset(body)
 		req.Body = io.NopCloser(rd)
 		auth[0] = bearer[i]

@@ -29,7 +29,7 @@ func benchIdempotent(b *testing.B, store idempotency.Store) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("bench-%s-%d", run, i)
 	}
-	runVerified(b, w, keys)
+	runVerified(b, w, keys, nil)
 }
 
 // BenchmarkVerifiedExecuteIdempotentMemory: the idempotency keys in
