@@ -216,6 +216,11 @@ func (a *Agent) sendBatch(ctx context.Context, loc, batchURL string, items []bat
 			if e.Code == "" && e.Message == "" {
 				e.Message = "batch call failed"
 			}
+			var p pendingAnswer
+			if e.Code == CodeConfirmationPending && json.Unmarshal(r.Error, &p) == nil {
+				results[i].Err = a.confirmationPending(items[i].Capability, loc, p)
+				continue
+			}
 			results[i].Err = confirmationRequired(items[i].Capability, e)
 			a.forgetStale(items[i].Capability, e)
 		default:

@@ -185,9 +185,31 @@ func (a *Agent) Preview(ctx context.Context, capability string, args any) (*Prev
 	return &res, nil
 }
 
-// statusConfirmationPending is the status of an execute answer that waits
-// for a person's confirmation.
-const statusConfirmationPending = "confirmation_pending"
+// CodeConfirmationPending is the code (or status) of an answer saying
+// that the call waits for a person's confirmation (202); the client turns
+// it into a *ConfirmationPending.
+const CodeConfirmationPending = "confirmation_pending"
+
+// pendingAnswer is a confirmation_pending answer, whose discriminator is
+// "status" or, in the error envelope's shape, "error" (or a batch item's
+// "code").
+type pendingAnswer struct {
+	Status    string          `json:"status"`
+	Error     json.RawMessage `json:"error"`
+	Code      string          `json:"code"`
+	Approval  *Approval       `json:"approval"`
+	StatusURL string          `json:"status_url"`
+	Preview   json.RawMessage `json:"preview"`
+}
+
+// pending reports whether p is a confirmation_pending answer.
+func (p *pendingAnswer) pending() bool {
+	if p.Status == CodeConfirmationPending || p.Code == CodeConfirmationPending {
+		return true
+	}
+	var code string
+	return json.Unmarshal(p.Error, &code) == nil && code == CodeConfirmationPending
+}
 
 // ConfirmationPending is the error of a call that waits for a person's
 // confirmation: the location answered 202 confirmation_pending with an
@@ -201,6 +223,8 @@ type ConfirmationPending struct {
 	Approval Approval
 	// StatusURL is polled for the decision.
 	StatusURL string
+	// Preview is what the person is shown, when the answer carried it.
+	Preview json.RawMessage
 
 	loc string
 }
@@ -227,12 +251,12 @@ func WithConfirmationWait(onApproval func(Approval)) ExecuteOption {
 
 // confirmationPending builds the *ConfirmationPending of a
 // confirmation_pending answer.
-func (a *Agent) confirmationPending(capability, loc string, ans asyncAnswer) error {
+func (a *Agent) confirmationPending(capability, loc string, ans pendingAnswer) error {
 	statusURL, err := a.checkStatusURL(loc, ans.StatusURL)
 	if err != nil {
 		return err
 	}
-	p := &ConfirmationPending{Capability: capability, StatusURL: statusURL, loc: loc}
+	p := &ConfirmationPending{Capability: capability, StatusURL: statusURL, Preview: ans.Preview, loc: loc}
 	if ans.Approval != nil {
 		p.Approval = *ans.Approval
 	}
@@ -244,6 +268,9 @@ func (a *Agent) confirmationPending(capability, loc string, ans asyncAnswer) err
 type confirmationStatus struct {
 	Status       string        `json:"status"`
 	Confirmation *Confirmation `json:"confirmation"`
+	// Token is the decision's token when it comes as a bare
+	// "confirmation_token".
+	Token string `json:"confirmation_token"`
 }
 
 // AwaitConfirmation hands p's approval to onApproval (when non-nil) and
@@ -294,8 +321,11 @@ func (a *Agent) AwaitConfirmation(ctx context.Context, p *ConfirmationPending, o
 			if st.Confirmation != nil && st.Confirmation.Token != "" {
 				return st.Confirmation, nil
 			}
+			if st.Token != "" {
+				return &Confirmation{Token: st.Token}, nil
+			}
 			switch st.Status {
-			case "", "pending", statusConfirmationPending, CodeAuthorizationPending:
+			case "", "pending", CodeConfirmationPending, CodeAuthorizationPending:
 				wait = interval
 			case "denied", "rejected":
 				return nil, fmt.Errorf("%w: the call of %s was refused", ErrApprovalDenied, p.Capability)

@@ -55,18 +55,15 @@ type executeBody struct {
 	ConfirmationToken string          `json:"confirmation_token,omitempty"`
 }
 
-// asyncAnswer is an asynchronous execution answer: 202 pending, or a
-// polling answer with the final state.
+// asyncAnswer is an execute answer: data, 202 pending (a job, or a
+// person's confirmation), or a polling answer with a job's final state.
 type asyncAnswer struct {
+	// pendingAnswer holds status, status_url and error, and the members
+	// of a confirmation_pending answer.
+	pendingAnswer
 	Data       json.RawMessage `json:"data"`
-	Status     string          `json:"status"`
-	StatusURL  string          `json:"status_url"`
 	Result     json.RawMessage `json:"result"`
-	Error      json.RawMessage `json:"error"`
 	RetryAfter json.Number     `json:"retry_after"`
-	// Approval is how a person confirms the call, in a
-	// confirmation_pending answer.
-	Approval *Approval `json:"approval"`
 }
 
 // encodeArguments turns args into a JSON object: nil (and an empty
@@ -191,8 +188,8 @@ func (a *Agent) execute(ctx context.Context, capability string, arguments json.R
 		return nil, confirmationRequired(capability, timeoutCause(rctx, err))
 	}
 	switch {
-	case ans.Status == statusConfirmationPending:
-		return nil, a.confirmationPending(capability, loc, ans)
+	case ans.pending():
+		return nil, a.confirmationPending(capability, loc, ans.pendingAnswer)
 	case resp.StatusCode == http.StatusAccepted || (ans.Status == "pending" && ans.StatusURL != ""):
 		timer.Stop()
 		return a.pollAsync(ctx, capability, loc, ans)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -26,6 +27,9 @@ type humanLocation struct {
 	decision func(w http.ResponseWriter)
 	executed []string // the confirmation tokens of the executions that ran
 	polled   int
+	// envelope answers in the error envelope's shape, "error" naming
+	// the code, instead of with "status".
+	envelope bool
 }
 
 const humanToken = "cfm_decided"
@@ -51,15 +55,22 @@ func newHumanLocation(t *testing.T, p *fakeProvider, statusOrigin string) *human
 			if origin == "" {
 				origin = l.URL
 			}
-			writeJSON(w, http.StatusAccepted, map[string]any{
-				"status": "confirmation_pending",
+			ans := map[string]any{
 				"approval": map[string]any{
 					"method": "device_authorization", "verification_uri": p.URL + "/device",
 					"verification_uri_complete": p.URL + "/device?code=WDJB-MJHT", "user_code": "WDJB-MJHT",
 					"interval": 2, "expires_in": 300,
 				},
 				"status_url": origin + "/capability/confirmation/cnf_1",
-			})
+				"preview":    map[string]int{"would_pay": 5000},
+			}
+			if h.envelope {
+				// The error envelope's shape, as core renders the code.
+				ans["error"], ans["message"] = "confirmation_pending", "a person must confirm this call"
+			} else {
+				ans["status"] = "confirmation_pending"
+			}
+			writeJSON(w, http.StatusAccepted, ans)
 		case r.Method == http.MethodGet && r.URL.Path == "/capability/confirmation/cnf_1":
 			h.polled++
 			if len(h.polls) > 0 {
@@ -160,9 +171,16 @@ func TestExecuteWaitsForAPersonsConfirmation(t *testing.T) {
 }
 
 func TestConfirmationPendingWithoutWaiting(t *testing.T) {
+	for _, envelope := range []bool{false, true} {
+		t.Run(fmt.Sprintf("envelope=%v", envelope), func(t *testing.T) { testConfirmationPendingWithoutWaiting(t, envelope) })
+	}
+}
+
+func testConfirmationPendingWithoutWaiting(t *testing.T, envelope bool) {
 	p := newFakeProvider(t)
 	h := newHumanLocation(t, p, "")
 	h.decision = approved
+	h.envelope = envelope
 	c, _, _ := newClient(t)
 	a := connect(t, c, p, client.Capabilities("pay")...)
 	ctx := context.Background()
@@ -172,7 +190,7 @@ func TestConfirmationPendingWithoutWaiting(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	if pending.Capability != "pay" || pending.Approval.UserCode != "WDJB-MJHT" || pending.Approval.AgentID != a.ID() ||
-		pending.StatusURL != h.URL+"/capability/confirmation/cnf_1" {
+		pending.StatusURL != h.URL+"/capability/confirmation/cnf_1" || string(pending.Preview) != `{"would_pay":5000}` {
 		t.Errorf("pending %+v", pending)
 	}
 	conf, err := a.AwaitConfirmation(ctx, pending, nil)
@@ -217,5 +235,28 @@ func TestAwaitConfirmationEndsWithContext(t *testing.T) {
 	_, err := a.Execute(ctx, "pay", nil, client.WithConfirmationWait(func(client.Approval) { cancel() }))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v", err)
+	}
+}
+
+func TestBatchItemConfirmationPending(t *testing.T) {
+	p := newFakeProvider(t)
+	loc := newCustomLocation(t, p, []string{"pay"}, func(l *customLocation, w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"responses": []map[string]any{{
+			"id": "0", "status": "failed", "error": map[string]any{
+				"code": "confirmation_pending", "message": "a person must confirm this call",
+				"approval":   map[string]any{"method": "device_authorization", "user_code": "QQQQ-1111", "interval": 3},
+				"status_url": l.URL + "/capability/confirmation/cnf_9",
+			},
+		}}})
+	})
+	c, _, _ := newClient(t)
+	a := connect(t, c, p, client.Capabilities("pay")...)
+	results, err := a.BatchExecute(context.Background(), []client.BatchCall{{Capability: "pay"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending *client.ConfirmationPending
+	if !errors.As(results[0].Err, &pending) || pending.Approval.UserCode != "QQQQ-1111" || pending.StatusURL != loc.URL+"/capability/confirmation/cnf_9" {
+		t.Errorf("item: %v", results[0].Err)
 	}
 }
