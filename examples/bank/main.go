@@ -4,8 +4,8 @@
 // Without -directory it is both the Agent Auth provider and the resource
 // server: agents register with it, users approve them on its approval
 // page (signing in through a development login offering Alice and Bob,
-// without password), and hosts, agents and grants are kept in the SQLite
-// database named by -db:
+// without password), and hosts, agents, grants and the audit trail (shown
+// on {issuer}/activity) are kept in the SQLite database named by -db:
 //
 //	go run ./examples/bank [-addr 127.0.0.1:8080] [-issuer URL] [-db bank.db]
 //
@@ -22,8 +22,9 @@
 //		-postgres postgres://bank@db/bank -redis redis:6379 -secret-file /etc/bank/secret \
 //		-forwarded-for -limits agent=120,host=600,user=1200,ip=300
 //
-// -forwarded-for takes the client address for per-address limits from
-// the last X-Forwarded-For entry, which only a trusted proxy may set.
+// -forwarded-for takes the client address for per-address limits and
+// audit records from the last X-Forwarded-For entry, which only a trusted
+// proxy may set.
 // Each instance holds at most 16 PostgreSQL connections (unless the DSN
 // sets pool_max_conns). When PostgreSQL cannot be reached, the bank's
 // capabilities answer 503 temporarily_unavailable with Retry-After;
@@ -403,8 +404,13 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 	if err != nil {
 		return nil, func() error { return errors.Join(st.Close(), sh.close()) }, err
 	}
-	closeStores := func() error { return errors.Join(closeConfirmer(), st.Close(), sh.close()) }
+	trail, err := openAudit(ctx, cfg, sh, logger)
+	if err != nil {
+		return nil, func() error { return errors.Join(closeConfirmer(), st.Close(), sh.close()) }, err
+	}
+	closeStores := func() error { return errors.Join(trail.Close(), closeConfirmer(), st.Close(), sh.close()) }
 	exec, err := bank.NewExecutor(ledger, bank.Options{
+		Audit:     trail,
 		Confirmer: confirmer,
 		Location:  cfg.issuer + "/" + httpx.RouteExecute,
 		Hooks:     []core.Hook{bank.ExecutionLog(logger)},
@@ -436,6 +442,7 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		Lifetimes:    lifetimes,
 		KeyFetch:     agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
 		Endpoints:    []string{mcpResource(cfg.issuer)},
+		Audit:        trail,
 		Logger:       debug,
 	}, logger)
 	sh.apply(&pcfg, cfg)
@@ -476,7 +483,11 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 	mux := http.NewServeMux()
 	mux.Handle(devLoginPath, dev)
 	mountMCP(mux, cfg.issuer, mcpServer)
-	mux.Handle("/", prov.Handler(loc))
+	var location http.Handler = loc
+	if cfg.forwardedFor {
+		location = forwardedLocation(loc)
+	}
+	mux.Handle("/", prov.Handler(location))
 	return newHTTPServer(mux, logger), closeAll, nil
 }
 

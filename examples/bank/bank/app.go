@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
 )
@@ -157,6 +158,9 @@ type Options struct {
 	Location string
 	// Hooks observe every execution and preview.
 	Hooks []core.Hook
+	// Audit, when set, keeps a record of every execution, preview and
+	// confirmation.
+	Audit audit.Sink
 }
 
 // NewExecutor returns an executor of the bank's capabilities over store.
@@ -172,9 +176,14 @@ func NewExecutor(store Ledger, o Options) (*Executor, error) {
 			return nil, err
 		}
 	}
+	var trail core.AuditConfig[Caller]
+	if o.Audit != nil {
+		trail.Writer = audit.ForExecutor(o.Audit)
+	}
 	return core.NewExecutor(reg, core.ExecutorConfig[*App, Caller]{
 		CreateContext: Resolver(store),
 		Hooks:         o.Hooks,
+		Audit:         trail,
 		Confirmation: core.ConfirmationConfig[Caller]{
 			Confirmer: o.Confirmer,
 			Subject:   AgentID,
