@@ -11,6 +11,11 @@
 // worth. Stores keep the SHA-256 of a token (its ID), never the token, so
 // that reading a store yields nothing that confirms a call.
 //
+// A token issued after a person confirmed the call (a binding with
+// core.ConfirmationBinding.Human set: see core.WithHumanConfirmation)
+// is kept under another digest (see Digest), so that the token of a
+// preview never stands in for a person's confirmation.
+//
 // # Consuming
 //
 // Consume spends a token on a call in one atomic step of the store: of
@@ -50,7 +55,7 @@ import (
 // Record is what a store keeps about a token.
 type Record struct {
 	// Subject, Capability, Digest and Audience are the binding: Digest is
-	// idempotency.Fingerprint of the capability and arguments.
+	// Digest of the binding.
 	Subject    string
 	Capability string
 	Digest     string
@@ -164,7 +169,7 @@ func (m *Manager) Issue(ctx context.Context, b core.ConfirmationBinding) (core.C
 	rec := Record{
 		Subject:    b.Subject,
 		Capability: b.Capability,
-		Digest:     idempotency.Fingerprint(b.Capability, b.Arguments),
+		Digest:     Digest(b),
 		Audience:   b.Audience,
 		ExpiresAt:  now.Add(m.ttl).Truncate(time.Millisecond),
 	}
@@ -183,7 +188,7 @@ func (m *Manager) Consume(ctx context.Context, token string, b core.Confirmation
 	want := Record{
 		Subject:    b.Subject,
 		Capability: b.Capability,
-		Digest:     idempotency.Fingerprint(b.Capability, b.Arguments),
+		Digest:     Digest(b),
 		Audience:   b.Audience,
 	}
 	now := m.now()
@@ -201,6 +206,22 @@ func (m *Manager) Consume(ctx context.Context, token string, b core.Confirmation
 		return core.ErrConfirmationExpired
 	}
 	return core.ErrConfirmationMismatch
+}
+
+// humanPrefix starts the digest of a binding that a person confirmed.
+const humanPrefix = "human:"
+
+// Digest is what a store keeps of a binding's capability and arguments:
+// idempotency.Fingerprint of them, prefixed "human:" for a call a person
+// confirmed (core.ConfirmationBinding.Human). A token issued without a
+// person's confirmation thus never confirms a call that needs one (it is
+// refused as core.ErrConfirmationMismatch), nor the reverse.
+func Digest(b core.ConfirmationBinding) string {
+	d := idempotency.Fingerprint(b.Capability, b.Arguments)
+	if b.Human {
+		return humanPrefix + d
+	}
+	return d
 }
 
 // Matches reports whether rec is bound as want is, and usable at now:

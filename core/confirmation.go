@@ -41,6 +41,11 @@ type ConfirmationBinding struct {
 	// Audience is the location the call runs at: the capability's
 	// location, else ConfirmationConfig.Audience.
 	Audience string
+	// Human marks a call that a person must confirm (see
+	// WithHumanConfirmation): only a token issued after a person's
+	// confirmation, for a binding with Human set, confirms it, and such
+	// a token confirms nothing else.
+	Human bool
 }
 
 // Confirmation is an issued confirmation token.
@@ -90,16 +95,22 @@ type ConfirmationConfig[P any] struct {
 	Subject func(principal P) string
 	// Rule decides which capabilities need a confirmation. Nil means
 	// (*Definition).NeedsConfirmation: those defined WithConfirmation and
-	// those of high or critical risk.
+	// those of high or critical risk. Capabilities defined
+	// WithHumanConfirmation need one whatever it says.
 	Rule func(d *Definition) bool
 	// Audience is the location a token is bound to for capabilities
 	// without a location of their own: the server's default location.
 	Audience string
+	// Human asks a person to confirm the calls that a capability's
+	// WithHumanConfirmation rule picks. Nil: such calls are refused with
+	// CodeForbidden, since nobody can be asked.
+	Human HumanConfirmer
 }
 
 // confirmation is an executor's checked ConfirmationConfig.
 type confirmation[P any] struct {
 	confirmer Confirmer
+	human     HumanConfirmer
 	subject   func(P) string
 	audience  string
 	// needs holds the capabilities that need a confirmation.
@@ -123,10 +134,11 @@ func newConfirmation[P any](cfg ConfirmationConfig[P], reg *Registry) (*confirma
 	if rule == nil {
 		rule = (*Definition).NeedsConfirmation
 	}
-	c := &confirmation[P]{confirmer: cfg.Confirmer, subject: cfg.Subject, audience: cfg.Audience,
+	c := &confirmation[P]{confirmer: cfg.Confirmer, human: cfg.Human, subject: cfg.Subject, audience: cfg.Audience,
 		needs: make(map[*Definition]bool)}
 	for _, d := range reg.defs {
-		if rule(d) {
+		// A person's confirmation cannot be waived by the rule.
+		if rule(d) || d.human != nil {
 			c.needs[d] = true
 		}
 	}

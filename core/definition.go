@@ -76,7 +76,9 @@ type Definition struct {
 	// those defined WithConfirmation.
 	preview *previewSpec
 	confirm bool
-	audit   auditSpec
+	// human is set for capabilities defined WithHumanConfirmation.
+	human *humanOption
+	audit auditSpec
 
 	inputSchema  json.RawMessage
 	outputSchema json.RawMessage
@@ -188,6 +190,7 @@ type options struct {
 	async        bool
 	preview      *previewOption
 	confirm      bool
+	human        *humanOption
 	audit        auditSpec
 }
 
@@ -432,6 +435,12 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 		if d.preview, err = o.preview.build(d); err != nil {
 			return fail("", "preview: %v", err)
 		}
+	}
+	if o.human != nil {
+		if err := o.human.build(d); err != nil {
+			return fail("", "human confirmation: %v", err)
+		}
+		d.human = o.human
 	}
 	if err := d.audit.build(d); err != nil {
 		return fail("", "%v", err)

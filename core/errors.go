@@ -79,6 +79,12 @@ const (
 	// CodeInvalidConfirmation: the token is unknown, forged, or was
 	// issued to another caller or for another location.
 	CodeInvalidConfirmation Code = "invalid_confirmation"
+	// CodeConfirmationPending: the call needs a person's confirmation,
+	// which was asked for (see WithHumanConfirmation). Not a failure:
+	// transports answer it 202, with where the person confirms
+	// ("approval"), where to poll for the decision ("status_url") and
+	// the preview the person is shown ("preview").
+	CodeConfirmationPending Code = "confirmation_pending"
 )
 
 // Stage names a step of the execution pipeline. Stages run in the order
@@ -147,6 +153,7 @@ var codeTable = map[Code]struct {
 	CodeConfirmationExpired:  {http.StatusConflict, string(CodeConfirmationExpired)},
 	CodeConfirmationUsed:     {http.StatusConflict, string(CodeConfirmationUsed)},
 	CodeInvalidConfirmation:  {http.StatusForbidden, string(CodeInvalidConfirmation)},
+	CodeConfirmationPending:  {http.StatusAccepted, string(CodeConfirmationPending)},
 
 	CodeAuditUnavailable: {http.StatusServiceUnavailable, string(CodeAuditUnavailable)},
 }

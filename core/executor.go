@@ -437,11 +437,18 @@ func (e *Executor[C, P]) finishPreview(ctx context.Context, span trace.Span, sta
 		if err != nil {
 			return fail(err)
 		}
-		conf, ierr := e.confirm.confirmer.Issue(ctx, b)
-		if ierr != nil {
-			return fail(classify(ierr, StageConfirmation, CodeExecutionFailed))
+		// A token from a preview is the caller's own confirmation: a
+		// call that a person must confirm gets none.
+		if res.HumanConfirmation, err = needsHuman(ctx, def, c, in); err != nil {
+			return fail(err)
 		}
-		res.Confirmation = &conf
+		if !res.HumanConfirmation {
+			conf, ierr := e.confirm.confirmer.Issue(ctx, b)
+			if ierr != nil {
+				return fail(classify(ierr, StageConfirmation, CodeExecutionFailed))
+			}
+			res.Confirmation = &conf
+		}
 	}
 	*took = time.Since(start)
 	e.tel.finish(ctx, span, def, *took, nil, true)
@@ -497,10 +504,15 @@ func (e *Executor[C, P]) bindCall(def *Definition, principal P, args []byte, typ
 // is consumed, or, without one, the call is refused with
 // CodeConfirmationRequired, carrying the preview (when the capability has
 // one) and a fresh confirmation, so that the caller needs one more round
-// trip only.
+// trip only. A call that a person must confirm consumes only a token
+// issued after a person's confirmation; without one, the person is asked
+// and the call fails with CodeConfirmationPending.
 func (e *Executor[C, P]) confirmCall(ctx context.Context, def *Definition, principal P, args []byte, typed *typedInput, c C, in any) *Error {
 	b, err := e.bindCall(def, principal, args, typed)
 	if err != nil {
+		return err
+	}
+	if b.Human, err = needsHuman(ctx, def, c, in); err != nil {
 		return err
 	}
 	if token := confirmationToken(ctx); token != "" {
@@ -514,6 +526,9 @@ func (e *Executor[C, P]) confirmCall(ctx context.Context, def *Definition, princ
 		_, data, perr := e.callPreview(ctx, def, c, in)
 		if perr != nil {
 			return perr
+		}
+		if b.Human {
+			return e.confirm.askHuman(ctx, def, b, data)
 		}
 		fields["preview"] = json.RawMessage(data)
 	}

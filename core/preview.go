@@ -99,8 +99,12 @@ type PreviewResult struct {
 	Data json.RawMessage
 	// Confirmation is the token that confirms the previewed call, when
 	// the executor says the capability needs one (see
-	// [Executor.NeedsConfirmation]); nil otherwise.
+	// [Executor.NeedsConfirmation]); nil otherwise, and nil for a call
+	// that a person must confirm.
 	Confirmation *Confirmation
+	// HumanConfirmation reports a call that a person must confirm (see
+	// WithHumanConfirmation): executing it asks them.
+	HumanConfirmation bool
 }
 
 // PreviewDynamic runs the preview of the named capability for principal

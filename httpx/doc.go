@@ -18,6 +18,13 @@
 // supports_preview and requires_confirmation; describe adds the
 // preview's preview_schema (see docs/confirmation.md).
 //
+// A call that a person must confirm (core.WithHumanConfirmation) and
+// carries no token answers 202 {"status":"confirmation_pending",
+// "message","approval","status_url","preview"} with Retry-After: the
+// approval's interval; the caller polls status_url for the token (see
+// docs/confirmation.md). Its preview answers
+// "requires_human_confirmation": true and no confirmation.
+//
 // Mount it with [http.StripPrefix] on a mux, or through the ginx, echox and
 // fiberx packages on an existing router. Every transport goes through
 // [Handler.Serve], a transport-neutral request/response pair, so status
@@ -102,7 +109,9 @@
 //     5xx, 408, 409, 425, 429 and 499 answers are not, so a retry runs
 //     again, and neither is any refusal of the confirmation stage (428
 //     confirmation_required, 409 confirmation_*, 403
-//     invalid_confirmation), so the key may be retried with a good token. Batch items have no place for a key in the batch shape, so
+//     invalid_confirmation, 202 confirmation_pending), so the key may be
+//     retried with a good token. Batch items have no place for a key in
+//     the batch shape, so
 //     batch-execute refuses the header (400 invalid_idempotency_key), and a
 //     stream cannot be replayed, so a streaming capability refuses it too.
 //

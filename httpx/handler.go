@@ -706,8 +706,9 @@ func (h *Handler[C, P]) execute(ctx context.Context, req *Request, principal P, 
 	return h.answer(ctx, name, data, err, buf)
 }
 
-// preview answers {"preview": ..., "confirmation"?: {"token", "expires_at"}}
-// for the execute body, after the same checks as execute.
+// preview answers {"preview": ..., "confirmation"?: {"token", "expires_at"},
+// "requires_human_confirmation"?: true} for the execute body, after the
+// same checks as execute.
 func (h *Handler[C, P]) preview(ctx context.Context, req *Request, principal P, buf *buffer) replyMeta {
 	name, args, _, perr := parseExecute(req.Body)
 	if perr != nil {
@@ -733,6 +734,9 @@ func (h *Handler[C, P]) preview(ctx context.Context, req *Request, principal P, 
 		b = appendString(b, core.ConfirmationJSON(*c)["expires_at"])
 		b = append(b, '}')
 	}
+	if res.HumanConfirmation {
+		b = append(b, `,"requires_human_confirmation":true`...)
+	}
 	buf.b = append(b, '}', '\n')
 	return replyMeta{status: http.StatusOK, cache: cacheNoStore}
 }
@@ -744,6 +748,9 @@ func (h *Handler[C, P]) answer(ctx context.Context, name string, data []byte, er
 		if ce != err {
 			h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: executor returned a foreign error",
 				slog.String("capability", name), slog.String("error", err.Error()))
+		}
+		if ce.Code == core.CodeConfirmationPending {
+			return h.confirmationPending(buf, ce)
 		}
 		h.logFailure(ctx, name, ce)
 		return h.fail(ctx, buf, envelopeOf(ce))
