@@ -164,3 +164,37 @@ func TestAuditRecordsNameTheRequest(t *testing.T) {
 		t.Errorf("without audit: %d, X-Request-Id %q", resp.StatusCode, resp.Header.Get("X-Request-Id"))
 	}
 }
+
+// A streamed answer names its request too, and the stream's record
+// carries that name.
+func TestAuditRecordsNameAStream(t *testing.T) {
+	store := audit.NewMemory()
+	exec := core.MustExecutor(core.MustRegistry(pinger), core.ExecutorConfig[string, string]{
+		CreateContext: func(_ context.Context, p string, _ *core.Definition, _ any) (string, error) { return p, nil },
+		Audit:         core.AuditConfig[string]{Writer: audit.ForExecutor(store)},
+	})
+	h, err := httpx.New(exec, httpx.Config[string]{Authenticate: bearerName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	req, _ := http.NewRequest("POST", srv.URL+"/capability/execute", strings.NewReader(`{"capability":"pings"}`))
+	req.Header.Set("Authorization", "Bearer alice")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("X-Request-Id", "stream-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || resp.Header.Get("X-Request-Id") != "stream-1" {
+		t.Fatalf("%d %v\n%s", resp.StatusCode, resp.Header, body)
+	}
+	page, err := store.Query(context.Background(), audit.Query{})
+	if err != nil || len(page.Records) != 1 || page.Records[0].RequestID != "stream-1" || page.Records[0].Outcome != audit.OutcomeOK {
+		t.Fatalf("records %v %+v", err, page.Records)
+	}
+}

@@ -364,6 +364,7 @@ func (h *Handler[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req.releaseBody()
 	if meta.stream != nil {
 		putBuffer(buf)
+		meta.setRequestID(w.Header())
 		meta.stream.serveHTTP(w)
 		return
 	}
@@ -388,6 +389,7 @@ func (h *Handler[C, P]) Serve(req *Request) *Response {
 		putBuffer(buf)
 		resp.Status, resp.stream = meta.status, meta.stream
 		meta.stream.setHeaders(resp.Header)
+		meta.setRequestID(resp.Header)
 		return resp
 	}
 	resp.Status, resp.Body, resp.buf = meta.status, buf.b, buf
@@ -471,6 +473,12 @@ func (m replyMeta) setHeaders(hd http.Header) {
 	if m.replayed {
 		hd["Idempotent-Replayed"] = hdrTrue
 	}
+	m.setRequestID(hd)
+}
+
+// setRequestID sends the request id, when the request has one, also with
+// an event stream.
+func (m replyMeta) setRequestID(hd http.Header) {
 	if m.requestID != "" {
 		hd[HeaderRequestID] = []string{m.requestID}
 	}
