@@ -31,6 +31,9 @@ const (
 	// CodeConfirmationDenied: the person asked to confirm the call
 	// refused it (403).
 	CodeConfirmationDenied = "confirmation_denied"
+	// CodeConfirmationNotFound: the status URL polled names no request
+	// for a person's confirmation of this agent (404).
+	CodeConfirmationNotFound = "confirmation_not_found"
 )
 
 // IsConfirmationRefused reports whether err is a refusal of the
@@ -85,8 +88,12 @@ type PreviewResult struct {
 	// capability's preview schema.
 	Preview json.RawMessage `json:"preview"`
 	// Confirmation confirms exactly the previewed call, when the
-	// capability needs a confirmation; nil otherwise.
+	// capability needs a confirmation; nil otherwise, and nil when a
+	// person must confirm the call.
 	Confirmation *Confirmation `json:"confirmation,omitempty"`
+	// RequiresHumanConfirmation reports a call that a person must
+	// confirm: executing it asks them (see ConfirmationPending).
+	RequiresHumanConfirmation bool `json:"requires_human_confirmation,omitempty"`
 }
 
 // ConfirmationRequired is the error of a call that needs a confirmation
@@ -274,13 +281,15 @@ type confirmationStatus struct {
 }
 
 // AwaitConfirmation hands p's approval to onApproval (when non-nil) and
-// polls p's status URL, with a fresh agent JWT each time, until the
-// person decides, the approval expires or ctx ends. It returns the token
-// that confirms the call, to execute it with WithConfirmationToken and
-// the same arguments. It waits as Connect does: the approval's interval
-// between polls, slowDownStep more on every slow_down, twice as long
-// after a 429, a server error or a network failure. A refusal is an error wrapping
-// ErrApprovalDenied; an approval that expired, ErrApprovalExpired.
+// polls p's status URL, with a fresh agent JWT each time (for the issuer
+// when the status URL is on the issuer's origin, else for the location),
+// until the person decides, the approval expires or ctx ends. It returns
+// the token that confirms the call, to execute it with
+// WithConfirmationToken and the same arguments. It waits as Connect
+// does: the approval's interval between polls, slowDownStep more on every
+// slow_down, twice as long after a 429, a server error or a network
+// failure. A refusal is an error wrapping ErrApprovalDenied (with
+// CodeConfirmationDenied); an approval that expired, ErrApprovalExpired.
 func (a *Agent) AwaitConfirmation(ctx context.Context, p *ConfirmationPending, onApproval func(Approval)) (*Confirmation, error) {
 	if onApproval != nil {
 		onApproval(p.Approval)
@@ -293,11 +302,12 @@ func (a *Agent) AwaitConfirmation(ctx context.Context, p *ConfirmationPending, o
 	if p.Approval.ExpiresIn > 0 {
 		deadline = a.c.cfg.Now().Add(time.Duration(p.Approval.ExpiresIn) * time.Second)
 	}
-	// The status URL is the location's or the provider's; the token is
-	// for the one it is on.
+	// The status URL is the provider's (where the person decides) or the
+	// location's; the token is for the issuer on the issuer's origin,
+	// for the location elsewhere.
 	aud := p.loc
 	if u, err := url.Parse(p.StatusURL); err == nil {
-		if l, err := url.Parse(p.loc); err != nil || origin(u) != origin(l) {
+		if iss, err := url.Parse(a.conn.Issuer); err == nil && origin(u) == origin(iss) {
 			aud = a.conn.Issuer
 		}
 	}

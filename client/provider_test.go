@@ -89,6 +89,10 @@ type fakeProvider struct {
 	CacheControl string
 	// Doc, when set, changes the discovery document before it is served.
 	Doc func(map[string]any)
+	// Confirmation, when set, serves GET /agent/confirmation, the
+	// status URL of a person's confirmation, for agents whose token is
+	// for the issuer.
+	Confirmation func(w http.ResponseWriter, r *http.Request, agentID string)
 
 	agents       map[string]*fakeAgent
 	statusPolls  int
@@ -129,6 +133,7 @@ func newFakeProviderAt(t testing.TB, loc *location) *fakeProvider {
 	mux.HandleFunc("POST /agent/revoke", p.revoke)
 	mux.HandleFunc("GET /capability/list", p.list)
 	mux.HandleFunc("GET /capability/describe", p.describe)
+	mux.HandleFunc("GET /agent/confirmation", p.confirmation)
 	p.srv = httptest.NewServer(mux)
 	p.URL = p.srv.URL
 	t.Cleanup(p.srv.Close)
@@ -501,6 +506,22 @@ func (p *fakeProvider) list(w http.ResponseWriter, r *http.Request) {
 		ans["next_cursor"] = strconv.Itoa(end)
 	}
 	writeJSON(w, http.StatusOK, ans)
+}
+
+func (p *fakeProvider) confirmation(w http.ResponseWriter, r *http.Request) {
+	a, err := p.agentFromToken(r)
+	if err != nil {
+		writeError(w, http.StatusUnauthorized, "invalid_jwt", err.Error())
+		return
+	}
+	p.mu.Lock()
+	serve := p.Confirmation
+	p.mu.Unlock()
+	if serve == nil {
+		writeError(w, http.StatusNotFound, "confirmation_not_found", "no such confirmation")
+		return
+	}
+	serve(w, r, a.id)
 }
 
 func (p *fakeProvider) describe(w http.ResponseWriter, r *http.Request) {

@@ -177,7 +177,10 @@ func personLocation(t *testing.T, p *provider, decide func(w http.ResponseWriter
 				"approval": map[string]any{"method": "device_authorization", "verification_uri_complete": p.URL + "/confirm?code=PQRS-7788",
 					"user_code": "PQRS-7788", "interval": 1, "expires_in": 120},
 				"status_url": srv.URL + "/capability/confirmation/c1",
+				"preview":    map[string]int{"would_pay": 5000},
 			})
+		case "/capability/preview":
+			_, _ = w.Write([]byte(`{"preview":{"would_pay":5000},"requires_human_confirmation":true}`))
 		case "/capability/confirmation/c1":
 			mu.Lock()
 			polls++
@@ -217,7 +220,7 @@ func TestExecuteWaitsForAPerson(t *testing.T) {
 		stderr []string
 	}{
 		{"approved", approve, nil, 0, "{\n  \"paid\": true\n}\n",
-			[]string{"Confirmation needed (device_authorization).", "/confirm?code=PQRS-7788", "enter the code PQRS-7788", "Waiting for confirmation"}},
+			[]string{"pay must be confirmed by a person. Preview:", `"would_pay": 5000`, "Confirmation needed (device_authorization).", "/confirm?code=PQRS-7788", "enter the code PQRS-7788", "Waiting for confirmation"}},
 		{"approved, json", approve, []string{"--json"}, 0, "{\"paid\":true}\n",
 			[]string{`{"confirmation":{"method":"device_authorization"`, `"user_code":"PQRS-7788"`}},
 		{"denied", deny, nil, 1, "", []string{"approval denied", "confirmation_denied", "the user refused the call"}},
@@ -230,6 +233,12 @@ func TestExecuteWaitsForAPerson(t *testing.T) {
 			state := t.TempDir()
 			if code, out, errOut := agentcap(t, state, "connect", p.URL, "--insecure-loopback", "--capability", "pay"); code != 0 {
 				t.Fatalf("connect: exit %d\n%s%s", code, out, errOut)
+			}
+			if tt.name == "approved" {
+				code, out, errOut := agentcap(t, state, "preview", "pay", "--args", `{"amount":5000}`, "--insecure-loopback")
+				if code != 0 || !strings.Contains(out, `"would_pay": 5000`) || !strings.Contains(out, "A person must confirm this call") {
+					t.Errorf("preview: exit %d\n%s%s", code, out, errOut)
+				}
 			}
 			code, out, errOut := agentcap(t, state, append([]string{"execute", "pay", "--args", `{"amount":5000}`, "--insecure-loopback"}, tt.flags...)...)
 			if code != tt.code || out != tt.stdout {

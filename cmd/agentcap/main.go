@@ -708,6 +708,9 @@ func (c *cli) preview(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	if cf := res.Confirmation; cf != nil {
 		fmt.Fprintf(c.stdout, "This call needs a confirmation. Token%s:\n%s\n", expiry(cf.ExpiresAt), cf.Token)
 	}
+	if res.RequiresHumanConfirmation {
+		fmt.Fprintln(c.stdout, "A person must confirm this call: 'agentcap execute' asks them and waits for the decision.")
+	}
 	return nil
 }
 
@@ -738,12 +741,7 @@ func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	if err != nil {
 		return err
 	}
-	waited := false
-	showApproval := c.showApproval("Confirmation")
-	opts := []client.ExecuteOption{client.WithConfirmationWait(func(ap client.Approval) {
-		waited = true
-		showApproval(ap)
-	})}
+	var opts []client.ExecuteOption
 	if *key != "" {
 		opts = append(opts, client.WithIdempotencyKey(*key))
 	}
@@ -751,15 +749,26 @@ func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		opts = append(opts, client.WithConfirmationToken(*token))
 	}
 	res, err := a.Execute(ctx, pos[0], arguments, opts...)
-	var cr *client.ConfirmationRequired
-	if errors.As(err, &cr) {
-		if err := c.confirm(ctx, cr, *yes); err != nil {
-			return err
+	// A call may need the agent's confirmation and then a person's (or
+	// the other way round): one round each at most.
+	for range 2 {
+		var cr *client.ConfirmationRequired
+		var cp *client.ConfirmationPending
+		var conf string
+		switch {
+		case errors.As(err, &cr):
+			if err := c.confirm(ctx, cr, *yes); err != nil {
+				return err
+			}
+			conf = cr.Confirmation.Token
+		case errors.As(err, &cp):
+			if conf, err = c.awaitPerson(ctx, a, cp); err != nil {
+				return err
+			}
+		default:
+			continue
 		}
-		res, err = a.Execute(ctx, pos[0], arguments, append(opts, client.WithConfirmationToken(cr.Confirmation.Token))...)
-	}
-	if waited && !c.json {
-		fmt.Fprintln(c.stderr)
+		res, err = a.Execute(ctx, pos[0], arguments, append(opts, client.WithConfirmationToken(conf))...)
 	}
 	if err != nil {
 		return err
@@ -778,6 +787,24 @@ func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		}
 	}
 	return nil
+}
+
+// awaitPerson shows the preview of a call that a person must confirm and
+// where they confirm it, and waits for their decision; it returns the
+// token that confirms the call.
+func (c *cli) awaitPerson(ctx context.Context, a *client.Agent, cp *client.ConfirmationPending) (string, error) {
+	if !c.json && cp.Preview != nil {
+		fmt.Fprintf(c.stderr, "%s must be confirmed by a person. Preview:\n", cp.Capability)
+		_ = c.printData(c.stderr, cp.Preview)
+	}
+	conf, err := a.AwaitConfirmation(ctx, cp, c.showApproval("Confirmation"))
+	if !c.json {
+		fmt.Fprintln(c.stderr)
+	}
+	if err != nil {
+		return "", err
+	}
+	return conf.Token, nil
 }
 
 // errNotConfirmed is the error of a call the person declined to confirm.
