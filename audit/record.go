@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentcap/agentcap/core"
 )
@@ -160,10 +161,13 @@ type Page struct {
 }
 
 // ErrInvalidCursor is returned by Query for a cursor no store made.
+// Cursors come from callers, so a store never sees one it cannot use in
+// a query: its id is valid UTF-8 without NUL, as every store can hold.
 var ErrInvalidCursor = errors.New("audit: invalid cursor")
 
-// ErrInvalidQuery is returned by Query for a negative limit or a time
-// range that ends before it starts.
+// ErrInvalidQuery is returned by Query for a negative limit, a time
+// range that ends before it starts, or a filter that is not valid UTF-8
+// or holds NUL (no PostgreSQL text can; such a filter matches nothing).
 var ErrInvalidQuery = errors.New("audit: invalid query")
 
 // Position is where a page ends: the time and id of its last record.
@@ -179,7 +183,8 @@ func EncodeCursor(p Position) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.Time.UnixMicro(), 10) + ":" + p.ID))
 }
 
-// DecodeCursor reads a cursor made by EncodeCursor.
+// DecodeCursor reads a cursor made by EncodeCursor, and refuses any
+// other spelling of the same position.
 func DecodeCursor(c string) (Position, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
@@ -187,10 +192,21 @@ func DecodeCursor(c string) (Position, error) {
 	}
 	us, id, ok := strings.Cut(string(b), ":")
 	n, err := strconv.ParseInt(us, 10, 64)
-	if !ok || err != nil || id == "" {
+	if !ok || err != nil || !storableText(id) || id == "" {
 		return Position{}, ErrInvalidCursor
 	}
-	return Position{Time: time.UnixMicro(n).UTC(), ID: id}, nil
+	p := Position{Time: time.UnixMicro(n).UTC(), ID: id}
+	// One spelling per position: no sign, leading zero or line break.
+	if EncodeCursor(p) != c {
+		return Position{}, ErrInvalidCursor
+	}
+	return p, nil
+}
+
+// storableText reports whether every store can compare s with its text
+// columns: valid UTF-8 without NUL.
+func storableText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // Normalize checks q and returns it with its limit resolved and its
@@ -206,6 +222,11 @@ func (q Query) Normalize() (Query, *Position, error) {
 	}
 	if !q.Since.IsZero() && !q.Until.IsZero() && q.Until.Before(q.Since) {
 		return q, nil, fmt.Errorf("%w: until is before since", ErrInvalidQuery)
+	}
+	for _, f := range []string{q.UserID, q.AgentID, q.Capability, q.Event} {
+		if !storableText(f) {
+			return q, nil, fmt.Errorf("%w: a filter is not valid UTF-8 or holds NUL", ErrInvalidQuery)
+		}
 	}
 	if q.Cursor == "" {
 		return q, nil, nil

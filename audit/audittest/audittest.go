@@ -267,6 +267,17 @@ func testBadQueries(t *testing.T, s audit.Store) {
 	if _, err := s.Query(ctx, audit.Query{Cursor: "not a cursor!"}); !errors.Is(err, audit.ErrInvalidCursor) {
 		t.Errorf("bad cursor: %v", err)
 	}
+	// Ids and filters no text column can hold are refused before any
+	// store query, so that no store fails on them.
+	for _, id := range []string{"a\x00b", "\xff"} {
+		c := audit.EncodeCursor(audit.Position{Time: base, ID: id})
+		if _, err := s.Query(ctx, audit.Query{Cursor: c}); !errors.Is(err, audit.ErrInvalidCursor) {
+			t.Errorf("cursor of id %q: %v", id, err)
+		}
+		if _, err := s.Query(ctx, audit.Query{AgentID: id}); !errors.Is(err, audit.ErrInvalidQuery) {
+			t.Errorf("agent filter %q: %v", id, err)
+		}
+	}
 	if _, err := s.Query(ctx, audit.Query{Limit: -1}); !errors.Is(err, audit.ErrInvalidQuery) {
 		t.Errorf("negative limit: %v", err)
 	}

@@ -11,10 +11,12 @@ import "encoding/base64"
 func Encode(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
 
 // Decode returns the name a cursor holds; false for a cursor this package
-// did not make.
+// did not make. Each name has one cursor: another spelling that decodes
+// to the same bytes (with line breaks, which base64 decoding skips, or
+// unused trailing bits set) is refused.
 func Decode(c string) (string, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) == 0 {
+	if err != nil || len(b) == 0 || Encode(string(b)) != c {
 		return "", false
 	}
 	return string(b), true
