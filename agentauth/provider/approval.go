@@ -48,8 +48,10 @@ type Approval struct {
 	// UserID is the user a CIBA request is addressed to: only that user
 	// may decide it. Empty for device authorization.
 	UserID string
-	// Kind is "registration" for a new (or reactivated) agent and
-	// "capabilities" for an active agent asking for more.
+	// Kind is "registration" for a new (or reactivated) agent,
+	// "capabilities" for an active agent asking for more, and
+	// "confirmation" for a call of an active agent that the user must
+	// confirm (see Call).
 	Kind string
 	// AgentID, AgentName and Mode describe the agent. The name is the
 	// agent's own choice: display it as untrusted text.
@@ -60,8 +62,12 @@ type Approval struct {
 	NewHost          bool
 	// Reason and BindingMessage are the agent's words: untrusted text.
 	Reason, BindingMessage string
-	// Capabilities are those requested.
+	// Capabilities are those requested; for a confirmation, the one
+	// capability called.
 	Capabilities []RequestedCapability
+	// Call is the call to confirm, for Kind "confirmation"; nil
+	// otherwise.
+	Call *CallToConfirm
 	// ExpiresAt ends the request.
 	ExpiresAt time.Time
 }
@@ -323,13 +329,18 @@ func (p *Provider) approvalView(ctx context.Context, ap *store.Approval, userCod
 		BindingMessage: ap.BindingMessage,
 		ExpiresAt:      ap.ExpiresAt,
 	}
-	if ap.Method == store.MethodCIBA {
+	if ap.Method == store.MethodCIBA || ap.Call != nil {
 		v.UserID = ap.UserID
 	}
-	switch agent.Status {
-	case agentauth.StatusPending:
+	switch {
+	case ap.Call != nil && agent.Status == agentauth.StatusActive:
+		v.Kind = KindConfirmation
+		v.Call = &CallToConfirm{Capability: ap.Call.Capability, Preview: ap.Call.Preview}
+	case ap.Call != nil:
+		return nil, ErrApprovalClosed
+	case agent.Status == agentauth.StatusPending:
 		v.Kind = "registration"
-	case agentauth.StatusActive:
+	case agent.Status == agentauth.StatusActive:
 		v.Kind = "capabilities"
 	default:
 		return nil, ErrApprovalClosed
@@ -340,7 +351,7 @@ func (p *Provider) approvalView(ctx context.Context, ap *store.Approval, userCod
 			c.Description, c.Approval, c.Risk, c.Location = def.Description(), def.Approval(), def.Risk(), def.Location()
 		}
 		for _, g := range agent.Grants {
-			if g.Capability == rc.Name {
+			if g.Capability == rc.Name && v.Call == nil {
 				c.Constraints = g.Constraints
 				if v.Reason == "" {
 					v.Reason = g.Reason
@@ -359,7 +370,7 @@ func (p *Provider) mayDecideByID(ctx context.Context, v *Approval, userID string
 	if userID == "" {
 		return false, nil
 	}
-	if v.Method == store.MethodCIBA {
+	if v.Method == store.MethodCIBA || v.Kind == KindConfirmation {
 		return v.UserID == userID, nil
 	}
 	_, _, err := p.ownAgent(ctx, userID, v.AgentID)
@@ -398,7 +409,7 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 	} else if v, err = p.PendingApproval(ctx, d.UserCode); err != nil {
 		return err
 	}
-	if v.Method == store.MethodCIBA && v.UserID != d.UserID {
+	if (v.Method == store.MethodCIBA || v.Kind == KindConfirmation) && v.UserID != d.UserID {
 		return ErrWrongUser
 	}
 	agent, err := p.store.GetAgent(ctx, v.AgentID)
@@ -431,6 +442,10 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 	if !d.Deny && v.NeedsPresence(allowed) && !d.PresenceConfirmed {
 		return ErrPresenceRequired
 	}
+	if v.Kind == KindConfirmation && !d.Deny && len(allowed) == 0 {
+		// Allowing nothing of a call is refusing it.
+		d.Deny = true
+	}
 	outcome := store.ApprovalApproved
 	if d.Deny {
 		outcome = store.ApprovalDenied
@@ -441,6 +456,17 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 			return ErrApprovalClosed
 		}
 		return err
+	}
+	if v.Kind == KindConfirmation {
+		// A call is confirmed or not: no grant changes. The token is
+		// issued when the agent polls.
+		r := audit.Record{Event: audit.EventApprovalApproved, UserID: d.UserID, AgentID: agent.ID, HostID: host.ID,
+			Capability: v.Call.Capability, Detail: "call confirmed: " + v.Call.Capability}
+		if d.Deny {
+			r.Event, r.Detail = audit.EventConfirmationDenied, "call refused: "+v.Call.Capability
+		}
+		p.record(ctx, r)
+		return nil
 	}
 	event := audit.EventApprovalApproved
 	if d.Deny {
@@ -513,7 +539,7 @@ func (p *Provider) closeSiblings(ctx context.Context, agentID, decided string, n
 		return err
 	}
 	for _, ap := range aps {
-		if ap.ID == decided || ap.Status != store.ApprovalPending {
+		if ap.ID == decided || ap.Status != store.ApprovalPending || ap.Call != nil {
 			continue
 		}
 		if err := p.store.DecideApproval(ctx, ap.ID, store.ApprovalDenied, supersededBy, now); err != nil && !errors.Is(err, store.ErrStatus) {
@@ -530,6 +556,11 @@ func (p *Provider) pollPending(ctx context.Context, agentID string) (slowDown bo
 	aps, err := p.store.ListApprovals(ctx, agentID)
 	if err != nil || len(aps) == 0 {
 		return false, "", err
+	}
+	// Requests to confirm a call are polled on their own.
+	aps = slices.DeleteFunc(aps, func(ap *store.Approval) bool { return ap.Call != nil })
+	if len(aps) == 0 {
+		return false, "", nil
 	}
 	// The newest pending request is the one being polled. Requests made
 	// in the same instant have no order among them, so a decided one

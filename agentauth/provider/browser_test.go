@@ -364,3 +364,65 @@ func TestActivityPageInChromium(t *testing.T) {
 	}
 	screenshot(t, ctx, "activity-page.png")
 }
+
+// TestConfirmationPageInChromium walks a person's confirmation of one
+// call in headless Chromium: an agent's big payment waits for alice; she
+// opens the link it shows, sees the agent, the capability and the
+// preview, confirms with the extra step the webauthn-strength capability
+// asks for, and the agent gets the token that runs the call.
+func TestConfirmationPageInChromium(t *testing.T) {
+	ctx := newChromium(t)
+	e := newConfirmPageEnv(t)
+	a, agentID := e.payer("alice")
+	r := e.pay(a, agentID, 500, "")
+	if r.status != http.StatusAccepted {
+		t.Fatalf("big payment: %d %s", r.status, r.raw)
+	}
+	ap := r.body["approval"].(map[string]any)
+	code := ap["user_code"].(string)
+
+	run(t, ctx, "opening the verification URI", chromedp.Navigate(ap["verification_uri_complete"].(string)))
+	signIn(t, ctx, "alice")
+	run(t, ctx, "the confirmation page", chromedp.WaitVisible(chromedp.CSS("#preview")))
+	want := map[string]string{"h1": "Confirm this call?", "#agent-name": "payer", "#host-name": "laptop",
+		"#call-capability": "pay", "#user-code": code}
+	for sel, v := range want {
+		if got := text(t, ctx, sel); got != v {
+			t.Errorf("%s = %q, want %q", sel, got, v)
+		}
+	}
+	rows := value(t, ctx, "reading the preview", chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll("#preview tr"), tr => tr.cells[0].textContent + ": " + tr.cells[1].textContent)`))
+	if !slices.Equal(rows, []string{"To: bob", "Amount: 500", "Balance after: 500"}) {
+		t.Errorf("preview rows %q", rows)
+	}
+	if s := text(t, ctx, "#call"); !strings.Contains(s, "high risk") || !strings.Contains(s, "Pay someone from your account.") {
+		t.Errorf("the call reads %q", s)
+	}
+	screenshot(t, ctx, "confirmation-page.png")
+
+	run(t, ctx, "confirming",
+		chromedp.Click(chromedp.CSS("#allow")),
+		chromedp.WaitVisible(chromedp.CSS("#presence")))
+	if s := text(t, ctx, "#strong"); s != "pay" {
+		t.Errorf("to confirm in person: %q", s)
+	}
+	run(t, ctx, "the extra step",
+		chromedp.SendKeys(chromedp.CSS("#presence"), code),
+		chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#outcome")))
+	if s := text(t, ctx, "#outcome"); s != "You confirmed the call of pay by payer." {
+		t.Errorf("outcome %q", s)
+	}
+	screenshot(t, ctx, "confirmation-done.png")
+
+	e.clock.Advance(2 * time.Second)
+	p := e.pollConfirmation(a, agentID, r.str("status_url"), e.url)
+	token, _ := p.body["confirmation"].(map[string]any)["token"].(string)
+	if p.status != http.StatusOK || token == "" {
+		t.Fatalf("poll: %d %s", p.status, p.raw)
+	}
+	if x := e.pay(a, agentID, 500, token); x.status != http.StatusOK {
+		t.Errorf("the confirmed payment: %d %s", x.status, x.raw)
+	}
+}

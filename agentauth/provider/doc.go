@@ -63,6 +63,18 @@
 // NotifyPerUser), and a login hint naming nobody is answered like any
 // other (CIBA Core §14).
 //
+// # A person's confirmation of one call
+//
+// With Config.Confirmer set (the Confirmer of the executor serving the
+// Registry), HumanConfirmer returns the provider as that executor's
+// core.HumanConfirmer: a call that a capability's WithHumanConfirmation
+// rule picks becomes an approval request of kind "confirmation" for the
+// agent's user, who sees the agent, the capability and the preview on
+// the approval page and confirms (with the webauthn step, for such
+// capabilities) or refuses. The agent polls PathConfirmation with a
+// fresh agent JWT and gets, once, the token that confirms the call (see
+// docs/confirmation.md).
+//
 // # Grants and claiming
 //
 // Policy.GrantAutonomous decides what autonomous agents get without a

@@ -127,6 +127,14 @@ func newEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler, mods ...f
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveEnv(t, srv, p, exec, wrap, st, c)
+}
+
+// serveEnv starts srv with p's site and a capability location over exec,
+// passed through wrap when not nil.
+func serveEnv(t testing.TB, srv *httptest.Server, p *provider.Provider, exec *core.Executor[struct{}, agentauth.Caller[struct{}]],
+	wrap func(http.Handler) http.Handler, st store.Store, c *clock) *env {
+	t.Helper()
 	hc, err := provider.HTTPConfig(p, agentauth.HTTPOptions[struct{}]{Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +150,7 @@ func newEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler, mods ...f
 	srv.Config.Handler = h
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &env{t: t, p: p, st: st, srv: srv, url: issuer, clock: c}
+	return &env{t: t, p: p, st: st, srv: srv, url: p.Issuer(), clock: c}
 }
 
 // key is an Ed25519 test key.

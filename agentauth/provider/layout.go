@@ -87,6 +87,14 @@ var pageFuncs = template.FuncMap{
 		return ""
 	},
 	"join": strings.Join,
+	// label makes a member name readable: "balance_after" is "Balance after".
+	"label": func(name string) string {
+		s := strings.ReplaceAll(name, "_", " ")
+		if s == "" {
+			return s
+		}
+		return strings.ToUpper(s[:1]) + s[1:]
+	},
 }
 
 var layoutTmpl = template.Must(template.New("layout").Funcs(pageFuncs).Parse(layoutTemplate))

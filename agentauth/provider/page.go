@@ -170,8 +170,11 @@ func (p *Provider) pageReview(w http.ResponseWriter, r *http.Request, d *pageDat
 	d.Approval = ap
 	d.CSRF = p.csrfToken(d.User.ID, ap.ID, "review")
 	title := "Allow this agent?"
-	if ap.Kind == "capabilities" {
+	switch ap.Kind {
+	case "capabilities":
 		title = "Allow more for this agent?"
+	case KindConfirmation:
+		title = "Confirm this call?"
 	}
 	p.renderPage(w, http.StatusOK, d, title, "review", notice)
 }
@@ -263,6 +266,10 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		return
 	}
 	switch {
+	case ap.Call != nil && (dec.Deny || len(dec.Capabilities) == 0):
+		d.Outcome = fmt.Sprintf("You refused the call of %s by %s.", ap.Call.Capability, ap.AgentName)
+	case ap.Call != nil:
+		d.Outcome = fmt.Sprintf("You confirmed the call of %s by %s.", ap.Call.Capability, ap.AgentName)
 	case dec.Deny:
 		d.Outcome = fmt.Sprintf("You denied %s.", ap.AgentName)
 	case len(dec.Capabilities) == 0:

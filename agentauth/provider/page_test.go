@@ -15,16 +15,23 @@ import (
 // newPageEnv serves the approval page with the development sign-in for
 // alice and bob at /login.
 func newPageEnv(t testing.TB, mods ...func(*provider.Config)) *env {
+	wrap, signIn := devLoginSite()
+	return newEnvWrapped(t, wrap, append([]func(*provider.Config){signIn}, mods...)...)
+}
+
+// devLoginSite returns what serves the development sign-in for alice and
+// bob at /login beside a site, and the configuration that uses it.
+func devLoginSite() (func(http.Handler) http.Handler, func(*provider.Config)) {
 	dev := provider.NewDevLogin(provider.User{ID: "alice", Name: "Alice"}, provider.User{ID: "bob", Name: "Bob"})
-	return newEnvWrapped(t, func(h http.Handler) http.Handler {
-		mux := http.NewServeMux()
-		mux.Handle("/login", dev)
-		mux.Handle("/", h)
-		return mux
-	}, append([]func(*provider.Config){func(c *provider.Config) {
-		c.SignedInUser = dev.SignedInUser
-		c.SignInURL = "/login"
-	}}, mods...)...)
+	return func(h http.Handler) http.Handler {
+			mux := http.NewServeMux()
+			mux.Handle("/login", dev)
+			mux.Handle("/", h)
+			return mux
+		}, func(c *provider.Config) {
+			c.SignedInUser = dev.SignedInUser
+			c.SignInURL = "/login"
+		}
 }
 
 // browser is a cookie-keeping HTTP client that does not follow

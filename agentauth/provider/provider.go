@@ -168,6 +168,12 @@ type Config struct {
 	// neither is served.
 	Activity audit.Store
 
+	// Confirmer issues the confirmation tokens of calls that a person
+	// confirmed: the Confirmer of the executor serving the Registry, over
+	// the same store. Setting it makes the provider ask people to confirm
+	// calls (see HumanConfirmer) and serves PathConfirmation.
+	Confirmer core.Confirmer
+
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Rand is the source of ids and codes; nil means crypto/rand.
@@ -217,6 +223,7 @@ type Provider struct {
 	now             func() time.Time
 	rand            io.Reader
 	logger          *slog.Logger
+	confirmer       core.Confirmer
 	routes          map[string]route
 	audit           audit.Sink
 	activity        audit.Store
@@ -275,6 +282,7 @@ func New(cfg Config) (*Provider, error) {
 		logger:          cfg.Logger,
 		audit:           cfg.Audit,
 		activity:        cfg.Activity,
+		confirmer:       cfg.Confirmer,
 	}
 	if s, ok := cfg.Audit.(audit.Store); ok && p.activity == nil {
 		p.activity = s
@@ -396,6 +404,9 @@ func New(cfg Config) (*Provider, error) {
 		PathRevokeHost:        {http.MethodPost, (*Provider).revokeHost},
 		PathRotateHostKey:     {http.MethodPost, (*Provider).rotateHostKey},
 		PathApprovalPoll:      {http.MethodPost, (*Provider).approvalPoll},
+	}
+	if p.confirmer != nil {
+		p.routes[PathConfirmation] = route{http.MethodGet, (*Provider).confirmationStatus}
 	}
 	return p, nil
 }

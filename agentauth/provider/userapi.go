@@ -56,7 +56,7 @@ const userTokenLife = time.Hour
 //	GET    /user/hosts/{host_id}
 //	PATCH  /user/hosts/{host_id}               {"name", "default_capabilities"}
 //	POST   /user/hosts/{host_id}/revoke        revoke the host and its agents
-//	GET    /user/approvals                     requests waiting for them (CIBA and their agents')
+//	GET    /user/approvals                     requests waiting for them (CIBA, their agents', calls to confirm)
 //	GET    /user/approvals/{approval_id}
 //	POST   /user/approvals/{approval_id}       {"decision": "approve"|"deny", "capabilities", "reason", "presence_code"}
 //	GET    /user/activity                      their audit records, newest first (?agent_id=, ?capability=, ?event=, ?cursor=, ?limit=),
@@ -383,8 +383,11 @@ type userApprovalJSON struct {
 	Reason         string                `json:"reason,omitempty"`
 	BindingMessage string                `json:"binding_message,omitempty"`
 	Capabilities   []userApprovalCapJSON `json:"capabilities"`
-	ExpiresAt      time.Time             `json:"expires_at"`
-	ExpiresIn      int                   `json:"expires_in"`
+	// Preview is the preview of the call to confirm, for kind
+	// "confirmation".
+	Preview   json.RawMessage `json:"preview,omitempty"`
+	ExpiresAt time.Time       `json:"expires_at"`
+	ExpiresIn int             `json:"expires_in"`
 }
 
 type userApprovalCapJSON struct {
@@ -400,6 +403,9 @@ func (p *Provider) approvalJSONOf(v *Approval) userApprovalJSON {
 		Mode: v.Mode, HostID: v.HostID, HostName: v.HostName, NewHost: v.NewHost, Reason: v.Reason,
 		BindingMessage: v.BindingMessage, ExpiresAt: v.ExpiresAt, ExpiresIn: int(v.ExpiresAt.Sub(p.now()) / time.Second),
 		Capabilities: []userApprovalCapJSON{}}
+	if v.Call != nil {
+		out.Preview = v.Call.Preview
+	}
 	for _, c := range v.Capabilities {
 		out.Capabilities = append(out.Capabilities, userApprovalCapJSON{Name: c.Name, Description: c.Description,
 			Approval: c.Approval, Risk: c.Risk, Constraints: c.Constraints})

@@ -197,7 +197,20 @@ func PrepareApproval(a *Approval, now time.Time) (*Approval, error) {
 		return nil, invalid("approval %q: %v", c.ID, err)
 	}
 	if !validApprovalStatus(c.Status) {
-		return nil, invalid("approval %q: status %q is not one of pending, approved, denied, expired", c.ID, c.Status)
+		return nil, invalid("approval %q: status %q is not one of pending, approved, denied, expired, used", c.ID, c.Status)
+	}
+	if c.Call != nil {
+		if c.Call.Capability == "" || c.AgentID == "" {
+			return nil, invalid("approval %q: a call to confirm needs its capability and agent", c.ID)
+		}
+		if err := checkText(c.Call.Capability, c.Call.Audience); err != nil {
+			return nil, invalid("approval %q: call: %v", c.ID, err)
+		}
+		for name, raw := range map[string]json.RawMessage{"arguments": c.Call.Arguments, "preview": c.Call.Preview} {
+			if !json.Valid(raw) {
+				return nil, invalid("approval %q: call: %s is not JSON", c.ID, name)
+			}
+		}
 	}
 	for i, rc := range c.Capabilities {
 		if rc.Name == "" {
@@ -396,10 +409,18 @@ func Poll(a *Approval, now time.Time) bool {
 // Decide applies DecideApproval to a. When it returns an error after
 // marking a expired, the change must still be written.
 func Decide(a *Approval, to, userID string, now time.Time) error {
-	if to != ApprovalApproved && to != ApprovalDenied {
-		return invalid("an approval is decided approved or denied, not %q", to)
-	}
 	now = normTime(now)
+	if to == ApprovalUsed {
+		if err := CheckStatus("approval", a.ID, a.Status, []string{ApprovalApproved}); err != nil {
+			return err
+		}
+		a.Status = to
+		a.UpdatedAt = now
+		return nil
+	}
+	if to != ApprovalApproved && to != ApprovalDenied {
+		return invalid("an approval is decided approved or denied, or used once approved, not %q", to)
+	}
 	if a.Status == ApprovalPending && !now.Before(a.ExpiresAt) {
 		a.Status = ApprovalExpired
 		a.UpdatedAt = now
@@ -441,7 +462,7 @@ func validGrantStatus(s string) bool {
 
 func validApprovalStatus(s string) bool {
 	switch s {
-	case ApprovalPending, ApprovalApproved, ApprovalDenied, ApprovalExpired:
+	case ApprovalPending, ApprovalApproved, ApprovalDenied, ApprovalExpired, ApprovalUsed:
 		return true
 	}
 	return false
@@ -658,6 +679,12 @@ func cloneApproval(a *Approval) *Approval {
 		c.Capabilities = nil
 	}
 	c.LastPolledAt = cloneTime(a.LastPolledAt)
+	if a.Call != nil {
+		call := *a.Call
+		call.Arguments = slices.Clone(a.Call.Arguments)
+		call.Preview = slices.Clone(a.Call.Preview)
+		c.Call = &call
+	}
 	return &c
 }
 

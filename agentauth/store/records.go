@@ -163,10 +163,27 @@ type Approval struct {
 	ExpiresAt time.Time
 	// BindingMessage is shown to the approver.
 	BindingMessage string
+	// Call is set for a request that asks a person to confirm one call
+	// of the agent (see core.WithHumanConfirmation) rather than to grant
+	// capabilities; Capabilities then names the call's capability.
+	Call *Call
 	// CreatedAt is set from the store's clock when left zero.
 	CreatedAt time.Time
 	// UpdatedAt is set by the store on every change.
 	UpdatedAt time.Time
+}
+
+// Call is a call of an agent that a person is asked to confirm: what its
+// confirmation token will be bound to, and what the person is shown.
+type Call struct {
+	// Capability is the capability called.
+	Capability string `json:"capability"`
+	// Arguments are the call's arguments, as the agent sent them.
+	Arguments json.RawMessage `json:"arguments"`
+	// Audience is the location the call runs at.
+	Audience string `json:"audience"`
+	// Preview is the call's preview, computed by the application.
+	Preview json.RawMessage `json:"preview"`
 }
 
 // RequestedCapability is a capability named in an approval request, with

@@ -154,7 +154,9 @@ type Store interface {
 	// DecideApproval moves a pending request to to (approved or denied),
 	// recording the deciding user. Of concurrent decisions exactly one
 	// wins; the others get a *StatusError. A request past its expiry is
-	// marked expired and cannot be decided.
+	// marked expired and cannot be decided. It also moves an approved
+	// request to used (userID is then kept as recorded), once: the
+	// confirmation token of an approved call is handed out once.
 	DecideApproval(ctx context.Context, id, to, userID string, now time.Time) error
 
 	// ListUserHosts returns the hosts linked to the user, oldest first,
@@ -235,6 +237,9 @@ const (
 	ApprovalApproved = "approved"
 	ApprovalDenied   = "denied"
 	ApprovalExpired  = "expired"
+	// ApprovalUsed is an approved call confirmation whose token was
+	// handed out (see Approval.Call).
+	ApprovalUsed = "used"
 )
 
 // Approval methods named by the protocol.

@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConstraintBytes", testConstraintBytes},
 		{"Approvals", testApprovals},
 		{"ApprovalPollAndDecide", testApprovalPollAndDecide},
+		{"CallConfirmations", testCallConfirmations},
 		{"Sweep", testSweep},
 		{"ConcurrentRegistration", testConcurrentRegistration},
 		{"ConcurrentGrants", testConcurrentGrants},
@@ -1136,6 +1137,76 @@ func testApprovalPollAndDecide(t *testing.T, s store.Store) {
 	_, _, err = s.PollApproval(ctx, "apr_missing", base)
 	wantIs(t, "PollApproval", err, store.ErrNotFound)
 	wantIs(t, "DecideApproval", s.DecideApproval(ctx, "apr_missing", store.ApprovalApproved, "u", base), store.ErrNotFound)
+}
+
+// testCallConfirmations stores a request to confirm one call, keeps its
+// call byte for byte, and hands its token out once: of many concurrent
+// moves from approved to used exactly one wins.
+func testCallConfirmations(t *testing.T, s store.Store) {
+	mustHost(t, s, newHost("hst_1"))
+	mustAgent(t, s, newAgent("agt_1", "hst_1"))
+	call := &store.Call{Capability: "transfer_money", Audience: "https://bank.example/capability/execute",
+		Arguments: json.RawMessage(`{"amount": 1500.00, "currency":"USD"}`),
+		Preview:   json.RawMessage(`{"amount":1500,"source_balance_after":3500}`)}
+	ap := &store.Approval{ID: "apr_1", Method: store.MethodDeviceAuthorization, AgentID: "agt_1", HostID: "hst_1", UserID: "usr_1",
+		Capabilities: []store.RequestedCapability{{Name: "transfer_money"}}, UserCode: "CALL-CODE", Status: store.ApprovalPending,
+		Interval: 2 * time.Second, ExpiresAt: at(10 * time.Minute), Call: call, CreatedAt: base}
+	must(t, s.CreateApproval(ctx, ap))
+	call.Preview[1] = 'X' // the store kept its own copy
+	want := store.CloneApproval(ap)
+	want.UserCode = ""
+	want.Call.Preview = json.RawMessage(`{"amount":1500,"source_balance_after":3500}`)
+	for name, get := range map[string]func() (*store.Approval, error){
+		"GetApproval":        func() (*store.Approval, error) { return s.GetApproval(ctx, "apr_1") },
+		"ApprovalByUserCode": func() (*store.Approval, error) { return s.ApprovalByUserCode(ctx, "CALL-CODE") },
+		"ListApprovals": func() (*store.Approval, error) {
+			l, err := s.ListApprovals(ctx, "agt_1")
+			if err != nil || len(l) != 1 {
+				return nil, fmt.Errorf("%d approvals, %v", len(l), err)
+			}
+			return l[0], nil
+		},
+		"ListUserApprovals": func() (*store.Approval, error) {
+			l, err := s.ListUserApprovals(ctx, "usr_1")
+			if err != nil || len(l) != 1 {
+				return nil, fmt.Errorf("%d approvals, %v", len(l), err)
+			}
+			return l[0], nil
+		},
+	} {
+		got, err := get()
+		must(t, err)
+		if diff := cmp.Diff(want, got, ignoreUpdated); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		call *store.Call
+	}{
+		{"no capability", &store.Call{Arguments: json.RawMessage(`{}`), Preview: json.RawMessage(`{}`)}},
+		{"arguments not JSON", &store.Call{Capability: "c", Arguments: json.RawMessage(`{`), Preview: json.RawMessage(`{}`)}},
+		{"preview not JSON", &store.Call{Capability: "c", Arguments: json.RawMessage(`{}`)}},
+	} {
+		wantIs(t, tc.name, s.CreateApproval(ctx, &store.Approval{ID: "apr_bad", Method: store.MethodDeviceAuthorization, AgentID: "agt_1",
+			Status: store.ApprovalPending, ExpiresAt: at(time.Hour), Call: tc.call}), store.ErrInvalid)
+	}
+
+	// Only an approved request is used, once.
+	wantStatus(t, "use a pending request", s.DecideApproval(ctx, "apr_1", store.ApprovalUsed, "usr_1", at(time.Second)), store.ApprovalPending)
+	must(t, s.DecideApproval(ctx, "apr_1", store.ApprovalApproved, "usr_1", at(time.Minute)))
+	errs := parallel(20, func(int) error {
+		return s.DecideApproval(ctx, "apr_1", store.ApprovalUsed, "usr_1", at(2*time.Minute))
+	})
+	oneWinner(t, "use", errs, store.ErrStatus)
+	got, err := s.GetApproval(ctx, "apr_1")
+	must(t, err)
+	if got.Status != store.ApprovalUsed || got.UserID != "usr_1" || got.Call == nil {
+		t.Errorf("used: %s by %s, call %v", got.Status, got.UserID, got.Call)
+	}
+	if l, err := s.ListUserApprovals(ctx, "usr_1"); err != nil || len(l) != 0 {
+		t.Errorf("a used request is still waiting: %v %v", l, err)
+	}
 }
 
 func testSweep(t *testing.T, s store.Store) {

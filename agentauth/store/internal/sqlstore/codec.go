@@ -121,3 +121,27 @@ func decodeCapabilities(s string) ([]store.RequestedCapability, error) {
 	}
 	return out, nil
 }
+
+// storedCall is the stored form of a store.Call. The arguments and the
+// preview are kept as text, so that they come back byte for byte.
+type storedCall struct {
+	Capability string `json:"capability"`
+	Arguments  string `json:"arguments"`
+	Audience   string `json:"audience"`
+	Preview    string `json:"preview"`
+}
+
+func encodeCall(c *store.Call) string {
+	// Strings only: encoding cannot fail.
+	b, _ := json.Marshal(storedCall{Capability: c.Capability, Arguments: string(c.Arguments), Audience: c.Audience, Preview: string(c.Preview)})
+	return string(b)
+}
+
+func decodeCall(s string) (*store.Call, error) {
+	var sc storedCall
+	if err := json.Unmarshal([]byte(s), &sc); err != nil {
+		return nil, fmt.Errorf("sqlstore: stored call: %w", err)
+	}
+	return &store.Call{Capability: sc.Capability, Arguments: json.RawMessage(sc.Arguments), Audience: sc.Audience,
+		Preview: json.RawMessage(sc.Preview)}, nil
+}

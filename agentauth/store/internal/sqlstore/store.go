@@ -749,24 +749,30 @@ func (s *Store) ListGrants(ctx context.Context, agentID string) ([]store.Grant, 
 // ---- approvals ----
 
 const approvalColumns = `id, method, agent_id, host_id, user_id, capabilities, status, interval_ms, last_polled_at,
-	expires_at, binding_message, created_at, updated_at`
+	expires_at, binding_message, call_request, created_at, updated_at`
 
 func scanApproval(sc interface{ Scan(...any) error }) (*store.Approval, error) {
 	var (
 		a              store.Approval
 		agent, host    sql.NullString
 		caps           string
+		call           sql.NullString
 		interval       int64
 		polled, exp, c dbTime
 		up             dbTime
 	)
 	if err := sc.Scan(&a.ID, &a.Method, &agent, &host, &a.UserID, &caps, &a.Status, &interval, &polled,
-		&exp, &a.BindingMessage, &c, &up); err != nil {
+		&exp, &a.BindingMessage, &call, &c, &up); err != nil {
 		return nil, err
 	}
 	var err error
 	if a.Capabilities, err = decodeCapabilities(caps); err != nil {
 		return nil, err
+	}
+	if call.Valid {
+		if a.Call, err = decodeCall(call.String); err != nil {
+			return nil, err
+		}
 	}
 	a.AgentID, a.HostID = agent.String, host.String
 	a.Interval = time.Duration(interval) * time.Millisecond
@@ -808,12 +814,16 @@ func (s *Store) CreateApproval(ctx context.Context, a *store.Approval) error {
 				return err
 			}
 		}
+		var call sql.NullString
+		if c.Call != nil {
+			call = sql.NullString{String: encodeCall(c.Call), Valid: true}
+		}
 		_, err := exec(ctx, tx, s.d, `INSERT INTO agentauth_approvals (id, method, agent_id, host_id, user_id, capabilities,
-			user_code_hash, device_code_hash, status, interval_ms, last_polled_at, expires_at, binding_message, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			user_code_hash, device_code_hash, status, interval_ms, last_polled_at, expires_at, binding_message, call_request, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.ID, c.Method, nullString(c.AgentID), nullString(c.HostID), c.UserID, encodeCapabilities(c.Capabilities),
 			nullString(store.HashCode(c.UserCode)), nullString(store.HashCode(c.DeviceCode)), c.Status, c.Interval.Milliseconds(),
-			s.d.tp(c.LastPolledAt), s.d.t(c.ExpiresAt), c.BindingMessage, s.d.t(c.CreatedAt), s.d.t(c.UpdatedAt))
+			s.d.tp(c.LastPolledAt), s.d.t(c.ExpiresAt), c.BindingMessage, call, s.d.t(c.CreatedAt), s.d.t(c.UpdatedAt))
 		switch {
 		case err == nil:
 			return nil
