@@ -109,6 +109,18 @@
 // lists and describes capabilities with its host JWT before it has an
 // agent (§5.2, §5.2.1), seeing those of its linked user.
 //
+// # Several instances
+//
+// Instances of one provider behind a load balancer share its Store,
+// Replay cache, RateLimits.Limiter and PageSecret (and the keys of the
+// application's sign-in). None of them keeps agents or hosts in memory
+// between requests: every agent JWT is checked against the store's
+// current records, so an agent or host revoked, or a grant changed,
+// through one instance is seen by every instance from its next request
+// (an open event stream notices within httpx's RecheckInterval). The
+// example bank's multi-instance harness checks this with three
+// instances (RELIABILITY.md).
+//
 // # Differences from the reference provider
 //
 // They are listed, with their reasons, in interop/README.md.

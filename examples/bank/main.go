@@ -24,7 +24,9 @@
 //
 // -forwarded-for takes the client address for per-address limits and
 // audit records from the last X-Forwarded-For entry, which only a trusted
-// proxy may set.
+// proxy may set. An agent revoked through any instance is refused by
+// every instance from its next request: each reads agents from
+// PostgreSQL for every request.
 // Each instance holds at most 16 PostgreSQL connections (unless the DSN
 // sets pool_max_conns). When PostgreSQL cannot be reached, the bank's
 // capabilities answer 503 temporarily_unavailable with Retry-After;

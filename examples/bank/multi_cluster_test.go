@@ -262,7 +262,6 @@ func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // cluster is three banks in provider mode on one PostgreSQL schema, one
 // Redis and one secret file, behind a balancer whose URL is their issuer.
 type cluster struct {
-	t         *testing.T
 	env       multiEnv
 	bin       string
 	dsn       string
@@ -283,7 +282,7 @@ const multiLimits = "agent=100000,host=1000000,user=1000000,ip=1000000"
 
 func newCluster(t *testing.T, env multiEnv, n int) *cluster {
 	t.Helper()
-	c := &cluster{t: t, env: env, bin: buildBank(t)}
+	c := &cluster{env: env, bin: buildBank(t)}
 	c.dsn, c.db = multiSchema(t, env.baseDSN)
 	c.secret = filepath.Join(t.TempDir(), "secret")
 	var key [32]byte
@@ -312,7 +311,7 @@ func newCluster(t *testing.T, env multiEnv, n int) *cluster {
 			IdleConnTimeout:     30 * time.Second,
 		},
 	}
-	c.start(multiLimits)
+	c.start(t, multiLimits)
 	t.Cleanup(func() {
 		for _, in := range c.instances {
 			if err := in.stop(); err != nil {
@@ -325,8 +324,8 @@ func newCluster(t *testing.T, env multiEnv, n int) *cluster {
 
 // start starts every instance with limits (the -limits flag), in
 // parallel, as a deployment would.
-func (c *cluster) start(limits string) {
-	c.t.Helper()
+func (c *cluster) start(t *testing.T, limits string) {
+	t.Helper()
 	errs := make([]error, len(c.instances))
 	var wg sync.WaitGroup
 	for i, in := range c.instances {
@@ -336,8 +335,20 @@ func (c *cluster) start(limits string) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
+}
+
+// restart stops every instance with SIGTERM and starts them again with
+// limits.
+func (c *cluster) restart(t *testing.T, limits string) {
+	t.Helper()
+	for _, in := range c.instances {
+		if err := in.stop(); err != nil {
+			t.Fatalf("%v\n%s", err, in.logs)
+		}
+	}
+	c.start(t, limits)
 }
 
 // logs returns every instance's output, for a failure message.

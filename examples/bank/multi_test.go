@@ -166,6 +166,14 @@ func TestMultiInstance(t *testing.T) {
 		bad = append(bad, checkTransfers(before, after, trs)...)
 		report(t, "transfer invariants", bad)
 	})
+
+	t.Run("e_rate_limit", func(t *testing.T) {
+		c.rateLimitScenario(ctx, t, fig, alice, sc)
+	})
+
+	t.Run("f_revocation", func(t *testing.T) {
+		c.revocationScenario(ctx, t, fig, alice, sc)
+	})
 }
 
 // report fails t with what, listing the offending items (at most 30).
@@ -270,4 +278,168 @@ func (c *cluster) replayScenario(t *testing.T, fig *figures, readers []*client.A
 	fig.add("b) %d tokens each sent %d times at once (%d per instance, bypassing the balancer): %s",
 		sc.replayTokens, 3*sc.replayCopies, sc.replayCopies, statsOf(all))
 	report(t, "tokens not served exactly once", bad)
+}
+
+// rateLimitScenario restarts the banks with a limit of sc.limitN
+// requests a minute per agent and sends 3 x sc.limitN requests of a new
+// agent at once, a third to each instance, bypassing the balancer: the
+// limiter in Redis must admit sc.limitN of them, and no more than the
+// limit lets through in the time the requests took, across the three.
+// The banks get their usual limits back at the end.
+func (c *cluster) rateLimitScenario(ctx context.Context, t *testing.T, fig *figures, p *person, sc multiScale) {
+	n := sc.limitN
+	c.restart(t, fmt.Sprintf("agent=%d,host=1000000,user=1000000,ip=1000000", n))
+	defer c.restart(t, multiLimits)
+	a, err := c.connectReader(ctx, p, "limited reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := newTokenFeed([]*client.Agent{a}, c.issuer+"/capability/execute", 3*n)
+	tokens := make([]string, 3*n)
+	for i := range tokens {
+		tokens[i] = feed.next()
+	}
+	if err := feed.close(); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"capability":"exchange_rate","arguments":{"from":"GBP","to":"USD"}}`)
+	got := make([]sample, len(tokens))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, tok := range tokens {
+		in := c.instances[i%len(c.instances)]
+		wg.Go(func() {
+			<-start
+			got[i] = c.send(ctx, in.url+"/capability/execute", tok, body, nil)
+			got[i].backend = in.name
+		})
+	}
+	close(start)
+	wg.Wait()
+	admitted := map[string]int{}
+	total := 0
+	var other []string
+	for _, s := range got {
+		switch {
+		case s.status == http.StatusOK:
+			admitted[s.backend]++
+			total++
+		case s.status == http.StatusTooManyRequests && s.code == "rate_limited":
+		default:
+			other = append(other, s.backend+": "+s.outcome()+" "+s.err+" "+string(s.body))
+		}
+	}
+	st := statsOf(got)
+	// The limiter refills one request every minute/n: over the span of
+	// the burst, that many more may pass.
+	allowed := n + int(st.span.Seconds()*float64(n)/60)
+	fig.add("e) %d requests of one agent at once across the three instances, limit %d a minute: %d admitted (%v), at most %d allowed in %.1fs; %s",
+		len(got), n, total, admitted, allowed, st.span.Seconds(), st)
+	if total > allowed || total < n {
+		t.Errorf("agent %s: %d requests admitted across the three instances (%v), want %d to %d", a.ID(), total, admitted, n, allowed)
+	}
+	report(t, "answers neither served nor rate_limited", other)
+}
+
+// revocationScenario probes each instance directly with a new agent's
+// requests, one after another, while the agent's user revokes it
+// through the first instance: every request that starts once the
+// revocation is answered must be refused by every instance
+// (agent_revoked), since no instance keeps agent records between
+// requests; the figures say how long after the revocation each instance
+// last served the agent and first refused it.
+func (c *cluster) revocationScenario(ctx context.Context, t *testing.T, fig *figures, p *person, sc multiScale) {
+	victim, err := c.connectReader(ctx, p, "revoked reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := newTokenFeed([]*client.Agent{victim}, c.issuer+"/capability/execute", 100)
+	defer func() {
+		if err := feed.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	body := []byte(`{"capability":"check_balance","arguments":{"account_id":"acc_123"}}`)
+	stop := make(chan struct{})
+	probes := make([][]sample, len(c.instances))
+	var wg sync.WaitGroup
+	for i, in := range c.instances {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s := c.send(ctx, in.url+"/capability/execute", feed.next(), body, nil)
+				s.backend = in.name
+				probes[i] = append(probes[i], s)
+				time.Sleep(sc.revocationInterval)
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	s, err := c.signInAt(c.instances[0].url, p.id)
+	if err != nil {
+		close(stop)
+		wg.Wait()
+		t.Fatal(err)
+	}
+	asked := time.Now()
+	status, answer, err := s.call(http.MethodPost, "/user/agents/"+victim.ID()+"/revoke", nil)
+	revoked := time.Now()
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("revoking %s through %s: %d %s %v", victim.ID(), c.instances[0].name, status, answer, err)
+	}
+	var bad []string
+	var line []string
+	for i, ps := range probes {
+		name := c.instances[i].name
+		var lastServed, firstRefused time.Time
+		servedBefore, refusedAfter := 0, 0
+		for _, pr := range ps {
+			refused := (pr.status == http.StatusUnauthorized || pr.status == http.StatusForbidden) && pr.code == "agent_revoked"
+			switch {
+			case pr.status == http.StatusOK:
+				if pr.start.After(lastServed) {
+					lastServed = pr.start
+				}
+			case refused:
+				if firstRefused.IsZero() || pr.start.Before(firstRefused) {
+					firstRefused = pr.start
+				}
+			}
+			switch {
+			case pr.end().Before(asked) && pr.status == http.StatusOK:
+				servedBefore++
+			case pr.end().Before(asked):
+				bad = append(bad, fmt.Sprintf("%s: a probe answered before the revocation was asked for got %s %s", name, pr.outcome(), pr.body))
+			case !pr.start.Before(revoked) && refused:
+				refusedAfter++
+			case !pr.start.Before(revoked):
+				bad = append(bad, fmt.Sprintf("%s: agent %s, revoked %s before the probe started, was answered %s", name, victim.ID(), pr.start.Sub(revoked).Round(time.Millisecond), pr.outcome()))
+			case pr.status != http.StatusOK && !refused:
+				// Under way while the revocation was made: served or refused.
+				bad = append(bad, fmt.Sprintf("%s: a probe under way during the revocation got %s %s", name, pr.outcome(), pr.body))
+			}
+		}
+		if servedBefore == 0 || refusedAfter == 0 {
+			bad = append(bad, fmt.Sprintf("%s: %d probes served before the revocation, %d refused after it; want some of each", name, servedBefore, refusedAfter))
+		}
+		line = append(line, fmt.Sprintf("%s served the last probe started %s and refused the first started %s",
+			name, relative(lastServed.Sub(asked)), relative(firstRefused.Sub(asked))))
+	}
+	fig.add("f) agent revoked through %s, answered in %s; relative to the revocation request, %s", c.instances[0].name, revoked.Sub(asked).Round(time.Millisecond), strings.Join(line, "; "))
+	report(t, "revocation not seen by every instance", bad)
+}
+
+// relative says d as "12ms before" or "3ms after".
+func relative(d time.Duration) string {
+	if d < 0 {
+		return (-d).Round(time.Millisecond).String() + " before"
+	}
+	return d.Round(time.Millisecond).String() + " after"
 }
