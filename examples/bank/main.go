@@ -10,6 +10,11 @@
 //	go run ./examples/bank [-addr 127.0.0.1:8080] [-issuer URL] [-db bank.db]
 //
 // The approval page is {issuer}/approve and the development login /login.
+// Every transfer must be confirmed (a token from its preview); one that
+// debits more than 1000 in the source account's currency waits for the
+// account's owner to confirm it on the approval page, and the agent
+// polls {issuer}/agent/confirmation for the token. In -directory mode
+// nobody can be asked, and such transfers are refused.
 //
 // Several instances serve one bank behind a load balancer, with -issuer
 // the balancer's URL, when they share the provider's records, the
@@ -292,7 +297,8 @@ func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*ht
 		return nil, nil, err
 	}
 	// Confirmation tokens live in memory: a directory bank is one
-	// instance.
+	// instance. With no provider to ask the account's owner, transfers
+	// above bank.HumanThreshold are refused.
 	exec, err := bank.NewExecutor(bank.NewStore(), bank.Options{Location: location, Hooks: []core.Hook{bank.ExecutionLog(logger)}})
 	if err != nil {
 		return nil, nil, err
@@ -381,7 +387,7 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 	var (
 		st     store.Store
 		ledger bank.Ledger = bank.NewStore()
-		stores             = bank.Stores{SQLite: cfg.db, Redis: sh.redis}
+		stores             = bank.Stores{SQLite: cfg.db, Redis: sh.redisClient()}
 	)
 	if sh.pool != nil {
 		// Every instance on the database sees the same records, moves
@@ -394,7 +400,7 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		if ledger, err = bank.NewPGLedger(ctx, sh.pool); err != nil {
 			return nil, func() error { return errors.Join(pst.Close(), sh.close()) }, err
 		}
-		stores = bank.Stores{Postgres: sh.pool, Redis: sh.redis}
+		stores = bank.Stores{Postgres: sh.pool, Redis: sh.redisClient()}
 	} else {
 		sst, err := sqlitestore.Open(ctx, cfg.db)
 		if err != nil {
@@ -411,12 +417,7 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		return nil, func() error { return errors.Join(closeConfirmer(), st.Close(), sh.close()) }, err
 	}
 	closeStores := func() error { return errors.Join(trail.Close(), closeConfirmer(), st.Close(), sh.close()) }
-	exec, err := bank.NewExecutor(ledger, bank.Options{
-		Audit:     trail,
-		Confirmer: confirmer,
-		Location:  cfg.issuer + "/" + httpx.RouteExecute,
-		Hooks:     []core.Hook{bank.ExecutionLog(logger)},
-	})
+	reg, err := bank.NewRegistry()
 	if err != nil {
 		return nil, closeStores, err
 	}
@@ -437,7 +438,7 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		ProviderName: "bank",
 		Description:  "Example bank: accounts, balances, transfers and exchange rates",
 		Store:        st,
-		Registry:     exec.Registry(),
+		Registry:     reg,
 		SignedInUser: dev.SignedInUser,
 		SignInURL:    devLoginPath,
 		PageSecret:   pageSecret,
@@ -445,10 +446,24 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		KeyFetch:     agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
 		Endpoints:    []string{mcpResource(cfg.issuer)},
 		Audit:        trail,
+		Confirmer:    confirmer,
 		Logger:       debug,
 	}, logger)
 	sh.apply(&pcfg, cfg)
 	prov, err := provider.New(pcfg)
+	if err != nil {
+		return nil, closeStores, err
+	}
+	// Transfers above bank.HumanThreshold wait for the account's owner,
+	// who confirms them on the approval page.
+	exec, err := bank.NewExecutor(ledger, bank.Options{
+		Registry:  reg,
+		Audit:     trail,
+		Confirmer: confirmer,
+		Human:     prov.HumanConfirmer(),
+		Location:  cfg.issuer + "/" + httpx.RouteExecute,
+		Hooks:     []core.Hook{bank.ExecutionLog(logger)},
+	})
 	if err != nil {
 		return nil, closeStores, err
 	}

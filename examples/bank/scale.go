@@ -85,6 +85,16 @@ func openShared(ctx context.Context, cfg config) (*shared, error) {
 	return s, nil
 }
 
+// redisClient is the Redis client, or a nil interface without -redis:
+// a nil *redis.Client in an interface is not nil, and the stores would
+// take it for a client.
+func (s *shared) redisClient() redis.UniversalClient {
+	if s.redis == nil {
+		return nil
+	}
+	return s.redis
+}
+
 func (s *shared) close() error {
 	var err error
 	if s.redis != nil {

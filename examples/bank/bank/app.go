@@ -161,15 +161,32 @@ type Options struct {
 	// Audit, when set, keeps a record of every execution, preview and
 	// confirmation.
 	Audit audit.Sink
+	// Human asks the account's owner to confirm transfers above
+	// HumanThreshold (provider.Provider.HumanConfirmer). Nil: such
+	// transfers are refused with 403 unauthorized, since nobody can be
+	// asked.
+	Human core.HumanConfirmer
+	// Registry is the registry of the bank's capabilities, as NewRegistry
+	// makes it, when the provider was given it first; nil makes one.
+	Registry *core.Registry
+}
+
+// NewRegistry returns a registry of the bank's capabilities.
+func NewRegistry() (*core.Registry, error) {
+	return core.NewRegistry(Capabilities()...)
 }
 
 // NewExecutor returns an executor of the bank's capabilities over store.
 // Every transfer must be confirmed with a token bound to the agent that
-// asked and to the exact call.
+// asked and to the exact call; one that debits more than HumanThreshold
+// from its source account, by the account's owner (Options.Human).
 func NewExecutor(store Ledger, o Options) (*Executor, error) {
-	reg, err := core.NewRegistry(Capabilities()...)
-	if err != nil {
-		return nil, err
+	reg := o.Registry
+	var err error
+	if reg == nil {
+		if reg, err = NewRegistry(); err != nil {
+			return nil, err
+		}
 	}
 	if o.Confirmer == nil {
 		if o.Confirmer, err = confirm.New(confirm.Config{}); err != nil {
@@ -188,6 +205,7 @@ func NewExecutor(store Ledger, o Options) (*Executor, error) {
 			Confirmer: o.Confirmer,
 			Subject:   AgentID,
 			Audience:  o.Location,
+			Human:     o.Human,
 		},
 	})
 }

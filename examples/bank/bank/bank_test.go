@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/examples/bank/bank"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
@@ -44,26 +45,70 @@ func newExec(t *testing.T) (*bank.Store, *core.Executor[*bank.App, bank.Caller])
 }
 
 // execOn returns the bank's executor over store, with its confirmations
-// in memory.
+// in memory and an owner who confirms every transfer they are asked
+// about (see confirmed).
 func execOn(t testing.TB, store bank.Ledger) *core.Executor[*bank.App, bank.Caller] {
 	t.Helper()
-	exec, err := bank.NewExecutor(store, bank.Options{Location: "https://bank.example/capability/execute"})
+	m, err := confirm.New(confirm.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	desk := &ownerDesk{m: m, tokens: map[string]string{}}
+	exec, err := bank.NewExecutor(store, bank.Options{Confirmer: m, Human: desk, Location: "https://bank.example/capability/execute"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desks.Store(exec, desk)
 	return exec
+}
+
+// desks holds the owner of each executor execOn made.
+var desks sync.Map
+
+// ownerDesk is a core.HumanConfirmer whose account owner says yes at
+// once: the status URL it gives names the token the owner's decision
+// gave, which confirmed reads back.
+type ownerDesk struct {
+	m      *confirm.Manager
+	mu     sync.Mutex
+	tokens map[string]string
+	asked  []core.HumanConfirmationRequest
+}
+
+func (d *ownerDesk) RequestHumanConfirmation(ctx context.Context, r core.HumanConfirmationRequest) (*core.HumanConfirmationPending, error) {
+	c, err := d.m.Issue(ctx, r.Binding)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	url := fmt.Sprintf("https://bank.example/agent/confirmation?id=apr_%d", len(d.tokens))
+	d.tokens[url] = c.Token
+	r.Preview = append([]byte(nil), r.Preview...)
+	d.asked = append(d.asked, r)
+	return &core.HumanConfirmationPending{StatusURL: url, Approval: core.ConfirmationApproval{Method: "device_authorization", ExpiresIn: 600, Interval: 5}}, nil
 }
 
 // confirmed runs a capability as an agent that confirms what it is asked
 // to: a call refused with confirmation_required runs again with the
-// token that came with the refusal.
+// token that came with the refusal, and one that waits for the owner
+// (confirmation_pending), with the token the owner's yes gave.
 func confirmed(t testing.TB, exec *core.Executor[*bank.App, bank.Caller], user, name string, args any, authorize core.AuthorizeFunc) captest.Result {
 	t.Helper()
 	r := captest.RunAuthorized(t, exec, name, callerFor(user), args, authorize)
-	if r.Code != string(core.CodeConfirmationRequired) {
+	var token string
+	switch r.Code {
+	case string(core.CodeConfirmationRequired):
+		token = r.Err.Fields()["confirmation"].(map[string]string)["token"]
+	case string(core.CodeConfirmationPending):
+		d, _ := desks.Load(exec)
+		desk := d.(*ownerDesk)
+		desk.mu.Lock()
+		token = desk.tokens[r.Err.Fields()["status_url"].(string)]
+		desk.mu.Unlock()
+	default:
 		return r
 	}
-	token := r.Err.Fields()["confirmation"].(map[string]string)["token"]
 	raw, ok := args.(string)
 	if !ok {
 		t.Fatalf("confirmed: arguments %T, want a JSON string", args)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,10 +162,10 @@ var (
 		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser, core.WithReadOnly())
 
 	TransferMoney = core.MustDefine("transfer_money",
-		"Send money from one of the user's accounts to another account. The amount is converted at the bank's fixed rates when the accounts hold another currency. Preview it to see the balances it leaves; every transfer must be confirmed.",
+		"Send money from one of the user's accounts to another account. The amount is converted at the bank's fixed rates when the accounts hold another currency. Preview it to see the balances it leaves; every transfer must be confirmed, and one of more than 1000 in the source account's currency by the account's owner.",
 		transferMoney,
 		core.WithInputSchema([]byte(transferSchema)),
-		core.WithPreview(previewTransfer), core.WithConfirmation(),
+		core.WithPreview(previewTransfer), core.WithConfirmation(), core.WithHumanConfirmation(ownerMustConfirm),
 		core.WithApproval(core.ApprovalWebAuthn), core.WithRisk(core.RiskHigh),
 		core.WithRequiredConstraints("destination_account"),
 		core.WithScope("payments:write"), core.WithTags(TagActsForUser), actsForUser)
@@ -247,6 +248,28 @@ func transferMoney(ctx context.Context, app *App, in TransferRequest) (TransferR
 		return TransferResult{}, transferError(err)
 	}
 	return TransferResult{TransferID: t.ID, Status: "completed", Amount: json.Number(t.Amount.String()), Currency: t.Currency}, nil
+}
+
+// HumanThreshold is the largest debit, in cents of the source account's
+// currency, that an agent's own confirmation covers: a transfer that
+// debits more must be confirmed by the account's owner.
+const HumanThreshold Cents = 1000_00
+
+// ownerMustConfirm reports a transfer that debits more than
+// HumanThreshold from its source account, converted at the fixed rates.
+// A source the user does not own, or an amount the handler would refuse,
+// is left to the preview, which refuses it.
+func ownerMustConfirm(_ context.Context, app *App, in TransferRequest) (bool, error) {
+	i := slices.IndexFunc(app.Accounts, func(a Account) bool { return a.ID == in.SourceAccount })
+	amount, ok := new(big.Rat).SetString(in.Amount.String())
+	if i < 0 || !ok || amount.Sign() <= 0 {
+		return false, nil
+	}
+	debit, err := convert(amount, string(in.Currency), app.Accounts[i].Currency)
+	if err != nil {
+		return false, nil
+	}
+	return debit.Cmp(big.NewInt(int64(HumanThreshold))) > 0, nil
 }
 
 // previewTransfer works the transfer out without making it: the same

@@ -16,7 +16,10 @@
 // transfer_money has a preview (what it debits and credits, and the
 // balances it leaves) and every transfer must be confirmed with a
 // single-use token bound to the agent and the exact call, which the
-// preview hands out (see NewExecutor and NewConfirmer). It honours
+// preview hands out (see NewExecutor and NewConfirmer). A transfer that
+// debits more than HumanThreshold (1000 in the source account's
+// currency) must be confirmed by the account's owner instead
+// (Options.Human). It honours
 // Idempotency-Key: a retried transfer with the same key and arguments
 // moves the money once (see LongRunning).
 //

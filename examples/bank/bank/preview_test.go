@@ -3,11 +3,13 @@ package bank_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/examples/bank/bank"
 	"github.com/agentcap/agentcap/testing/captest"
 )
 
@@ -96,5 +98,68 @@ func TestTransferPreview(t *testing.T) {
 				t.Errorf("after one confirmed transfer: %s", got)
 			}
 		})
+	}
+}
+
+// A transfer that debits more than 1000 in the source account's currency
+// waits for the account's owner; up to that, the agent's confirmation is
+// enough.
+func TestOwnerConfirmsBigTransfers(t *testing.T) {
+	ctx := context.Background()
+	exec := execOn(t, bank.NewStore())
+	cases := []struct {
+		name, user, args string
+		owner            bool
+		code             string
+	}{
+		{"1000 USD from dollars", "user_alice", `{"source_account":"acc_123","destination_account":"acc_456","amount":1000,"currency":"USD"}`, false, ""},
+		{"1000.01 USD from dollars", "user_alice", `{"source_account":"acc_123","destination_account":"acc_456","amount":1000.01,"currency":"USD"}`, true, ""},
+		// 920 EUR cost 1002.80 USD.
+		{"920 EUR from dollars", "user_alice", `{"source_account":"acc_123","destination_account":"acc_456","amount":920,"currency":"eur"}`, true, ""},
+		{"1000 EUR from euros", "user_alice", `{"source_account":"acc_124","destination_account":"acc_123","amount":1000,"currency":"EUR"}`, false, ""},
+		// 1090 USD cost 1002.80 EUR.
+		{"1090 USD from euros", "user_alice", `{"source_account":"acc_124","destination_account":"acc_123","amount":1090,"currency":"USD"}`, true, ""},
+		{"someone else's account", "user_bob", `{"source_account":"acc_123","destination_account":"acc_456","amount":5000,"currency":"USD"}`, false, "account_not_found"},
+	}
+	for _, c := range cases {
+		pv, err := exec.PreviewDynamic(ctx, "transfer_money", callerFor(c.user), []byte(c.args), nil)
+		if c.code != "" {
+			if captest.Code(err) != c.code {
+				t.Errorf("%s: preview %v, want %s", c.name, err, c.code)
+			}
+			continue
+		}
+		if err != nil || pv.HumanConfirmation != c.owner || (pv.Confirmation == nil) != c.owner {
+			t.Errorf("%s: preview %+v %v, want the owner: %v", c.name, pv, err, c.owner)
+		}
+		r := captest.Run(t, exec, "transfer_money", callerFor(c.user), c.args)
+		want := "confirmation_required"
+		if c.owner {
+			want = "confirmation_pending"
+		}
+		if r.Code != want {
+			t.Errorf("%s: execute %s, want %s", c.name, r.Code, want)
+		}
+	}
+
+	// What the owner is asked about: the call, and its preview.
+	d, _ := desks.Load(exec)
+	desk := d.(*ownerDesk)
+	last := desk.asked[len(desk.asked)-1]
+	if !last.Binding.Human || last.Binding.Subject != "agt_test" || last.Binding.Capability != "transfer_money" ||
+		!strings.Contains(string(last.Preview), `"debit":1002.8`) {
+		t.Errorf("asked %+v, preview %s", last.Binding, last.Preview)
+	}
+
+	// With no one to ask, big transfers are refused and small ones run.
+	alone, err := bank.NewExecutor(bank.NewStore(), bank.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := confirmed(t, alone, "user_alice", "transfer_money", cases[1].args, nil); r.Status != 403 || r.Code != "unauthorized" {
+		t.Errorf("a big transfer with no one to ask: %d %s", r.Status, r.Code)
+	}
+	if r := confirmed(t, alone, "user_alice", "transfer_money", cases[0].args, nil); r.Status != 200 {
+		t.Errorf("a small transfer with no one to ask: %d %s", r.Status, r.Code)
 	}
 }
