@@ -172,8 +172,9 @@ func TestProviderMode(t *testing.T) {
 	}
 }
 
-// readmeCommands returns the agentcap command lines of the root README's
-// walk-through, and the JSON the README shows the execution printing.
+// readmeCommands returns the first agentcap connect and execute command
+// lines of the root README's walk-through, and the JSON the README shows
+// the execution printing.
 func readmeCommands(t *testing.T) (connect, execute string, output any) {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
@@ -187,9 +188,9 @@ func readmeCommands(t *testing.T) (connect, execute string, output any) {
 	for line := range strings.Lines(text) {
 		line = strings.TrimSpace(line)
 		switch {
-		case strings.HasPrefix(line, "go run ./cmd/agentcap connect "):
+		case strings.HasPrefix(line, "go run ./cmd/agentcap connect ") && connect == "":
 			connect = line
-		case strings.HasPrefix(line, "go run ./cmd/agentcap execute "):
+		case strings.HasPrefix(line, "go run ./cmd/agentcap execute ") && execute == "":
 			execute = line
 		}
 	}

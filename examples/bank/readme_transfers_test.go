@@ -1,0 +1,147 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// readmeTransfersSection is the root README's walk-through of transfers.
+const readmeTransfersSection = "### Transfers: a preview, a confirmation, and Alice's own for big ones"
+
+// readmeStep is an agentcap command of the README and the JSON block
+// that follows it, if any.
+type readmeStep struct {
+	line string
+	json any
+}
+
+// readmeTransferSteps returns the agentcap commands of the README's
+// transfers section, in order, with the JSON each is shown printing.
+func readmeTransferSteps(t *testing.T) []readmeStep {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, text, ok := strings.Cut(string(src), "\n"+readmeTransfersSection+"\n")
+	if !ok {
+		t.Fatalf("the README has no section %q", readmeTransfersSection)
+	}
+	if i := strings.Index(text, "\n## "); i >= 0 {
+		text = text[:i]
+	}
+	var steps []readmeStep
+	for _, block := range strings.Split(text, "```")[1:] {
+		switch {
+		case strings.HasPrefix(block, "sh\n"):
+			steps = append(steps, readmeStep{line: strings.TrimSpace(strings.TrimPrefix(block, "sh\n"))})
+		case strings.HasPrefix(block, "json\n"):
+			if len(steps) == 0 || steps[len(steps)-1].json != nil {
+				t.Fatal("a JSON block of the README's transfers follows no command")
+			}
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(block, "json\n")), &steps[len(steps)-1].json); err != nil {
+				t.Fatalf("the README's transfers: %v", err)
+			}
+		}
+	}
+	for _, s := range steps {
+		if !strings.HasPrefix(s.line, "go run ./cmd/agentcap ") || strings.Contains(s.line, "\n") {
+			t.Fatalf("the README's transfers run one agentcap command a block, not %q", s.line)
+		}
+	}
+	if len(steps) != 4 {
+		t.Fatalf("the README's transfers have %d commands, want connect, preview and two executes", len(steps))
+	}
+	return steps
+}
+
+// TestReadmeTransfers runs the root README's transfers walk-through
+// against the bank as its own provider: agentcap connects an agent that
+// may pay Bob, Alice allows it with the in-person step, agentcap previews
+// and executes a transfer, and a big one waits for Alice, who confirms it
+// on the page the command prints.
+func TestReadmeTransfers(t *testing.T) {
+	steps := readmeTransferSteps(t)
+	bin := buildBank(t)
+	agentcap := buildCommand(t, "../../cmd/agentcap", "agentcap")
+	p := startProviderBank(t, bin, filepath.Join(t.TempDir(), "bank.db"))
+	state := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	approvalURL := regexp.MustCompile(`Open ` + regexp.QuoteMeta(p.url) + `/approve\?code=([A-Z0-9-]+)`)
+
+	// run runs step i of the README against the bank; decide, when not
+	// nil, answers the approval page once the command prints its link.
+	run := func(i int, decide func(code string) (string, error)) []byte {
+		t.Helper()
+		args, err := shellWords(strings.TrimPrefix(steps[i].line, "go run ./cmd/agentcap "), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", steps[i].line, err)
+		}
+		for j := range args {
+			args[j] = strings.ReplaceAll(args[j], "http://127.0.0.1:8080", p.url)
+		}
+		cmd := exec.CommandContext(ctx, agentcap, args...)
+		cmd.Env = append(os.Environ(), "AGENTCAP_STATE="+state)
+		stdout, stderr := &syncBuffer{}, &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if decide != nil {
+			var m []string
+			for deadline := time.Now().Add(30 * time.Second); m == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				m = approvalURL.FindStringSubmatch(stderr.String())
+			}
+			if m == nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatalf("%s printed no approval link:\n%s", steps[i].line, stderr)
+			}
+			if page, err := decide(m[1]); err != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatalf("deciding on the page: %v\n%s", err, page)
+			}
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%s: %v\n%s\n%s", steps[i].line, err, stderr, p.logs)
+		}
+		if want := steps[i].json; want != nil {
+			// The JSON the README shows is the first value printed.
+			var got any
+			if err := json.NewDecoder(bytes.NewReader([]byte(stdout.String()))).Decode(&got); err != nil {
+				t.Fatalf("%s printed %q: %v", steps[i].line, stdout, err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s (-README +got):\n%s", steps[i].line, diff)
+			}
+		}
+		return []byte(stdout.String())
+	}
+
+	run(0, func(code string) (string, error) {
+		return decideOnPage(p.url, "user_alice", code, false, "transfer_money")
+	})
+	if out := run(1, nil); !bytes.Contains(out, []byte("This call needs a confirmation. Token")) {
+		t.Errorf("the preview does not end with its token:\n%s", out)
+	}
+	run(2, nil)
+	run(3, func(code string) (string, error) {
+		page, err := decideOnPage(p.url, "user_alice", code, false, "transfer_money")
+		if err == nil && !strings.Contains(page, "You confirmed the call of transfer_money by rent payer.") {
+			return page, os.ErrInvalid
+		}
+		return page, err
+	})
+}
