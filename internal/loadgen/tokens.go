@@ -1,0 +1,118 @@
+package loadgen
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// minted is an agent JWT signed ahead of its request.
+type minted struct {
+	token string
+	at    time.Time
+}
+
+// maxTokenAge is the age past which a minted token is dropped rather
+// than sent: agent JWTs live 60 s, and a request may wait in a retry.
+const maxTokenAge = 40 * time.Second
+
+// minter keeps, for every agent, a buffer of fresh agent JWTs, so that
+// no request waits for a signature.
+type minter struct {
+	aud     string
+	agents  []*Agent
+	tokens  []chan minted // by agent index
+	next    atomic.Uint64
+	waits   atomic.Int64
+	dropped atomic.Int64
+	errs    atomic.Int64
+	wg      sync.WaitGroup
+}
+
+// newMinter buffers about total tokens, at least 4 per agent.
+func newMinter(aud string, agents []*Agent, total int) *minter {
+	per := max(4, total/len(agents))
+	m := &minter{aud: aud, agents: agents, tokens: make([]chan minted, len(agents))}
+	for i := range m.tokens {
+		m.tokens[i] = make(chan minted, per)
+	}
+	return m
+}
+
+// fill signs until every buffer is full.
+func (m *minter) fill() error {
+	for i, ch := range m.tokens {
+		for len(ch) < cap(ch) {
+			t, err := m.mint(i)
+			if err != nil {
+				return err
+			}
+			ch <- t
+		}
+	}
+	return nil
+}
+
+func (m *minter) mint(i int) (minted, error) {
+	tok, err := m.agents[i].SignJWT(m.aud)
+	return minted{token: tok, at: time.Now()}, err
+}
+
+// run keeps the buffers full with workers signers until ctx ends, each
+// looking after every workers-th agent.
+func (m *minter) run(ctx context.Context, workers int) {
+	workers = min(workers, len(m.agents))
+	for w := range workers {
+		m.wg.Go(func() {
+			for ctx.Err() == nil {
+				idle := true
+				for i := w; i < len(m.agents); i += workers {
+					ch := m.tokens[i]
+					if len(ch) == cap(ch) {
+						continue
+					}
+					idle = false
+					t, err := m.mint(i)
+					if err != nil {
+						m.errs.Add(1)
+						continue
+					}
+					select {
+					case ch <- t:
+					default: // filled meanwhile by a retry's take
+					}
+				}
+				if idle {
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Millisecond):
+					}
+				}
+			}
+		})
+	}
+}
+
+// next returns the index of the next agent in turn.
+func (m *minter) nextAgent() int { return int(m.next.Add(1) % uint64(len(m.agents))) }
+
+// take returns a token of agent i minted less than maxTokenAge ago,
+// waiting for one if its buffer ran dry (which Summary.TokenWaits
+// counts).
+func (m *minter) take(i int) string {
+	ch := m.tokens[i]
+	for {
+		var t minted
+		select {
+		case t = <-ch:
+		default:
+			m.waits.Add(1)
+			t = <-ch
+		}
+		if time.Since(t.at) < maxTokenAge {
+			return t.token
+		}
+		m.dropped.Add(1)
+	}
+}
