@@ -6,7 +6,12 @@
 #
 # It needs AGENTCAP_POSTGRES_DSN (the harness works in its own database,
 # agentcap_multi, created on that server, one schema a run) and
-# AGENTCAP_REDIS_ADDR. AGENTCAP_ARTIFACTS, when set, receives the figures.
+# AGENTCAP_REDIS_ADDR. The faults scenario restarts that Redis when
+# AGENTCAP_MULTI_REDIS_RESTART=1, and that PostgreSQL when
+# AGENTCAP_MULTI_PG_CTL (the pg_ctl program) and AGENTCAP_MULTI_PG_DATA
+# (the server's data directory) are set; each restart is skipped, with
+# the reason, otherwise. AGENTCAP_ARTIFACTS, when set, receives the
+# figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${AGENTCAP_POSTGRES_DSN:?the harness needs AGENTCAP_POSTGRES_DSN}"

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -129,7 +130,6 @@ func multiSchema(t *testing.T, base string) (string, *pgx.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { check.Close(context.Background()) })
 	return dsn, check
 }
 
@@ -248,7 +248,8 @@ func newBalancer(backends []string) *balancer {
 			w.Header().Set("X-Backend", strconv.Itoa(r.Context().Value(backendKey{}).(int)))
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadGateway)
-			_, _ = w.Write([]byte(`{"error":"bad_gateway","message":"the backend did not answer"}`))
+			body, _ := json.Marshal(map[string]string{"error": "bad_gateway", "message": "the backend did not answer: " + err.Error()})
+			_, _ = w.Write(body)
 		},
 	}
 	return b
@@ -284,6 +285,7 @@ func newCluster(t *testing.T, env multiEnv, n int) *cluster {
 	t.Helper()
 	c := &cluster{env: env, bin: buildBank(t)}
 	c.dsn, c.db = multiSchema(t, env.baseDSN)
+	t.Cleanup(func() { c.db.Close(context.Background()) })
 	c.secret = filepath.Join(t.TempDir(), "secret")
 	var key [32]byte
 	if _, err := rand.Read(key[:]); err != nil {
@@ -349,6 +351,15 @@ func (c *cluster) restart(t *testing.T, limits string) {
 		}
 	}
 	c.start(t, limits)
+}
+
+// reconnect replaces the harness's connection to the database, after a
+// restart of the server.
+func (c *cluster) reconnect(ctx context.Context) error {
+	_ = c.db.Close(ctx)
+	var err error
+	c.db, err = pgx.Connect(ctx, c.dsn)
+	return err
 }
 
 // logs returns every instance's output, for a failure message.

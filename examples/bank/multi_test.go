@@ -30,18 +30,25 @@ type multiScale struct {
 	transferWorkers    int           // transfers at a time
 	limitN             int           // requests a minute per agent in the rate limit scenario
 	revocationInterval time.Duration // between the probes of each instance
+	faultRate          int           // reads a second while faults happen
+	faultWorkers       int           // transfers at a time then
+	settle             time.Duration // load before the first fault and after each
+	outage             time.Duration // how long Redis and PostgreSQL stay down
 }
 
 var (
 	shortScale = multiScale{readers: 4, payers: 2, rate: 40, steady: 10 * time.Second, replayTokens: 60, replayCopies: 2,
-		transfers: 120, transferWorkers: 8, limitN: 20, revocationInterval: 20 * time.Millisecond}
+		transfers: 120, transferWorkers: 8, limitN: 20, revocationInterval: 20 * time.Millisecond,
+		faultRate: 30, faultWorkers: 4, settle: 6 * time.Second, outage: 2 * time.Second}
 	fullScale = multiScale{readers: 8, payers: 3, rate: 100, steady: 60 * time.Second, replayTokens: 500, replayCopies: 3,
-		transfers: 1000, transferWorkers: 16, limitN: 60, revocationInterval: 10 * time.Millisecond}
+		transfers: 1000, transferWorkers: 16, limitN: 60, revocationInterval: 10 * time.Millisecond,
+		faultRate: 60, faultWorkers: 8, settle: 20 * time.Second, outage: 5 * time.Second}
 )
 
 func (sc multiScale) String() string {
-	return fmt.Sprintf("%d reader and %d payer agents a person; reads at %d/s for %s; %d tokens x %d copies an instance; %d transfers, %d at a time; limit %d a minute",
-		sc.readers, sc.payers, sc.rate, sc.steady, sc.replayTokens, sc.replayCopies, sc.transfers, sc.transferWorkers, sc.limitN)
+	return fmt.Sprintf("%d reader and %d payer agents a person; reads at %d/s for %s; %d tokens x %d copies an instance; %d transfers, %d at a time; limit %d a minute; faults %s apart under %d reads/s and %d transfers at a time, servers down %s",
+		sc.readers, sc.payers, sc.rate, sc.steady, sc.replayTokens, sc.replayCopies, sc.transfers, sc.transferWorkers, sc.limitN,
+		sc.settle, sc.faultRate, sc.faultWorkers, sc.outage)
 }
 
 // figures collects the harness's measurements, logged as they come and
@@ -173,6 +180,10 @@ func TestMultiInstance(t *testing.T) {
 
 	t.Run("f_revocation", func(t *testing.T) {
 		c.revocationScenario(ctx, t, fig, alice, sc)
+	})
+
+	t.Run("d_faults", func(t *testing.T) {
+		c.faultScenario(ctx, t, fig, []*person{alice, bob}, sc)
 	})
 }
 
