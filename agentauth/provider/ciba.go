@@ -37,7 +37,9 @@ type Notification struct {
 	UserID string
 	// ApprovalID names the request.
 	ApprovalID string
-	// Kind is "registration", "capabilities" or "reactivation".
+	// Kind is "registration", "capabilities", "reactivation", or
+	// "confirmation" for one call of the agent that the user must
+	// confirm (Capabilities then names its capability).
 	Kind string
 	// AgentName and HostName describe the agent; NewHost marks a host no
 	// user has approved yet.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -304,5 +305,27 @@ func TestHumanConfirmationRefusals(t *testing.T) {
 	}
 	if p := e.pollConfirmation(a, agentID, e.url+provider.PathConfirmation, e.url); p.status != 404 {
 		t.Errorf("no id: %d %s", p.status, p.raw)
+	}
+}
+
+// With a Notifier, the user is told of a call to confirm, with the link
+// to review it.
+func TestHumanConfirmationNotifies(t *testing.T) {
+	box := &inbox{}
+	e := newConfirmEnv(t, func(c *provider.Config) { c.Notifier = box })
+	a, agentID := e.payer("user_alice")
+	r := e.pay(a, agentID, 500, "")
+	if r.status != http.StatusAccepted {
+		t.Fatalf("big payment: %d %s", r.status, r.raw)
+	}
+	var calls []provider.Notification
+	for _, n := range box.all(e.p) {
+		if n.Kind == provider.KindConfirmation {
+			calls = append(calls, n)
+		}
+	}
+	if len(calls) != 1 || calls[0].UserID != "user_alice" || calls[0].AgentName != "payer" ||
+		!slices.Equal(calls[0].Capabilities, []string{"pay"}) || !strings.HasPrefix(calls[0].ReviewURL, e.url+"/approve?request=apr_") {
+		t.Errorf("notifications %+v", calls)
 	}
 }
