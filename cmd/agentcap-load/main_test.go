@@ -21,6 +21,13 @@ import (
 // the bank's URL.
 func startBank(t *testing.T, args ...string) string {
 	t.Helper()
+	url, _ := startBankProcess(t, args...)
+	return url
+}
+
+// startBankProcess is startBank, returning the process too.
+func startBankProcess(t *testing.T, args ...string) (string, *os.Process) {
+	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bank")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/bank").CombinedOutput(); err != nil {
@@ -49,12 +56,12 @@ func startBank(t *testing.T, args ...string) string {
 	for range 300 {
 		if resp, err := http.Get(url + "/.well-known/agent-configuration"); err == nil {
 			resp.Body.Close()
-			return url
+			return url, cmd.Process
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("the bank did not start")
-	return ""
+	return "", nil
 }
 
 // load runs the command with args and returns its summary.

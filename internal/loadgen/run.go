@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -248,6 +249,8 @@ type runner struct {
 	weights []int
 	kinds   []string
 
+	reads atomic.Uint64 // reads sent, to alternate the two
+
 	mu        sync.Mutex
 	rnd       *rand.Rand
 	seq       int
@@ -263,6 +266,9 @@ type replayable struct {
 	agent int
 	token string
 }
+
+// maxBuffered caps the tokens signed ahead, over all agents.
+const maxBuffered = 10000
 
 // Run sends the mix at o.Target for o.Duration and summarises it.
 func Run(ctx context.Context, o Options) (*Summary, error) {
@@ -322,7 +328,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if perSecond == 0 {
 		perSecond = o.Concurrency * 200
 	}
-	r.mint = newMinter(r.aud, o.Agents, 5*perSecond)
+	r.mint = newMinter(r.aud, o.Agents, min(5*perSecond, maxBuffered))
 	if err := r.mint.fill(); err != nil {
 		return nil, fmt.Errorf("loadgen: signing agent JWTs: %w", err)
 	}
@@ -467,7 +473,7 @@ func (r *runner) fill(t *vegeta.Target, rq *request) {
 	}
 	t.Method = http.MethodPost
 	t.Header = http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}}
-	path, body := "/capability/execute", readBody(a, rq.agent)
+	path, body := "/capability/execute", readBody(a, int(r.reads.Add(1)))
 	switch rq.kind {
 	case KindBatch:
 		path = "/capability/batch-execute"
@@ -490,7 +496,7 @@ func (r *runner) fill(t *vegeta.Target, rq *request) {
 	t.URL = r.base + path + "#" + strconv.Itoa(n)
 }
 
-// readBody alternates the two reads between agents.
+// readBody is the i-th read: list_accounts and check_balance in turn.
 func readBody(a *Agent, i int) []byte {
 	if i%2 == 0 {
 		return []byte(`{"capability":"list_accounts","arguments":{}}`)

@@ -1,0 +1,165 @@
+//go:build throughput
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentcap/agentcap/internal/loadgen"
+)
+
+// TestThroughput measures one bank instance answering verified executes
+// (check_balance and list_accounts in turn, each with a fresh agent JWT)
+// in closed loop at concurrency 1, 16 and 64, over three stores: memory
+// (the bank with -directory), SQLite (provider mode, -db) and PostgreSQL
+// with Redis (provider mode, -postgres and -redis, when
+// AGENTCAP_POSTGRES_DSN and AGENTCAP_REDIS_ADDR are set). Each cell is
+// the median of THROUGHPUT_RUNS runs (default 3) of THROUGHPUT_SECONDS
+// (default 10) after a warm-up; CPU time per request is the bank
+// process's (from /proc) and the load generator's own (getrusage). The
+// table goes to the test log and to THROUGHPUT_REPORT when set.
+//
+//	go test -tags throughput -run TestThroughput -timeout 60m -v ./cmd/agentcap-load/
+func TestThroughput(t *testing.T) {
+	runs := envInt(t, "THROUGHPUT_RUNS", 3)
+	seconds := envInt(t, "THROUGHPUT_SECONDS", 10)
+	testdata, err := filepath.Abs("../../examples/bank/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	directory := filepath.Join(testdata, "directory.example.json")
+	type mode struct {
+		name   string
+		args   []string
+		agents func(url string) ([]*loadgen.Agent, error)
+	}
+	register := func(url string) ([]*loadgen.Agent, error) {
+		return loadgen.Register(context.Background(), loadgen.RegisterConfig{Target: url, Agents: 16})
+	}
+	modes := []mode{
+		{"memory (-directory)", []string{"-directory", directory}, func(url string) ([]*loadgen.Agent, error) {
+			return loadgen.FromDirectory(directory, []loadgen.DirectoryAgent{{ID: "agt_alice", KeyFile: filepath.Join(testdata, "alice-agent.key.json")}},
+				url, loadgen.DemoAccounts[0], "500")
+		}},
+		{"SQLite (-db)", []string{"-db", "bank.db", "-limits", "off"}, register},
+	}
+	if dsn, addr := os.Getenv("AGENTCAP_POSTGRES_DSN"), os.Getenv("AGENTCAP_REDIS_ADDR"); dsn != "" && addr != "" {
+		modes = append(modes, mode{"PostgreSQL + Redis", []string{"-postgres", freshSchema(t, dsn), "-redis", addr, "-limits", "off"}, register})
+	} else {
+		t.Log("AGENTCAP_POSTGRES_DSN or AGENTCAP_REDIS_ADDR unset: no PostgreSQL + Redis row")
+	}
+	table := []string{
+		"| store | concurrency | requests/s | p50 ms | p99 ms | bank CPU µs/request | load CPU µs/request |",
+		"|---|---|---|---|---|---|---|",
+	}
+	for _, m := range modes {
+		url, proc := startBankProcess(t, m.args...)
+		agents, err := m.agents(url)
+		if err != nil {
+			t.Fatalf("%s: agents: %v", m.name, err)
+		}
+		run := func(conc int, d time.Duration) (rps, p50, p99, bankCPU, loadCPU float64) {
+			b0, l0 := procCPU(t, proc.Pid), selfCPU()
+			s, err := loadgen.Run(context.Background(), loadgen.Options{Target: url, Agents: agents, Mix: loadgen.Mix{Read: 1},
+				Concurrency: conc, Duration: d, Seed: uint64(conc)})
+			if err != nil {
+				t.Fatalf("%s at %d: %v", m.name, conc, err)
+			}
+			b1, l1 := procCPU(t, proc.Pid), selfCPU()
+			if s.All.Unexpected != 0 {
+				t.Fatalf("%s at %d: %d unexpected answers: %v", m.name, conc, s.All.Unexpected, s.Kinds[loadgen.KindRead].Samples)
+			}
+			n := float64(s.Requests)
+			return n / s.Seconds, s.All.Latency.P50, s.All.Latency.P99, (b1 - b0).Seconds() * 1e6 / n, (l1 - l0).Seconds() * 1e6 / n
+		}
+		run(16, 3*time.Second) // warm-up
+		for _, conc := range []int{1, 16, 64} {
+			var rps, p50, p99, bank, load []float64
+			for range runs {
+				a, b, c, d, e := run(conc, time.Duration(seconds)*time.Second)
+				rps, p50, p99, bank, load = append(rps, a), append(p50, b), append(p99, c), append(bank, d), append(load, e)
+			}
+			line := fmt.Sprintf("| %s | %d | %.0f | %.1f | %.1f | %.0f | %.0f |", m.name, conc, median(rps), median(p50), median(p99), median(bank), median(load))
+			t.Log(line)
+			table = append(table, line)
+		}
+	}
+	report := strings.Join(table, "\n") + "\n"
+	t.Logf("\n%s", report)
+	if path := os.Getenv("THROUGHPUT_REPORT"); path != "" {
+		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q is not a positive number", name, v)
+	}
+	return n
+}
+
+// freshSchema creates a schema of its own on dsn's server for this run,
+// dropped at the end, and returns dsn with it as the search path.
+func freshSchema(t *testing.T, dsn string) string {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	schema := fmt.Sprintf("throughput_%d", time.Now().UnixNano())
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = pool.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE") })
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "search_path=" + schema
+}
+
+// procCPU is the user and system CPU time process pid has used.
+func procCPU(t *testing.T, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses: utime and
+	// stime are the 12th and 13th, in clock ticks (100 a second).
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// selfCPU is this process's user and system CPU time.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
