@@ -92,3 +92,70 @@ func TestTelemetryIsBoundedAndCarriesNoData(t *testing.T) {
 		t.Errorf("metrics = %v", seen)
 	}
 }
+
+// Previews are told apart from executions by agentcap.operation=preview on
+// their spans and metric points; a successful one reaches StagePreview.
+func TestTelemetryOfPreviews(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+
+	pay := core.MustDefine("pay", "Pay someone",
+		func(_ context.Context, _ app, in payIn) (payOut, error) { return payOut{Paid: in.Amount}, nil },
+		core.WithPreview(func(_ context.Context, _ app, in payIn) (payPreview, error) {
+			return payPreview{To: in.To, Amount: in.Amount}, nil
+		}))
+	e := mustExec(t, core.ExecutorConfig[app, user]{TracerProvider: tp, MeterProvider: mp}, pay)
+	ctx := context.Background()
+	if _, err := e.PreviewDynamic(ctx, "pay", user{ID: "a"}, []byte(`{"to":"bob","amount":3}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.PreviewDynamic(ctx, "pay", user{ID: "a"}, []byte(`{"to":"bob","amount":"3"}`), nil); codeOf(err) != core.CodeInvalidInput {
+		t.Fatalf("bad preview input: %v", err)
+	}
+	if _, err := e.ExecuteDynamic(ctx, "pay", user{ID: "a"}, []byte(`{"to":"bob","amount":3}`), nil); err != nil {
+		t.Fatal(err)
+	}
+
+	want := []map[attribute.Key]string{
+		{core.AttrCapability: "pay", core.AttrOperation: "preview", core.AttrStage: "preview", core.AttrOutcome: "ok"},
+		{core.AttrCapability: "pay", core.AttrOperation: "preview", core.AttrStage: "input", core.AttrOutcome: "error", core.AttrErrorCode: "invalid_input"},
+		{core.AttrCapability: "pay", core.AttrStage: "output", core.AttrOutcome: "ok"},
+	}
+	ended := spans.Ended()
+	if len(ended) != len(want) {
+		t.Fatalf("spans = %d, want %d", len(ended), len(want))
+	}
+	for i, s := range ended {
+		got := map[attribute.Key]string{}
+		for _, kv := range s.Attributes() {
+			got[kv.Key] = kv.Value.String()
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want[i]) {
+			t.Errorf("span %d attributes = %v, want %v", i, got, want[i])
+		}
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if m.Name != core.MetricExecutions || !ok {
+				continue
+			}
+			for _, dp := range sum.DataPoints {
+				op, _ := dp.Attributes.Value(core.AttrOperation)
+				stage, _ := dp.Attributes.Value(core.AttrStage)
+				counts[op.AsString()+"/"+stage.AsString()] += dp.Value
+			}
+		}
+	}
+	if wantCounts := map[string]int64{"preview/preview": 1, "preview/input": 1, "/output": 1}; fmt.Sprint(counts) != fmt.Sprint(wantCounts) {
+		t.Errorf("execution counts by operation/stage = %v, want %v", counts, wantCounts)
+	}
+}
