@@ -130,7 +130,8 @@ func invalidHostToken(cause error) error {
 //  2. aud: one of the configured audiences.
 //  3. The host: by iss as its id, else, for a HostKeyDirectory, by iss
 //     as the thumbprint of its current key. An unknown host fails like a
-//     bad signature, after as long; a directory failure is 500.
+//     bad signature, after as long; a directory failure is 503
+//     temporarily_unavailable (see Unavailable).
 //  4. The signature, with the host's inline key, or the key of its JWKS
 //     URL that the header's kid names.
 //  5. iss: the host id, the thumbprint of the host's inline key, or the
@@ -139,7 +140,8 @@ func invalidHostToken(cause error) error {
 //     iat at most Skew ahead, age at most MaxAge + Skew, 0 < exp - iat
 //     <= MaxAge, now before exp with no skew; jti present.
 //  7. jti replay, recorded last under ReplayKey(HostReplayKeyPrefix, iss,
-//     jti), so that a token failing another check does not use up its id.
+//     jti), so that a token failing another check does not use up its id;
+//     a cache error is 503 temporarily_unavailable.
 //  8. Status: revoked or rejected is 403 host_revoked; a pending host is
 //     returned without its user.
 func (hv *HostVerifier) VerifyHost(ctx context.Context, token string) (*Host, error) {
@@ -158,7 +160,7 @@ func (hv *HostVerifier) VerifyHost(ctx context.Context, token string) (*Host, er
 			_ = timingKey.verify(tok.SigningInput, tok.Signature)
 			return nil, invalidHostToken(err)
 		}
-		return nil, internal(fmt.Errorf("agentauth: directory: host %q: %w", tok.Issuer, err))
+		return nil, Unavailable(msgDirectoryDown, fmt.Errorf("agentauth: directory: host %q: %w", tok.Issuer, err))
 	}
 	var thumb string
 	switch {
@@ -196,7 +198,7 @@ func (hv *HostVerifier) VerifyHost(ctx context.Context, token string) (*Host, er
 	}
 	fresh, err := v.replay.CheckAndSet(ctx, ReplayKey(HostReplayKeyPrefix, tok.Issuer, tok.ID), v.maxAge+2*v.skew)
 	if err != nil {
-		return nil, internal(fmt.Errorf("agentauth: replay cache: %w", err))
+		return nil, Unavailable(msgReplayDown, fmt.Errorf("agentauth: replay cache: %w", err))
 	}
 	if !fresh {
 		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgHostReplayed)

@@ -134,6 +134,59 @@ func TestHostVerifier(t *testing.T) {
 	}
 }
 
+// hostDirDown is a directory whose lookups fail, as a database that is
+// down does.
+type hostDirDown struct{ agentauth.Directory }
+
+func (hostDirDown) Host(context.Context, string) (*agentauth.Host, error) {
+	return nil, errors.New("db down")
+}
+
+// replayDown is a replay cache that cannot be reached.
+type replayDown struct{}
+
+func (replayDown) CheckAndSet(context.Context, string, time.Duration) (bool, error) {
+	return false, errors.New("redis down")
+}
+
+// TestHostVerifierStoresDown refuses host JWTs whose host or jti cannot
+// be checked with 503 temporarily_unavailable and a Retry-After of a
+// second: never let through, and told apart from an internal error.
+func TestHostVerifierStoresDown(t *testing.T) {
+	host := htHost("hst_alice", 1, agentauthtest.WithUser("user_alice"))
+	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{host}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		cfg     agentauth.HostVerifierConfig
+		message string
+	}{
+		{"directory down", agentauth.HostVerifierConfig{Directory: hostDirDown{dir}}, "the directory of agents and hosts cannot be read now; retry later"},
+		{"replay cache down", agentauth.HostVerifierConfig{Directory: dir, Replay: replayDown{}}, "used tokens cannot be checked now; retry later"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Audiences, tt.cfg.Now = []string{htIssuer}, htClock
+			v, err := agentauth.NewHostVerifier(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := v.VerifyHost(context.Background(), host.Token(htIssuer, agentauthtest.WithIssuer("hst_alice")))
+			var ae *core.AppError
+			if h != nil || !errors.As(err, &ae) {
+				t.Fatalf("VerifyHost: %v, %v", h, err)
+			}
+			got := []any{ae.HTTPStatus(), ae.WireCode(), ae.Message, ae.RetryAfter, ae.Fields["retry_after"], ae.Cause != nil}
+			want := []any{503, agentauth.CodeTemporarilyUnavailable, tt.message, time.Second, 1, true}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("refusal (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestHostJWTOnListAndDescribe checks the host JWT mode of protocol §5.2
 // and §5.2.1 at a location trusting a directory: a linked host sees the
 // capabilities available to its user, with no grant_status (only agent

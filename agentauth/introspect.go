@@ -80,8 +80,8 @@ const introspectionReplayTTL = DefaultMaxAge + 2*MaxSkew
 // outlives every moment at which the token passes the exp check above.
 // The jti is recorded after the provider has reported the token active,
 // so that a token refused for another reason is not spent. A token seen
-// before is 401 invalid_jwt; a cache that fails is 500 internal_error
-// (fail closed).
+// before is 401 invalid_jwt; a cache that fails is 503
+// temporarily_unavailable with Retry-After (fail closed; see Unavailable).
 //
 // Grants: the protocol's introspection response carries compact grants
 // ({capability, status}) that cannot express constraints, so the session
@@ -215,7 +215,7 @@ func (s *IntrospectionSource) Session(ctx context.Context, token string) (*Sessi
 	if s.replay != nil {
 		fresh, err := s.replay.CheckAndSet(ctx, ReplayKey(ReplayKeyPrefix, resp.agentID, c.ID), introspectionReplayTTL)
 		if err != nil {
-			return nil, internal(fmt.Errorf("agentauth: replay cache: %w", err))
+			return nil, Unavailable(msgReplayDown, fmt.Errorf("agentauth: replay cache: %w", err))
 		}
 		if !fresh {
 			return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgReplayed).

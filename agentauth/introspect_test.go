@@ -342,9 +342,10 @@ func TestIntrospectionReplay(t *testing.T) {
 			c.Replay = &itRecordingCache{err: errors.New("redis: connection refused")}
 		})
 		_, err := src.Session(context.Background(), itToken(t, nil))
-		if diff := cmp.Diff(vfInternal, vfOutcomeOf(t, err)); diff != "" {
+		if diff := cmp.Diff(vfReplayDown, vfOutcomeOf(t, err)); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
+		vfCheckRetryAfter(t, err)
 	})
 
 	t.Run("concurrent uses: one wins", func(t *testing.T) {

@@ -46,6 +46,10 @@ const (
 	CodeCapabilityNotFound        = "capability_not_found"
 	CodeRateLimited               = "rate_limited"
 	CodeInternalError             = "internal_error"
+	// CodeTemporarilyUnavailable (503, with Retry-After) refuses a
+	// request that could not be checked because a store the check needs
+	// (the directory, the replay cache, the rate limiter) did not answer.
+	CodeTemporarilyUnavailable = "temporarily_unavailable"
 )
 
 // ErrNotFound is returned by a Directory for an unknown host or agent.

@@ -19,6 +19,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -186,8 +187,8 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 //     unverified "sub" names the agent, and the agent names its host.
 //     An unknown agent or host fails exactly like a bad signature (401
 //     invalid_jwt), after a signature check against a key no token uses so
-//     that timing agrees as well; a directory failure is 500
-//     internal_error.
+//     that timing agrees as well; a directory failure is 503
+//     temporarily_unavailable with Retry-After (see Unavailable).
 //  4. Signature, with the agent's key: the inline Ed25519 JWK (the token's
 //     kid selects nothing and is not checked), or the key of the agent's
 //     JWKS URL whose kid is the token's kid, which must equal the agent's
@@ -211,8 +212,8 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 //     ReplayKey(ReplayKeyPrefix, agent id, jti) for MaxAge + 2*Skew, which
 //     covers the whole window in which the token is acceptable. It runs
 //     last so that a token failing any other check does not use up its
-//     id. Seen before: 401 invalid_jwt; a cache error: 500 internal_error
-//     (fail closed).
+//     id. Seen before: 401 invalid_jwt; a cache error: 503
+//     temporarily_unavailable with Retry-After (fail closed).
 //
 // The capabilities claim is parsed (a string array, nil when absent) but
 // not enforced here: whether it allows the requested capability, and the
@@ -234,7 +235,7 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 			sc.equalizeTiming()
 			return nil, invalidToken(fmt.Errorf("agentauth: agent %q: %w", tok.claims.Subject, err))
 		}
-		return nil, internal(fmt.Errorf("agentauth: directory: agent %q: %w", tok.claims.Subject, err))
+		return nil, Unavailable(msgDirectoryDown, fmt.Errorf("agentauth: directory: agent %q: %w", tok.claims.Subject, err))
 	}
 	host, err := v.dir.Host(ctx, agent.HostID)
 	if err != nil {
@@ -242,7 +243,7 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 			sc.equalizeTiming()
 			return nil, invalidToken(fmt.Errorf("agentauth: host %q of agent %q: %w", agent.HostID, agent.ID, err))
 		}
-		return nil, internal(fmt.Errorf("agentauth: directory: host %q: %w", agent.HostID, err))
+		return nil, Unavailable(msgDirectoryDown, fmt.Errorf("agentauth: directory: host %q: %w", agent.HostID, err))
 	}
 
 	// Step 4.
@@ -273,7 +274,7 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 	// Step 8.
 	fresh, err := v.replay.CheckAndSet(ctx, ReplayKey(ReplayKeyPrefix, agent.ID, tok.claims.ID), v.maxAge+2*v.skew)
 	if err != nil {
-		return nil, internal(fmt.Errorf("agentauth: replay cache: %w", err))
+		return nil, Unavailable(msgReplayDown, fmt.Errorf("agentauth: replay cache: %w", err))
 	}
 	if !fresh {
 		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgReplayed).
@@ -460,6 +461,27 @@ func invalidToken(cause error) error {
 
 func internal(cause error) error {
 	return core.NewAppError(http.StatusInternalServerError, CodeInternalError, msgInternal).WithCause(cause)
+}
+
+// UnavailableRetryAfter is the wait Unavailable asks callers for.
+const UnavailableRetryAfter = time.Second
+
+// Public messages of Unavailable for the stores the verifiers read.
+const (
+	msgDirectoryDown = "the directory of agents and hosts cannot be read now; retry later"
+	msgReplayDown    = "used tokens cannot be checked now; retry later"
+)
+
+// Unavailable refuses a request that could not be checked because a
+// store did not answer (a database restarting, a cache unreachable): 503
+// temporarily_unavailable with message, asking the caller to retry
+// after UnavailableRetryAfter (the Retry-After header, and retry_after
+// in the body), the cause kept hidden. The request is refused, never let
+// through; a retry, with a fresh token, succeeds once the store is back.
+func Unavailable(message string, cause error) *core.AppError {
+	secs := int(UnavailableRetryAfter / time.Second)
+	return core.NewAppError(http.StatusServiceUnavailable, CodeTemporarilyUnavailable, message).
+		With(ratelimit.RetryAfterField, secs).WithRetryAfter(UnavailableRetryAfter).WithCause(cause)
 }
 
 // agentToken is an agent JWT after the syntax, header and claim-type

@@ -208,20 +208,22 @@ func vfOutcomeOf(t testing.TB, err error) vfOutcome {
 }
 
 var (
-	vfOK        = vfOutcome{}
-	vfInvalid   = vfOutcome{401, agentauth.CodeInvalidJWT, "invalid agent JWT"}
-	vfExpired   = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT expired"}
-	vfFuture    = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT issued in the future"}
-	vfTooOld    = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT too old"}
-	vfLifetime  = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT lifetime too long"}
-	vfAudience  = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT audience not accepted"}
-	vfIssuer    = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT issuer does not match the agent's host"}
-	vfMissing   = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT lacks a required claim"}
-	vfReplayed  = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT already used"}
-	vfInternal  = vfOutcome{500, agentauth.CodeInternalError, "internal error"}
-	vfUnset     = func(name string) func(map[string]any) { return func(c map[string]any) { delete(c, name) } }
-	vfSet       = func(name string, v any) func(map[string]any) { return func(c map[string]any) { c[name] = v } }
-	vfNowSecond = vfNow.Unix()
+	vfOK         = vfOutcome{}
+	vfInvalid    = vfOutcome{401, agentauth.CodeInvalidJWT, "invalid agent JWT"}
+	vfExpired    = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT expired"}
+	vfFuture     = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT issued in the future"}
+	vfTooOld     = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT too old"}
+	vfLifetime   = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT lifetime too long"}
+	vfAudience   = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT audience not accepted"}
+	vfIssuer     = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT issuer does not match the agent's host"}
+	vfMissing    = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT lacks a required claim"}
+	vfReplayed   = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT already used"}
+	vfInternal   = vfOutcome{500, agentauth.CodeInternalError, "internal error"}
+	vfDirDown    = vfOutcome{503, agentauth.CodeTemporarilyUnavailable, "the directory of agents and hosts cannot be read now; retry later"}
+	vfReplayDown = vfOutcome{503, agentauth.CodeTemporarilyUnavailable, "used tokens cannot be checked now; retry later"}
+	vfUnset      = func(name string) func(map[string]any) { return func(c map[string]any) { delete(c, name) } }
+	vfSet        = func(name string, v any) func(map[string]any) { return func(c map[string]any) { c[name] = v } }
+	vfNowSecond  = vfNow.Unix()
 )
 
 func TestVerifierClaims(t *testing.T) {
@@ -407,6 +409,9 @@ func TestVerifierHeaderAndSyntax(t *testing.T) {
 			if diff := cmp.Diff(tt.want, vfOutcomeOf(t, err)); diff != "" {
 				t.Fatalf("outcome (-want +got):\n%s\nerror: %v", diff, err)
 			}
+			if tt.want == vfDirDown {
+				vfCheckRetryAfter(t, err)
+			}
 		})
 	}
 }
@@ -566,12 +571,13 @@ func TestVerifierReplayKeyAndTTL(t *testing.T) {
 	}
 	rec.err = errors.New("redis down")
 	_, err := w.v.Session(context.Background(), w.mint(t, vfSet("exp", vfNowSecond+30)))
-	if diff := cmp.Diff(vfInternal, vfOutcomeOf(t, err)); diff != "" {
+	if diff := cmp.Diff(vfReplayDown, vfOutcomeOf(t, err)); diff != "" {
 		t.Fatalf("replay cache failure (-want +got):\n%s", diff)
 	}
 	if !errors.Is(err, rec.err) {
 		t.Errorf("cause of %v does not wrap the cache error", err)
 	}
+	vfCheckRetryAfter(t, err)
 }
 
 type vfFailingDirectory struct {
@@ -601,10 +607,10 @@ func TestVerifierDirectoryFailures(t *testing.T) {
 	}{
 		{"agent lookup fails", func(d agentauth.Directory) agentauth.Directory {
 			return vfFailingDirectory{Directory: d, agentErr: errors.New("db down")}
-		}, vfInternal},
+		}, vfDirDown},
 		{"host lookup fails", func(d agentauth.Directory) agentauth.Directory {
 			return vfFailingDirectory{Directory: d, hostErr: errors.New("db down")}
-		}, vfInternal},
+		}, vfDirDown},
 		{"host missing", func(d agentauth.Directory) agentauth.Directory {
 			return vfFailingDirectory{Directory: d, hostErr: fmt.Errorf("gone: %w", agentauth.ErrNotFound)}
 		}, vfInvalid},
@@ -1194,4 +1200,17 @@ func ExampleNewVerifier() {
 	// Output:
 	// agt_1 hst_1 [check_balance] <nil>
 	// 401 invalid_jwt agent JWT already used
+}
+
+// vfCheckRetryAfter checks that a refusal for a store that did not answer
+// asks the caller to retry in a second, in the header and the body.
+func vfCheckRetryAfter(t *testing.T, err error) {
+	t.Helper()
+	var ae *core.AppError
+	if !errors.As(err, &ae) {
+		t.Fatalf("%v is not a *core.AppError", err)
+	}
+	if ae.RetryAfter != time.Second || ae.Fields["retry_after"] != 1 {
+		t.Errorf("RetryAfter %s, retry_after %v; want 1s and 1", ae.RetryAfter, ae.Fields["retry_after"])
+	}
 }

@@ -143,7 +143,7 @@ func (p *Provider) verifyHost(ctx context.Context, r *http.Request, access hostA
 	}
 	fresh, err := p.replay.CheckAndSet(ctx, agentauth.ReplayKey(HostReplayKeyPrefix, tok.iss, tok.jti), p.maxAge+2*p.skew)
 	if err != nil {
-		return nil, internalError(fmt.Errorf("replay cache: %w", err))
+		return nil, agentauth.Unavailable("used tokens cannot be checked now; retry later", fmt.Errorf("replay cache: %w", err))
 	}
 	if !fresh {
 		return nil, appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostReplayed)
@@ -172,17 +172,24 @@ func (p *Provider) verifyHost(ctx context.Context, r *http.Request, access hostA
 	return &hostAuth{host: host, key: key, tok: tok}, nil
 }
 
+// storeDown refuses a request whose host or agent record could not be
+// read or updated on the way in: the store did not answer (503
+// temporarily_unavailable, Retry-After).
+func storeDown(err error) error {
+	return agentauth.Unavailable("the provider's records cannot be reached now; retry later", err)
+}
+
 // resolveHost finds the host a token names and the key to verify it with.
 func (p *Provider) resolveHost(ctx context.Context, tok *hostToken, access hostAccess) (*store.Host, *publicKey, error) {
 	host, err := p.store.HostByThumbprint(ctx, tok.iss)
 	switch {
 	case err == nil:
 	case !errors.Is(err, store.ErrNotFound):
-		return nil, nil, internalError(err)
+		return nil, nil, storeDown(fmt.Errorf("host lookup: %w", err))
 	case tok.hostJWKSURL != "":
 		host, err = p.store.HostByJWKSURL(ctx, tok.hostJWKSURL)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, nil, internalError(err)
+			return nil, nil, storeDown(fmt.Errorf("host lookup: %w", err))
 		}
 	}
 	if host != nil {

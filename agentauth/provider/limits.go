@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/core"
 )
@@ -102,7 +103,7 @@ func (l *limits) allow(ctx context.Context, what string, rules ...ratelimit.Rule
 	}
 	d, err := ratelimit.AllowAll(ctx, l.cfg.Limiter, rules...)
 	if err != nil {
-		return core.NewAppError(http.StatusServiceUnavailable, "temporarily_unavailable", "the rate limiter is unavailable; retry later").
+		return core.NewAppError(http.StatusServiceUnavailable, agentauth.CodeTemporarilyUnavailable, "the rate limiter is unavailable; retry later").
 			With(ratelimit.RetryAfterField, 1).WithCause(err)
 	}
 	if !d.Allowed {

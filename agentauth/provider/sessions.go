@@ -46,7 +46,7 @@ func (p *Provider) session(ctx context.Context, token string) (*agentauth.Sessio
 			errors.As(err, &se)
 			return nil, agentStateError(se.Status)
 		}
-		return nil, internalError(err)
+		return nil, storeDown(fmt.Errorf("touching agent %s: %w", sess.Agent.ID, err))
 	}
 	if err := p.limits.agent(ctx, sess.Agent.ID, sess.Host.ID, sess.Agent.UserID); err != nil {
 		return nil, err

@@ -33,10 +33,11 @@
 // every instance from its next request: each reads agents from
 // PostgreSQL for every request.
 // Each instance holds at most 16 PostgreSQL connections (unless the DSN
-// sets pool_max_conns). When PostgreSQL cannot be reached, the bank's
-// capabilities answer 503 temporarily_unavailable with Retry-After;
-// when Redis cannot, JWTs and limits cannot be checked and requests are
-// refused, never let through.
+// sets pool_max_conns). When PostgreSQL or Redis cannot be reached,
+// agents, JWTs, limits or the ledger cannot be checked, and requests are
+// refused with 503 temporarily_unavailable and Retry-After, never let
+// through. A Redis that restarts without persistence forgets the replay
+// cache, idempotency keys and confirmation tokens: give it appendonly.
 //
 // With -directory it is a resource server only, trusting the hosts and
 // agents of a directory file:

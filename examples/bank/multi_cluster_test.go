@@ -315,9 +315,16 @@ func newCluster(t *testing.T, env multiEnv, n int) *cluster {
 	}
 	c.start(t, multiLimits)
 	t.Cleanup(func() {
+		art := os.Getenv("AGENTCAP_ARTIFACTS")
 		for _, in := range c.instances {
 			if err := in.stop(); err != nil {
 				t.Errorf("%v\n%s", err, in.logs)
+			}
+			if art == "" {
+				continue
+			}
+			if err := os.WriteFile(filepath.Join(art, "multiinstance-"+in.name+".log"), []byte(in.logs.String()), 0o644); err != nil {
+				t.Error(err)
 			}
 		}
 	})
@@ -332,7 +339,7 @@ func (c *cluster) start(t *testing.T, limits string) {
 	var wg sync.WaitGroup
 	for i, in := range c.instances {
 		in.args = []string{"-addr", in.addr, "-issuer", c.issuer, "-postgres", c.dsn, "-redis", c.env.redisAddr,
-			"-secret-file", c.secret, "-forwarded-for", "-limits", limits}
+			"-secret-file", c.secret, "-forwarded-for", "-limits", limits, "-debug"}
 		wg.Go(func() { errs[i] = in.start() })
 	}
 	wg.Wait()

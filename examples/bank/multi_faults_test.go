@@ -4,6 +4,7 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -226,7 +227,7 @@ func (c *cluster) faultScenario(ctx context.Context, t *testing.T, fig *figures,
 	var (
 		reads     []sample
 		trs       []*transfer
-		repeats   []error
+		planErrs  []error
 		readsDone = make(chan struct{})
 		trsDone   = make(chan struct{})
 	)
@@ -236,7 +237,7 @@ func (c *cluster) faultScenario(ctx context.Context, t *testing.T, fig *figures,
 	}()
 	go func() {
 		defer close(trsDone)
-		trs, repeats = c.driveTransfers(loadCtx, &transferPlan{c: c, people: people}, sc.faultWorkers, 0, 10, 30*time.Second)
+		trs, planErrs = c.driveTransfers(loadCtx, &transferPlan{c: c, people: people}, sc.faultWorkers, 0, 10, 30*time.Second)
 	}()
 	loadStart := time.Now()
 	time.Sleep(sc.settle)
@@ -344,16 +345,33 @@ func (c *cluster) faultScenario(ctx context.Context, t *testing.T, fig *figures,
 	}
 	outcomes := map[string]int{}
 	var tss []sample
+	repeats, forgotten := 0, 0
 	for _, tr := range trs {
 		outcomes[tr.outcome]++
 		tss = append(tss, tr.samples...)
+		if tr.repeated {
+			repeats++
+		}
+		p := tr.repeatProblem()
+		switch {
+		case p == "":
+		case redisForgot(outages, tr):
+			// A Redis without persistence forgot the key and the token
+			// between the answer and the repeat: the repeat must then be
+			// refused, and the ledger check below shows it ran once.
+			forgotten++
+		default:
+			bad = append(bad, p)
+		}
 	}
-	fig.add("d) %d transfers: %v; their requests: %s", len(trs), outcomes, statsOf(tss))
+	fig.add("d) %d transfers: %v; %d acknowledged ones sent again, %d of them refused because Redis had forgotten their key and token; their requests: %s",
+		len(trs), outcomes, repeats, forgotten, statsOf(tss))
+	fig.add("d) why the balancer answered 502: %v", gatewayErrors(append(reads, tss...)))
 	after, err := readLedger(ctx, c.db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, err := range repeats {
+	for _, err := range planErrs {
 		bad = append(bad, err.Error())
 	}
 	bad = append(bad, checkTransfers(before, after, trs)...)
@@ -366,4 +384,35 @@ func firstOr(os []outage, end time.Time) time.Time {
 		return end
 	}
 	return os[0].at
+}
+
+// redisForgot reports a repeat of tr refused (not served) after a Redis
+// restart that came between the start of tr's acknowledged execute
+// (whose answer Redis may not have kept) and the repeat.
+func redisForgot(outages []outage, tr *transfer) bool {
+	if tr.repeat == nil || tr.repeat.status == http.StatusOK {
+		return false
+	}
+	for _, o := range outages {
+		if strings.HasPrefix(o.name, "Redis") && o.down.After(tr.executed) && o.at.Before(tr.repeat.start) {
+			return true
+		}
+	}
+	return false
+}
+
+// gatewayErrors counts the balancer's 502 answers by the reason it gave.
+func gatewayErrors(ss []sample) map[string]int {
+	out := map[string]int{}
+	for _, s := range ss {
+		if s.status != http.StatusBadGateway {
+			continue
+		}
+		var m struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(s.body, &m)
+		out[m.Message]++
+	}
+	return out
 }

@@ -169,6 +169,9 @@ func TestMultiInstance(t *testing.T) {
 			if tr.outcome != "acked" && !strings.Contains(tr.note, "insufficient_funds") {
 				bad = append(bad, fmt.Sprintf("%s: %s (%s)", tr, tr.outcome, tr.note))
 			}
+			if p := tr.repeatProblem(); p != "" {
+				bad = append(bad, p)
+			}
 		}
 		bad = append(bad, checkTransfers(before, after, trs)...)
 		report(t, "transfer invariants", bad)

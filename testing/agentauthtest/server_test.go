@@ -261,7 +261,7 @@ func TestServerReplayCache(t *testing.T) {
 	s := agentauthtest.NewServer(t, srvExecutor(t), srvOptions(), agentauthtest.WithReplayCache(refusingCache{}))
 	a := agentauthtest.NewHost("hst_1").NewAgent("agt_1").Grant("ping", nil)
 	s.Add(t, a)
-	if r := s.Execute(t, a, "ping", nil); r.Status != 500 || r.Code != "internal_error" {
+	if r := s.Execute(t, a, "ping", nil); r.Status != 503 || r.Code != "temporarily_unavailable" {
 		t.Errorf("%d %q", r.Status, r.Code)
 	}
 }
