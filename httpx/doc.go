@@ -110,7 +110,9 @@
 //     again, and neither is any refusal of the confirmation stage (428
 //     confirmation_required, 409 confirmation_*, 403
 //     invalid_confirmation, 202 confirmation_pending), so the key may be
-//     retried with a good token. Batch items have no place for a key in
+//     retried with a good token. A key that cannot be claimed because the
+//     store does not answer is 503 temporarily_unavailable with
+//     Retry-After, and the call does not run. Batch items have no place for a key in
 //     the batch shape, so
 //     batch-execute refuses the header (400 invalid_idempotency_key), and a
 //     stream cannot be replayed, so a streaming capability refuses it too.

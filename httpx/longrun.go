@@ -142,6 +142,13 @@ func storable(m replyMeta) bool {
 	return m.status < 500
 }
 
+// idempotencyUnavailable answers a call whose key could not be claimed
+// because the idempotency store did not answer: the call did not run,
+// and the same key may be sent again (503 temporarily_unavailable, with
+// Retry-After).
+var idempotencyUnavailable = envelope{status: http.StatusServiceUnavailable, code: wireUnavailable,
+	message: "idempotency keys cannot be checked now; the call did not run; retry later", retryAfter: unavailableRetry}
+
 func idempotencyError(err error) *core.Error {
 	switch {
 	case errors.Is(err, idempotency.ErrInvalidKey):
@@ -193,7 +200,7 @@ func (h *Handler[C, P]) executeLong(ctx context.Context, exec *core.Executor[C, 
 			}
 			h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: idempotency store failed",
 				slog.String("capability", name), slog.String("error", err.Error()))
-			return h.fail(ctx, buf, internalEnvelope)
+			return h.fail(ctx, buf, idempotencyUnavailable)
 		}
 		if rec != nil {
 			buf.b = append(buf.b[:0], rec.Body...)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -298,7 +299,14 @@ func (c *cluster) faultScenario(ctx context.Context, t *testing.T, fig *figures,
 	}
 	fig.add("d) reads at %d/s and transfers %d at a time for %.0fs, faults %s apart: reads %s", sc.faultRate, sc.faultWorkers,
 		loadEnd.Sub(loadStart).Seconds(), sc.settle, statsOf(reads))
-	fig.add("d) before the first fault: %s", statsOf(between(reads, loadStart, firstOr(outages, loadEnd))))
+	// Reads under way when the first fault came are its own.
+	var calm []sample
+	for _, s := range reads {
+		if s.end().Before(firstOr(outages, loadEnd)) {
+			calm = append(calm, s)
+		}
+	}
+	fig.add("d) before the first fault: %s", statsOf(calm))
 	for i, o := range outages {
 		end := loadEnd
 		if i+1 < len(outages) {
@@ -366,7 +374,7 @@ func (c *cluster) faultScenario(ctx context.Context, t *testing.T, fig *figures,
 	}
 	fig.add("d) %d transfers: %v; %d acknowledged ones sent again, %d of them refused because Redis had forgotten their key and token; their requests: %s",
 		len(trs), outcomes, repeats, forgotten, statsOf(tss))
-	fig.add("d) why the balancer answered 502: %v", gatewayErrors(append(reads, tss...)))
+	fig.add("d) why the balancer answered 502: %v; the first: %s", gatewayErrors(append(reads, tss...)), firstGatewayErrors(append(reads, tss...), loadStart, 8))
 	after, err := readLedger(ctx, c.db)
 	if err != nil {
 		t.Fatal(err)
@@ -415,4 +423,25 @@ func gatewayErrors(ss []sample) map[string]int {
 		out[m.Message]++
 	}
 	return out
+}
+
+// firstGatewayErrors lists when (after start), through which instance
+// and why the first n 502 answers came.
+func firstGatewayErrors(ss []sample, start time.Time, n int) string {
+	var bad []sample
+	for _, s := range ss {
+		if s.status == http.StatusBadGateway {
+			bad = append(bad, s)
+		}
+	}
+	slices.SortFunc(bad, func(a, b sample) int { return a.start.Compare(b.start) })
+	var out []string
+	for _, s := range bad[:min(n, len(bad))] {
+		var m struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(s.body, &m)
+		out = append(out, fmt.Sprintf("+%.2fs bank%s %s", s.start.Sub(start).Seconds(), s.backend, strings.TrimPrefix(m.Message, "the backend did not answer: ")))
+	}
+	return strings.Join(out, "; ")
 }

@@ -106,7 +106,9 @@ func TestMultiInstance(t *testing.T) {
 	readers := append(append([]*client.Agent(nil), alice.readers...), bob.readers...)
 
 	t.Run("a_steady", func(t *testing.T) {
-		feed := newTokenFeed(alice.readers, c.issuer+"/capability/execute", sc.rate*int(sc.steady/time.Second)+sc.rate)
+		// Five seconds of tokens ahead: older ones would near the end
+		// of their lifetime (60 s) before their turn.
+		feed := newTokenFeed(alice.readers, c.issuer+"/capability/execute", 5*sc.rate)
 		ss := c.attackReads(ctx, feed, sc.rate, sc.steady)
 		if err := feed.close(); err != nil {
 			t.Fatal(err)
