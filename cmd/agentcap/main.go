@@ -681,21 +681,13 @@ func (c *cli) printData(w io.Writer, data json.RawMessage) error {
 
 func (c *cli) preview(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	argsJSON := fs.String("args", "", "")
-	pos, err := parse(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	arguments, err := parseArgs(*argsJSON)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	a, _, err := c.agent(ctx)
+	a, name, arguments, err := c.call(ctx, fs, args, argsJSON)
 	if err != nil {
 		return err
 	}
-	res, err := a.Preview(ctx, pos[0], arguments)
+	res, err := a.Preview(ctx, name, arguments)
 	if err != nil {
 		return err
 	}
@@ -714,6 +706,24 @@ func (c *cli) preview(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	return nil
 }
 
+// call reads the capability name and --args of preview and execute and
+// returns the connected agent to call it with.
+func (c *cli) call(ctx context.Context, fs *flag.FlagSet, args []string, argsJSON *string) (*client.Agent, string, any, error) {
+	pos, err := parse(fs, args, 1)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	arguments, err := parseArgs(*argsJSON)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	a, _, err := c.agent(ctx)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return a, pos[0], arguments, nil
+}
+
 // expiry describes when a token expires, or nothing when it is unknown.
 func expiry(t time.Time) string {
 	if t.IsZero() {
@@ -727,17 +737,9 @@ func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	key := fs.String("idempotency-key", "", "")
 	token := fs.String("confirmation-token", "", "")
 	yes := fs.Bool("yes", false, "")
-	pos, err := parse(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	arguments, err := parseArgs(*argsJSON)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	a, _, err := c.agent(ctx)
+	a, name, arguments, err := c.call(ctx, fs, args, argsJSON)
 	if err != nil {
 		return err
 	}
@@ -748,7 +750,7 @@ func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	if *token != "" {
 		opts = append(opts, client.WithConfirmationToken(*token))
 	}
-	res, err := a.Execute(ctx, pos[0], arguments, opts...)
+	res, err := a.Execute(ctx, name, arguments, opts...)
 	// A call may need the agent's confirmation and then a person's (or
 	// the other way round): one round each at most.
 	for range 2 {
@@ -768,7 +770,7 @@ func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		default:
 			continue
 		}
-		res, err = a.Execute(ctx, pos[0], arguments, append(opts, client.WithConfirmationToken(conf))...)
+		res, err = a.Execute(ctx, name, arguments, append(opts, client.WithConfirmationToken(conf))...)
 	}
 	if err != nil {
 		return err
