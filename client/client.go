@@ -23,7 +23,9 @@ const (
 	// event stream, whose events may keep coming for as long as the
 	// caller's context allows.
 	DefaultRequestTimeout = 30 * time.Second
-	// DefaultMaxRetries is how many times a 429 answer is retried.
+	// DefaultMaxRetries is how many times a 429 or 503
+	// temporarily_unavailable answer, or a failed connection of a request
+	// with an Idempotency-Key, is retried.
 	DefaultMaxRetries = 2
 	// DefaultMaxRetryWait is the longest Retry-After the client waits
 	// for; a longer one is returned to the caller as the error.
@@ -61,7 +63,9 @@ type Config struct {
 	// Zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration
 
-	// MaxRetries bounds the retries of a 429 answer; zero means
+	// MaxRetries bounds the retries of a 429 or 503
+	// temporarily_unavailable answer, and of a request with an
+	// Idempotency-Key whose connection failed; zero means
 	// DefaultMaxRetries, a negative value disables retrying.
 	MaxRetries int
 	// MaxRetryWait is the longest wait for one retry; zero means
@@ -234,8 +238,20 @@ func origin(u *url.URL) string {
 }
 
 // send sends the request build returns, building a fresh one for every
-// attempt (a retried call needs a fresh token), and retries 429 answers
-// within the configured limits. The caller owns the body of the answer.
+// attempt (a retried call needs a fresh token), and retries within the
+// configured limits the answers and failures after which the call is
+// known not to have run twice:
+//
+//   - 429, and 503 temporarily_unavailable (a store the server needs did
+//     not answer, and the call did not run), after the server's
+//     Retry-After or a doubling backoff;
+//   - a failed connection of a request carrying an Idempotency-Key,
+//     after a doubling backoff: the location runs the call once for the
+//     key and answers the repeat from what it kept.
+//
+// net/http never resends such a request by itself (see noReplay), since
+// it would resend the same single-use token. The caller owns the body of
+// the answer.
 func (c *Client) send(ctx context.Context, build func() (*http.Request, error)) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		req, err := build()
@@ -244,25 +260,42 @@ func (c *Client) send(ctx context.Context, build func() (*http.Request, error)) 
 		}
 		req = req.WithContext(ctx)
 		req.Header.Set("User-Agent", c.cfg.UserAgent)
+		keyed := req.Header.Get("Idempotency-Key") != ""
+		if keyed {
+			noReplay(req)
+		}
 		resp, err := c.http.Do(req)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, fmt.Errorf("client: %s %s: %w", req.Method, req.URL.Redacted(), err)
+			err = fmt.Errorf("client: %s %s: %w", req.Method, req.URL.Redacted(), err)
+			if !keyed || attempt >= c.cfg.MaxRetries {
+				return nil, err
+			}
+			if err := c.cfg.Sleep(ctx, retryBackoff(attempt)); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		if resp.StatusCode != http.StatusTooManyRequests {
+		if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
 			return resp, nil
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
 		e := parseError(resp.StatusCode, resp.Header, body, c.cfg.Now())
+		if e.Status == http.StatusServiceUnavailable && e.Code != codeTemporarilyUnavailable {
+			// Another 503 (a job whose instance was lost, an audit
+			// trail that is down) is the caller's to judge, whole.
+			resp.Body = readCloser{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+			return resp, nil
+		}
+		resp.Body.Close()
 		if attempt >= c.cfg.MaxRetries {
 			return nil, e
 		}
 		wait := e.RetryAfter
 		if wait == 0 {
-			wait = time.Second << attempt
+			wait = retryBackoff(attempt)
 		}
 		if wait > c.cfg.MaxRetryWait {
 			return nil, e
@@ -272,6 +305,27 @@ func (c *Client) send(ctx context.Context, build func() (*http.Request, error)) 
 		}
 	}
 }
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// codeTemporarilyUnavailable is the code of a 503 whose call did not run.
+const codeTemporarilyUnavailable = "temporarily_unavailable"
+
+// retryBackoff is the wait before retry attempt+1 when the server named
+// none: 1 s, 2 s, 4 s, ...
+func retryBackoff(attempt int) time.Duration { return time.Second << min(attempt, 10) }
+
+// noReplay keeps net/http from resending req on a new connection after
+// the first one failed. It would resend a request carrying an
+// Idempotency-Key whose body it can rewind, with the same single-use
+// agent JWT: the location would refuse the repeat as a replay although
+// the first attempt may have run, and the caller would learn nothing of
+// it. send retries such a request itself, with a fresh token.
+func noReplay(req *http.Request) { req.GetBody = nil }
 
 // call is one JSON request: method, URL, an optional bearer token made
 // afresh for every attempt, and an optional JSON body.

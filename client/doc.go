@@ -33,7 +33,10 @@
 // location and falls back to single calls where a location has no batch
 // endpoint. Failures are *Error values carrying the protocol's error code,
 // the HTTP status, the message, constraint violations and Retry-After;
-// 429 answers are retried a bounded number of times.
+// 429 and 503 temporarily_unavailable answers (the call did not run) are
+// retried a bounded number of times with a fresh agent JWT, as are
+// requests with an Idempotency-Key whose connection failed; net/http is
+// kept from resending those with the same single-use token.
 //
 // # Previews and confirmations
 //

@@ -42,8 +42,10 @@ type executeConfig struct {
 }
 
 // WithIdempotencyKey sends key as the Idempotency-Key header, so that a
-// location that honours it runs a retried call only once. Retries of a
-// 429 answer reuse it.
+// location that honours it runs a retried call only once. Retries reuse
+// it: those of a 429 or 503 temporarily_unavailable answer, and those of
+// a call whose connection failed before its answer came, which the
+// client makes only for calls with a key (each with a fresh agent JWT).
 func WithIdempotencyKey(key string) ExecuteOption {
 	return func(c *executeConfig) { c.idempotencyKey = key }
 }

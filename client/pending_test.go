@@ -113,7 +113,9 @@ func TestExecuteWaitsForAPersonsConfirmation(t *testing.T) {
 	}{
 		{"approved", [][2]string{{"400", "authorization_pending"}, {"400", "slow_down"}, {"confirmation_pending", ""}, {"503", "temporarily_unavailable"}},
 			approved, func(err error) bool { return err == nil },
-			[]time.Duration{2 * time.Second, 2 * time.Second, 7 * time.Second, 7 * time.Second, 14 * time.Second}},
+			// The 503 temporarily_unavailable is retried at once by the
+			// request itself, after 1 s, and answers the decision.
+			[]time.Duration{2 * time.Second, 2 * time.Second, 7 * time.Second, 7 * time.Second, 1 * time.Second}},
 		{"denied", nil, func(w http.ResponseWriter) { writeError(w, 403, "confirmation_denied", "the user refused") },
 			func(err error) bool {
 				return errors.Is(err, client.ErrApprovalDenied) && client.IsCode(err, client.CodeConfirmationDenied)

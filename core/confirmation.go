@@ -62,7 +62,9 @@ type Confirmation struct {
 // implements it over stores that several instances share. It must be safe
 // for concurrent use.
 type Confirmer interface {
-	// Issue returns a fresh token for b.
+	// Issue returns a fresh token for b. An error other than an
+	// *AppError or a context error is taken for a store that does not
+	// answer (CodeTemporarilyUnavailable).
 	Issue(ctx context.Context, b ConfirmationBinding) (Confirmation, error)
 	// Consume spends token on a call described by b, atomically: of many
 	// concurrent calls with one token at most one succeeds. It fails with
@@ -70,7 +72,9 @@ type Confirmer interface {
 	// subject or audience), ErrConfirmationUsed, ErrConfirmationExpired or
 	// ErrConfirmationMismatch (another capability or other arguments), in
 	// that order of precedence, possibly wrapped; any other error is a
-	// failure of the Confirmer. A token that fails is not spent.
+	// failure of the Confirmer, which the executor takes for a store that
+	// does not answer (CodeTemporarilyUnavailable, unless it is an
+	// *AppError or a context error). A token that fails is not spent.
 	Consume(ctx context.Context, token string, b ConfirmationBinding) error
 }
 
@@ -189,6 +193,9 @@ const (
 	msgConfirmationUsed     = "the confirmation token was already used"
 	msgInvalidConfirmation  = "the confirmation token is not valid for this caller"
 	msgCannotConfirm        = "this caller cannot confirm calls"
+	msgConsumeUnavailable   = "confirmation tokens cannot be checked now: the call did not run and its token is not spent; retry later"
+	msgIssueUnavailable     = "confirmation tokens cannot be issued now; retry later"
+	msgHumanUnavailable     = "a person's confirmation cannot be asked for now: the call did not run; retry later"
 )
 
 // consumeError maps a Confirmer's refusal to its code.
@@ -204,11 +211,23 @@ func consumeError(err error) *Error {
 	case errors.Is(err, ErrConfirmationMismatch):
 		code, msg = CodeConfirmationMismatch, msgConfirmationMismatch
 	default:
-		if ce := classify(err, StageConfirmation, CodeExecutionFailed); ce.Code == CodeCanceled || ce.Code == CodeTimeout {
-			return ce
-		}
+		return confirmerFailure(err, msgConsumeUnavailable)
 	}
 	return &Error{Code: code, Stage: StageConfirmation, Message: msg, cause: err}
+}
+
+// confirmerFailure classifies a failure of a Confirmer or HumanConfirmer
+// that is not a refusal of the token. The caller's cancellation or
+// deadline, an application error and a panic keep their meaning; any
+// other error is taken for a store that did not answer, and the call,
+// which did not run, is refused with CodeTemporarilyUnavailable: fail
+// closed, and say that the same call may be sent again.
+func confirmerFailure(err error, msg string) *Error {
+	ce := classify(err, StageConfirmation, CodeTemporarilyUnavailable)
+	if ce.Code == CodeTemporarilyUnavailable && ce.app == nil {
+		ce.Message, ce.retry = msg, UnavailableRetryAfter
+	}
+	return ce
 }
 
 // ConfirmationJSON renders c as transports send it:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/agentcap/agentcap/confirm"
@@ -166,5 +168,87 @@ func TestPreviewNotSupportedAndDefinitionChecks(t *testing.T) {
 		CreateContext: func(context.Context, user, *core.Definition, any) (app, error) { return app{}, nil },
 	}); err == nil {
 		t.Error("a capability WithConfirmation without a Confirmer was accepted")
+	}
+}
+
+// flakyConfirmer is a Confirmer whose store can be taken down.
+type flakyConfirmer struct {
+	core.Confirmer
+	fail error
+}
+
+func (f *flakyConfirmer) Issue(ctx context.Context, b core.ConfirmationBinding) (core.Confirmation, error) {
+	if f.fail != nil {
+		return core.Confirmation{}, f.fail
+	}
+	return f.Confirmer.Issue(ctx, b)
+}
+
+func (f *flakyConfirmer) Consume(ctx context.Context, token string, b core.ConfirmationBinding) error {
+	if f.fail != nil {
+		return f.fail
+	}
+	return f.Confirmer.Consume(ctx, token, b)
+}
+
+func TestConfirmerDown(t *testing.T) {
+	ctx := context.Background()
+	runs := 0
+	fc := &flakyConfirmer{Confirmer: newManager(t)}
+	pay := core.MustDefine("pay", "Pay someone",
+		func(_ context.Context, _ app, in payIn) (payOut, error) { runs++; return payOut{Paid: in.Amount}, nil },
+		core.WithRisk(core.RiskHigh),
+		core.WithPreview(func(_ context.Context, _ app, in payIn) (payPreview, error) { return payPreview{To: in.To}, nil }))
+	e, err := core.NewExecutor(core.MustRegistry(pay), core.ExecutorConfig[app, user]{
+		CreateContext: func(_ context.Context, u user, _ *core.Definition, _ any) (app, error) { return app{}, nil },
+		Confirmation: core.ConfirmationConfig[user]{Confirmer: fc, Subject: func(u user) string { return u.ID },
+			Audience: "https://bank.example/"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := user{ID: "agt_alice"}
+	args := []byte(`{"to":"bob","amount":5}`)
+	token := mustPreviewToken(t, e, alice, args)
+
+	unavailable := func(what string, err error, word string) {
+		t.Helper()
+		var ce *core.Error
+		if !errors.As(err, &ce) || ce.Code != core.CodeTemporarilyUnavailable || ce.Stage != core.StageConfirmation ||
+			ce.HTTPStatus() != http.StatusServiceUnavailable || ce.WireCode() != "temporarily_unavailable" ||
+			ce.RetryAfter() != core.UnavailableRetryAfter || !strings.Contains(ce.Message, word) || strings.Contains(ce.Message, "redis") {
+			t.Errorf("%s: %v", what, err)
+		}
+		if !errors.Is(err, fc.fail) {
+			t.Errorf("%s: the cause is lost: %v", what, err)
+		}
+	}
+	fc.fail = errors.New("redis: connection refused")
+	_, err = e.ExecuteDynamic(core.WithConfirmationToken(ctx, token), "pay", alice, args, nil)
+	unavailable("consume", err, "not spent")
+	_, err = e.ExecuteDynamic(ctx, "pay", alice, args, nil)
+	unavailable("a call without a token", err, "cannot be issued")
+	_, err = e.PreviewDynamic(ctx, "pay", alice, args, nil)
+	unavailable("preview", err, "cannot be issued")
+	if runs != 0 {
+		t.Fatalf("%d runs while the Confirmer was down", runs)
+	}
+
+	// The caller's own end and an application's refusal keep their codes.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	fc.fail = context.Canceled
+	if _, err := e.ExecuteDynamic(core.WithConfirmationToken(cctx, token), "pay", alice, args, nil); codeOf(err) != core.CodeCanceled {
+		t.Errorf("canceled: %v", err)
+	}
+	fc.fail = core.NewAppError(http.StatusTooManyRequests, "slow_down", "too many tokens")
+	if _, err := e.ExecuteDynamic(ctx, "pay", alice, args, nil); codeOf(err) != "slow_down" {
+		t.Errorf("application error: %v", err)
+	}
+
+	// Back up: the token that failed was not spent.
+	fc.fail = nil
+	if _, err := e.ExecuteDynamic(core.WithConfirmationToken(ctx, token), "pay", alice, args, nil); err != nil || runs != 1 {
+		t.Fatalf("after the outage: %v (%d runs)", err, runs)
 	}
 }

@@ -31,7 +31,19 @@ const (
 	CodeCanceled Code = "canceled"
 	// CodeTimeout: the capability's deadline passed.
 	CodeTimeout Code = "timeout"
+	// CodeTemporarilyUnavailable: a store the pipeline depends on (the
+	// confirmation tokens', or the one a person's confirmation is asked
+	// through) did not answer. The call did not run, its confirmation
+	// token is not spent, and it may be sent again as it was after the
+	// error's RetryAfter ([UnavailableRetryAfter]). Answered 503 with
+	// Retry-After; never a way around the stage that failed.
+	CodeTemporarilyUnavailable Code = "temporarily_unavailable"
 )
+
+// UnavailableRetryAfter is the wait that a CodeTemporarilyUnavailable
+// error asks for: stores that fail over or restart are usually back
+// within seconds, and a caller that waits longer loses nothing.
+const UnavailableRetryAfter = time.Second
 
 // Codes of long-running and repeatable calls (streams, jobs, idempotency
 // keys). Their wire code is the code itself, except CodeBatchUnsupported,
@@ -138,6 +150,8 @@ var codeTable = map[Code]struct {
 	CodeCanceled:          {StatusClientClosedRequest, WireCanceled},
 	CodeTimeout:           {http.StatusGatewayTimeout, WireTimeout},
 
+	CodeTemporarilyUnavailable: {http.StatusServiceUnavailable, string(CodeTemporarilyUnavailable)},
+
 	CodeBatchUnsupported:      {http.StatusBadRequest, WireBatchUnsupported},
 	CodeStreamExpired:         {http.StatusGatewayTimeout, string(CodeStreamExpired)},
 	CodeJobNotFound:           {http.StatusNotFound, string(CodeJobNotFound)},
@@ -196,6 +210,8 @@ type Error struct {
 	// fields are extra envelope members of a pipeline error
 	// (CodeConfirmationRequired's preview and confirmation).
 	fields map[string]any
+	// retry is a pipeline error's RetryAfter.
+	retry time.Duration
 }
 
 // Error implements error. It includes the hidden cause, for logs; transports
@@ -240,12 +256,13 @@ func (e *Error) WireCode() string {
 }
 
 // RetryAfter returns how long the caller should wait before trying again,
-// as set by an application error; 0 when unset.
+// as set by an application error or by the pipeline
+// (CodeTemporarilyUnavailable); 0 when unset.
 func (e *Error) RetryAfter() time.Duration {
 	if e.app != nil && e.app.RetryAfter > 0 {
 		return e.app.RetryAfter
 	}
-	return 0
+	return e.retry
 }
 
 // Fields returns extra members of the error envelope: those set by an

@@ -445,7 +445,7 @@ func (e *Executor[C, P]) finishPreview(ctx context.Context, span trace.Span, sta
 		if !res.HumanConfirmation {
 			conf, ierr := e.confirm.confirmer.Issue(ctx, b)
 			if ierr != nil {
-				return fail(classify(ierr, StageConfirmation, CodeExecutionFailed))
+				return fail(confirmerFailure(ierr, msgIssueUnavailable))
 			}
 			res.Confirmation = &conf
 		}
@@ -534,7 +534,7 @@ func (e *Executor[C, P]) confirmCall(ctx context.Context, def *Definition, princ
 	}
 	conf, ierr := e.confirm.confirmer.Issue(ctx, b)
 	if ierr != nil {
-		return classify(ierr, StageConfirmation, CodeExecutionFailed)
+		return confirmerFailure(ierr, msgIssueUnavailable)
 	}
 	fields["confirmation"] = ConfirmationJSON(conf)
 	return &Error{Code: CodeConfirmationRequired, Stage: StageConfirmation, Message: msgConfirmationRequired, fields: fields}

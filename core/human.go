@@ -83,7 +83,8 @@ type HumanConfirmer interface {
 	// implementation issues, once, a token for r.Binding (whose Human is
 	// set) through the executor's Confirmer, and hands it to the caller
 	// that polls StatusURL. An *AppError refuses the call in its own
-	// words; any other error fails it as internal.
+	// words; any other error is taken for a store that does not answer,
+	// and the call is refused with CodeTemporarilyUnavailable.
 	RequestHumanConfirmation(ctx context.Context, r HumanConfirmationRequest) (*HumanConfirmationPending, error)
 }
 
@@ -157,7 +158,7 @@ func (c *confirmation[P]) askHuman(ctx context.Context, def *Definition, b Confi
 	}
 	p, err := c.human.RequestHumanConfirmation(ctx, HumanConfirmationRequest{Binding: b, Definition: def, Preview: preview})
 	if err != nil {
-		return classify(err, StageConfirmation, CodeExecutionFailed)
+		return confirmerFailure(err, msgHumanUnavailable)
 	}
 	return &Error{Code: CodeConfirmationPending, Stage: StageConfirmation, Message: msgConfirmationPending,
 		fields: map[string]any{"approval": p.Approval, "status_url": p.StatusURL, "preview": preview}}

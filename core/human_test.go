@@ -227,7 +227,8 @@ func TestHumanConfirmationRefusals(t *testing.T) {
 	}
 	e = humanExec(t, &runs, &fakePerson{m: m, refuse: errors.New("database down")}, m)
 	_, err = e.ExecuteDynamic(ctx, "pay", user{ID: "agt_alice"}, big, nil)
-	if !errors.As(err, &ce) || ce.Code != core.CodeExecutionFailed || strings.Contains(ce.Message, "database") {
+	if !errors.As(err, &ce) || ce.Code != core.CodeTemporarilyUnavailable || ce.HTTPStatus() != http.StatusServiceUnavailable ||
+		ce.RetryAfter() != core.UnavailableRetryAfter || strings.Contains(ce.Message, "database") || !strings.Contains(ce.Message, "did not run") {
 		t.Errorf("failed HumanConfirmer: %v", err)
 	}
 	if runs != 1 {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +37,30 @@ type confirmFixture struct {
 	// now is the token manager's clock.
 	now time.Time
 	mu  sync.Mutex
+	// down takes the token store down.
+	down atomic.Bool
+}
+
+// switchedConfirmer fails while its fixture's store is down.
+type switchedConfirmer struct {
+	core.Confirmer
+	down *atomic.Bool
+}
+
+var errTokensDown = errors.New("dial tcp 127.0.0.1:6379: connection refused")
+
+func (c switchedConfirmer) Issue(ctx context.Context, b core.ConfirmationBinding) (core.Confirmation, error) {
+	if c.down.Load() {
+		return core.Confirmation{}, errTokensDown
+	}
+	return c.Confirmer.Issue(ctx, b)
+}
+
+func (c switchedConfirmer) Consume(ctx context.Context, token string, b core.ConfirmationBinding) error {
+	if c.down.Load() {
+		return errTokensDown
+	}
+	return c.Confirmer.Consume(ctx, token, b)
 }
 
 func newConfirmFixture(t *testing.T) *confirmFixture {
@@ -53,7 +79,8 @@ func newConfirmFixture(t *testing.T) *confirmFixture {
 	}
 	exec := core.MustExecutor(core.MustRegistry(send), core.ExecutorConfig[struct{}, string]{
 		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-		Confirmation:  core.ConfirmationConfig[string]{Confirmer: mgr, Subject: func(p string) string { return p }},
+		Confirmation: core.ConfirmationConfig[string]{Confirmer: switchedConfirmer{mgr, &f.down},
+			Subject: func(p string) string { return p }},
 	})
 	guard, err := idempotency.New(idempotency.Config{})
 	if err != nil {
@@ -204,6 +231,45 @@ func TestIdempotencyKeepsNoConfirmationRefusal(t *testing.T) {
 	status, body, replayed := f.post(execute, "alice", key, sendBody(5, ""))
 	if status != 200 || !replayed || body["data"].(map[string]any)["sent"] != 5.0 {
 		t.Errorf("replay: %d %v (replayed %v)", status, body, replayed)
+	}
+}
+
+// TestConfirmationStoreDown: while the token store does not answer, an
+// execute with a token, one without and a preview are answered 503
+// temporarily_unavailable with Retry-After, nothing runs, and nothing is
+// kept under the Idempotency-Key; once it is back, the same key and the
+// same token run the call.
+func TestConfirmationStoreDown(t *testing.T) {
+	f := newConfirmFixture(t)
+	const execute, key = "/capability/execute", "during-outage"
+	token := f.token("alice", 5)
+	f.down.Store(true)
+	for _, c := range []struct{ name, route, key, body string }{
+		{"execute with a token", execute, key, sendBody(5, token)},
+		{"execute without one", execute, "", sendBody(5, "")},
+		{"preview", "/capability/preview", "", sendBody(5, "")},
+	} {
+		req, _ := http.NewRequest("POST", f.url+c.route, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer alice")
+		if c.key != "" {
+			req.Header.Set("Idempotency-Key", c.key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" ||
+			!strings.Contains(string(data), `"error":"temporarily_unavailable"`) || strings.Contains(string(data), "refused") {
+			t.Errorf("%s: %d %s, Retry-After %q", c.name, resp.StatusCode, data, resp.Header.Get("Retry-After"))
+		}
+	}
+	f.down.Store(false)
+	status, body, replayed := f.post(execute, "alice", key, sendBody(5, token))
+	if status != 200 || replayed || body["data"].(map[string]any)["sent"] != 5.0 {
+		t.Errorf("after the outage: %d %v (replayed %v)", status, body, replayed)
 	}
 }
 

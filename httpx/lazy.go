@@ -5,17 +5,17 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/agentcap/agentcap/core"
 )
 
-// wireUnavailable answers an execution while no executor can be built.
-const wireUnavailable = "temporarily_unavailable"
+// wireUnavailable answers an execution while no executor can be built,
+// and one whose idempotency key cannot be claimed.
+const wireUnavailable = string(core.CodeTemporarilyUnavailable)
 
-// unavailableRetry is the Retry-After of that answer: a failed build is
+// unavailableRetry is the Retry-After of those answers: a failed build is
 // tried again by the next call, so a short wait is enough.
-const unavailableRetry = time.Second
+const unavailableRetry = core.UnavailableRetryAfter
 
 // executor returns the executor to run with, building it through the
 // source if it is lazy. A build that fails, or that the caller stopped
