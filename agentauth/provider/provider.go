@@ -52,6 +52,8 @@ const (
 	// DefaultFreshAuth is how recently the approving user must have
 	// signed in (protocol §8.11: a long-lived session is not enough).
 	DefaultFreshAuth = 10 * time.Minute
+	// DefaultTouchInterval is Config.TouchInterval when it is zero.
+	DefaultTouchInterval = time.Second
 )
 
 // Config configures a Provider. Issuer, ProviderName, Store and Registry
@@ -76,6 +78,20 @@ type Config struct {
 	Policy Policy
 	// Lifetimes are the lifetime clocks applied to agents.
 	Lifetimes store.Policy
+	// TouchInterval is how often, at most, an agent's authenticated
+	// requests are recorded on it (store.Store.TouchAgent: its last use,
+	// which extends its session). A request of an agent whose last use
+	// was recorded less than TouchInterval before is not recorded when
+	// the agent, as the verifier has just read it, is active and not
+	// lapsed under Lifetimes at the provider's clock; an agent that has
+	// lapsed is still expired or revoked by the request, exactly as
+	// with every request recorded. The trade-off: the idle clock
+	// (Lifetimes.SessionTTL) runs from a recorded last use up to
+	// TouchInterval older than the true one, so an idle agent expires
+	// up to TouchInterval sooner, never later; the other clocks do not
+	// depend on the last use. Zero means DefaultTouchInterval; a
+	// negative interval records every request.
+	TouchInterval time.Duration
 
 	// VerificationURI is where users approve: the approval page. Empty
 	// means Issuer + PathApprove.
@@ -198,6 +214,7 @@ type Provider struct {
 	modes           []string
 	policy          Policy
 	lifetimes       store.Policy
+	touchInterval   time.Duration
 	verificationURI string
 	approvalLife    time.Duration
 	pollInterval    time.Duration
@@ -261,6 +278,7 @@ func New(cfg Config) (*Provider, error) {
 		modes:           slices.Clone(cfg.Modes),
 		policy:          cfg.Policy,
 		lifetimes:       cfg.Lifetimes,
+		touchInterval:   cfg.TouchInterval,
 		verificationURI: cfg.VerificationURI,
 		approvalLife:    cfg.ApprovalLifetime,
 		pollInterval:    cfg.PollInterval,
@@ -308,6 +326,9 @@ func New(cfg Config) (*Provider, error) {
 		p.pollInterval = DefaultPollInterval
 	case p.pollInterval < time.Second || p.pollInterval%time.Second != 0:
 		return nil, fmt.Errorf("provider: Config.PollInterval %v must be whole seconds", p.pollInterval)
+	}
+	if p.touchInterval == 0 {
+		p.touchInterval = DefaultTouchInterval
 	}
 	if p.notifyTimeout <= 0 {
 		p.notifyTimeout = DefaultNotifyTimeout
@@ -511,8 +532,20 @@ func (d directory) Agent(ctx context.Context, id string) (*agentauth.Agent, erro
 	if err != nil {
 		return nil, err
 	}
+	if r, ok := ctx.Value(agentReadKey{}).(*agentRead); ok {
+		r.agent = a
+	}
 	return a.DirectoryAgent(d.p.now()), nil
 }
+
+// agentReadKey keys the *agentRead of a session check in its context.
+type agentReadKey struct{}
+
+// agentRead keeps the record the verifier read of a session's agent, so
+// that the session check decides from it whether the request must be
+// recorded on the agent. The verifier reads the agent once, in the
+// goroutine of the session check.
+type agentRead struct{ agent *store.Agent }
 
 // Sweep applies the lifetime clocks and the pending cleanup of
 // Config.Lifetimes at the provider's clock (see store.Store.Sweep).

@@ -18,7 +18,8 @@ import (
 // Sessions returns the SessionSource for capability locations backed by
 // this provider: it verifies agent JWTs against the Store (see
 // agentauth.Verifier for the checks), then records the request on the
-// agent, which extends its session or, past its lifetime, ends it
+// agent (at most once per Config.TouchInterval while the agent has not
+// lapsed), which extends its session or, past its lifetime, ends it
 // (403 agent_expired, or absolute_lifetime_exceeded), and counts it
 // against the agent, host and user rate limits. Its audiences are the
 // issuer, the default location and every capability location in the
@@ -33,25 +34,43 @@ func (s sessionSource) Session(ctx context.Context, token string) (*agentauth.Se
 }
 
 func (p *Provider) session(ctx context.Context, token string) (*agentauth.Session, error) {
-	sess, err := p.verifier.Session(ctx, token)
+	var read agentRead
+	sess, err := p.verifier.Session(context.WithValue(ctx, agentReadKey{}, &read), token)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.store.TouchAgent(ctx, sess.Agent.ID, p.now(), p.lifetimes); err != nil {
-		switch {
-		case errors.Is(err, store.ErrLifetimeExceeded):
-			return nil, appErr(http.StatusForbidden, CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed")
-		case errors.Is(err, store.ErrStatus):
-			var se *store.StatusError
-			errors.As(err, &se)
-			return nil, agentStateError(se.Status)
-		}
-		return nil, storeDown(fmt.Errorf("touching agent %s: %w", sess.Agent.ID, err))
+	if err := p.touch(ctx, sess.Agent.ID, read.agent); err != nil {
+		return nil, err
 	}
 	if err := p.limits.agent(ctx, sess.Agent.ID, sess.Host.ID, sess.Agent.UserID); err != nil {
 		return nil, err
 	}
 	return sess, nil
+}
+
+// touch records an authenticated request of agent id, read as a by the
+// verifier (nil when unknown), unless Config.TouchInterval lets it go
+// unrecorded: a is active, has not lapsed now and its last use was
+// recorded less than the interval before now. An agent that has lapsed
+// is expired or revoked by the store and refused here.
+func (p *Provider) touch(ctx context.Context, id string, a *store.Agent) error {
+	now := p.now()
+	if p.touchInterval > 0 && a != nil && a.ID == id && a.Status == agentauth.StatusActive &&
+		a.LastUsedAt != nil && now.Sub(*a.LastUsedAt) < p.touchInterval && p.lifetimes.Lapsed(a, now) == "" {
+		return nil
+	}
+	if err := p.store.TouchAgent(ctx, id, now, p.lifetimes); err != nil {
+		switch {
+		case errors.Is(err, store.ErrLifetimeExceeded):
+			return appErr(http.StatusForbidden, CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed")
+		case errors.Is(err, store.ErrStatus):
+			var se *store.StatusError
+			errors.As(err, &se)
+			return agentStateError(se.Status)
+		}
+		return storeDown(fmt.Errorf("touching agent %s: %w", id, err))
+	}
+	return nil
 }
 
 // Hosts returns the HostSource of capability locations backed by this

@@ -67,6 +67,9 @@ func TestStoresDown(t *testing.T) {
 	e := newEnv(t, func(c *provider.Config) {
 		c.Store = downStore{Store: c.Store, down: &storeDown, touchDown: &touchDown}
 		c.Replay = downReplay{ReplayCache: agentauth.NewMemoryReplayCache(0), down: &replayDown}
+		// Every request is recorded on its agent, so that the touch of
+		// each one meets the store.
+		c.TouchInterval = -1
 	})
 	h, a := newKey(t), newKey(t)
 	id := e.connected(h, a, "alice", "echo")
