@@ -226,7 +226,9 @@ func TestRetries(t *testing.T) {
 			observed := map[string]int{}
 			s, err := Run(context.Background(), Options{
 				Target: srv.URL, Agents: agents, Mix: Mix{Read: 2, Transfer: 3, Invalid: 1, Replay: 1},
-				Concurrency: 4, Duration: 700 * time.Millisecond, Seed: 1, ResolveFor: 5 * time.Second,
+				// Long enough for a replay to follow an accepted read on
+				// a loaded machine, where a run of 700 ms once had none.
+				Concurrency: 4, Duration: 2 * time.Second, Seed: 1, ResolveFor: 5 * time.Second,
 				Observe: func(o Observation) {
 					mu.Lock()
 					observed[o.Kind]++
