@@ -42,6 +42,7 @@ var dialect = &sqlstore.Dialect{
 		var se *sqlite.Error
 		return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
 	},
+	Prepare: true,
 }
 
 // Open opens (creating if needed) the SQLite file at path, which may be

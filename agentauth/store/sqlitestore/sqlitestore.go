@@ -50,9 +50,10 @@ var dialect = func() *sqlstore.Dialect {
 		panic(err)
 	}
 	return &sqlstore.Dialect{
-		Name:            "sqlite",
-		UnixMicroTimes:  true,
-		SerializeWrites: true,
+		Name:              "sqlite",
+		UnixMicroTimes:    true,
+		SerializeWrites:   true,
+		PrepareStatements: true,
 		IsUnique: func(err error) bool {
 			return sqliteCode(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
 		},

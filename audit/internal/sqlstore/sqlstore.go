@@ -31,6 +31,10 @@ type Dialect struct {
 	Migrations [][]string
 	// IsUnique reports a primary key violation.
 	IsUnique func(error) bool
+	// Prepare prepares the insert of a record once and reuses it, for
+	// drivers that would parse its SQL text on every write (SQLite); pgx
+	// caches its statements itself.
+	Prepare bool
 }
 
 // Columns, in the order of inserts and selects.
@@ -67,6 +71,7 @@ var CreateTable = []string{
 // Store is an audit.Store on a database/sql handle.
 type Store struct {
 	db       *sql.DB
+	stmts    *sqlutil.Stmts
 	close    func() error
 	d        *Dialect
 	now      func() time.Time
@@ -83,7 +88,7 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Sto
 	if err := sqlutil.Migrate(ctx, db, d.Lock, MigrationsTable, d.Migrations); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	s := &Store{db: db, close: close, d: d, now: time.Now, numbered: d.Numbered,
+	s := &Store{db: db, stmts: sqlutil.NewStmts(db, d.Prepare), close: close, d: d, now: time.Now, numbered: d.Numbered,
 		insert: `INSERT INTO ` + Table + ` (` + columns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sweep:  `DELETE FROM ` + Table + ` WHERE at < ?`,
 	}
@@ -102,18 +107,21 @@ func (s *Store) q(query string) string {
 // before the store is first used.
 func (s *Store) SetClock(now func() time.Time) { s.now = now }
 
-// SetCloser replaces what Close calls.
+// SetCloser replaces what Close calls after closing the prepared
+// statements.
 func (s *Store) SetCloser(close func() error) { s.close = close }
 
 // DB returns the database handle.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// Close closes what Open was given to close.
+// Close closes the prepared statements, then what Open was given to
+// close.
 func (s *Store) Close() error {
-	if s.close == nil {
-		return nil
+	err := s.stmts.Close()
+	if s.close != nil {
+		err = errors.Join(err, s.close())
 	}
-	return s.close()
+	return err
 }
 
 // Write implements audit.Sink.
@@ -126,7 +134,7 @@ func (s *Store) Write(ctx context.Context, r audit.Record) error {
 	if r.Arguments != nil {
 		args = sql.NullString{String: string(r.Arguments), Valid: true}
 	}
-	_, err = s.db.ExecContext(ctx, s.insert, r.ID, r.Time.UnixMicro(), r.Event, r.Outcome, r.AgentID, r.HostID, r.UserID,
+	_, err = s.stmts.Exec(ctx, nil, s.insert, r.ID, r.Time.UnixMicro(), r.Event, r.Outcome, r.AgentID, r.HostID, r.UserID,
 		r.Capability, r.ArgumentsDigest, r.ConfirmationID, r.RequestID, r.TraceID, r.ClientIP, int64(r.Duration), r.Detail, args)
 	if err != nil {
 		if s.d.IsUnique != nil && s.d.IsUnique(err) {

@@ -29,6 +29,10 @@ type Dialect struct {
 	// process, for databases with a single writer, so that writers queue
 	// on a mutex instead of failing busy.
 	SerializeWrites bool
+	// PrepareStatements prepares the statements of the hot paths once
+	// and reuses them, for drivers that would parse the SQL text of
+	// every statement again (SQLite); pgx caches its statements itself.
+	PrepareStatements bool
 	// IsUnique reports a unique or primary key violation.
 	IsUnique func(error) bool
 	// IsForeignKey reports a foreign key violation.

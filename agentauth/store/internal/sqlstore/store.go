@@ -11,16 +11,21 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 
 // Store is a store.Store over a database/sql handle. Reads that need a
 // consistent view of an agent and its grants are single statements;
 // every write is one transaction that first locks the row it decides on
 // (SELECT ... FOR UPDATE where the dialect has row locks), so that
-// compare-and-set and read-modify-write are atomic.
+// compare-and-set and read-modify-write are atomic. The statements of
+// the paths every authenticated request takes (the agent and host reads
+// of the verifier, the touch of the agent) are prepared once where the
+// dialect asks for it.
 type Store struct {
 	db      *sql.DB
 	d       *Dialect
+	stmts   *sqlutil.Stmts
 	now     func() time.Time
 	writeMu sync.Mutex
 	onClose func() error
@@ -31,7 +36,13 @@ var _ store.Store = (*Store)(nil)
 // New returns a Store over db, whose schema Migrate has brought up to
 // date. onClose, when set, runs on Close.
 func New(db *sql.DB, d *Dialect, onClose func() error) *Store {
-	return &Store{db: db, d: d, now: time.Now, onClose: onClose}
+	s := &Store{db: db, d: d, stmts: sqlutil.NewStmts(db, d.PrepareStatements), now: time.Now, onClose: onClose}
+	// The touch's statements run in transactions only, where a statement
+	// is not prepared on its first use (see sqlutil.Stmts): they are
+	// prepared here. One that cannot be runs unprepared, and fails then
+	// if the database does.
+	_ = s.stmts.Prepare(context.Background(), s.agentsQuery(`a.id = ?`), s.d.rebind(lockAgentSQL+d.ForUpdate), s.d.rebind(writeAgentSQL))
+	return s
 }
 
 // SetClock makes s read bookkeeping times from now. It must be called
@@ -45,12 +56,14 @@ func (s *Store) SetClock(now func() time.Time) {
 // DB returns the database handle.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// Close implements store.Store.
+// Close implements store.Store. It closes the prepared statements, then
+// runs onClose.
 func (s *Store) Close() error {
+	err := s.stmts.Close()
 	if s.onClose != nil {
-		return s.onClose()
+		err = errors.Join(err, s.onClose())
 	}
-	return nil
+	return err
 }
 
 func (s *Store) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
@@ -139,7 +152,7 @@ func scanHost(sc interface{ Scan(...any) error }) (*store.Host, error) {
 }
 
 func (s *Store) hostWhere(ctx context.Context, what, id, where string, arg any) (*store.Host, error) {
-	row := s.db.QueryRowContext(ctx, s.d.rebind(`SELECT `+hostColumns+` FROM agentauth_hosts WHERE `+where), arg)
+	row := s.stmts.QueryRow(ctx, nil, s.d.rebind(`SELECT `+hostColumns+` FROM agentauth_hosts WHERE `+where), arg)
 	h, err := scanHost(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(what, id)
@@ -382,12 +395,19 @@ const agentColumns = `a.id, a.name, a.host_id, a.user_id, a.mode, a.status, a.pu
 
 const grantColumns = `g.capability, g.status, g.constraints, g.granted_by, g.denied_by, g.reason, g.expires_at, g.created_at, g.updated_at`
 
+// agentsQuery reads agents with their grants where where holds.
+func (s *Store) agentsQuery(where string) string {
+	return s.d.rebind(`SELECT ` + agentColumns + `, ` + grantColumns + `
+		FROM agentauth_agents a LEFT JOIN agentauth_grants g ON g.agent_id = a.id
+		WHERE ` + where + ` ORDER BY a.created_at, a.id, g.capability`)
+}
+
 // agentsWhere reads agents with their grants in one statement, so that
 // the agent and its grants come from one snapshot.
-func (s *Store) agentsWhere(ctx context.Context, q sqlQuerier, where string, args ...any) ([]*store.Agent, error) {
-	rows, err := q.QueryContext(ctx, s.d.rebind(`SELECT `+agentColumns+`, `+grantColumns+`
-		FROM agentauth_agents a LEFT JOIN agentauth_grants g ON g.agent_id = a.id
-		WHERE `+where+` ORDER BY a.created_at, a.id, g.capability`), args...)
+// where is one of a few constant texts, and tx nil for a read outside a
+// transaction.
+func (s *Store) agentsWhere(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]*store.Agent, error) {
+	rows, err := s.stmts.Query(ctx, tx, s.agentsQuery(where), args...)
 	if err != nil {
 		return nil, s.dbErr(err)
 	}
@@ -437,12 +457,8 @@ func (s *Store) agentsWhere(ctx context.Context, q sqlQuerier, where string, arg
 	return out, nil
 }
 
-type sqlQuerier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func (s *Store) oneAgent(ctx context.Context, q sqlQuerier, what, id, where string, args ...any) (*store.Agent, error) {
-	as, err := s.agentsWhere(ctx, q, where, args...)
+func (s *Store) oneAgent(ctx context.Context, tx *sql.Tx, what, id, where string, args ...any) (*store.Agent, error) {
+	as, err := s.agentsWhere(ctx, tx, where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -463,17 +479,17 @@ func (s *Store) Agent(ctx context.Context, id string) (*agentauth.Agent, error) 
 
 // GetAgent implements store.Store.
 func (s *Store) GetAgent(ctx context.Context, id string) (*store.Agent, error) {
-	return s.oneAgent(ctx, s.db, "agent", id, `a.id = ?`, id)
+	return s.oneAgent(ctx, nil, "agent", id, `a.id = ?`, id)
 }
 
 // AgentByThumbprint implements store.Store.
 func (s *Store) AgentByThumbprint(ctx context.Context, hostID, thumbprint string) (*store.Agent, error) {
-	return s.oneAgent(ctx, s.db, "agent with thumbprint", thumbprint, `a.host_id = ? AND a.thumbprint = ?`, hostID, thumbprint)
+	return s.oneAgent(ctx, nil, "agent with thumbprint", thumbprint, `a.host_id = ? AND a.thumbprint = ?`, hostID, thumbprint)
 }
 
 // ListAgents implements store.Store.
 func (s *Store) ListAgents(ctx context.Context, hostID string) ([]*store.Agent, error) {
-	as, err := s.agentsWhere(ctx, s.db, `a.host_id = ?`, hostID)
+	as, err := s.agentsWhere(ctx, nil, `a.host_id = ?`, hostID)
 	if as == nil && err == nil {
 		as = []*store.Agent{}
 	}
@@ -538,7 +554,7 @@ func (s *Store) insertGrants(ctx context.Context, tx *sql.Tx, agentID string, gs
 // grants afterwards, in the same transaction.
 func (s *Store) lockAgent(ctx context.Context, tx *sql.Tx, id string) (*store.Agent, error) {
 	var got string
-	err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT id FROM agentauth_agents WHERE id = ?`+s.d.ForUpdate), id).Scan(&got)
+	err := s.stmts.QueryRow(ctx, tx, s.d.rebind(lockAgentSQL+s.d.ForUpdate), id).Scan(&got)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("agent", id)
 	}
@@ -572,6 +588,14 @@ func (s *Store) UpdateAgentStatus(ctx context.Context, id string, from []string,
 	})
 }
 
+// lockAgentSQL selects an agent to lock it, before the dialect's
+// ForUpdate; writeAgentSQL writes back what changeAgent changes.
+const (
+	lockAgentSQL  = `SELECT id FROM agentauth_agents WHERE id = ?`
+	writeAgentSQL = `UPDATE agentauth_agents SET status = ?, user_id = ?, last_used_at = ?, activated_at = ?, expires_at = ?, updated_at = ?
+			WHERE id = ?`
+)
+
 // changeAgent locks an agent, runs fn on it and writes back its status,
 // user and clocks (and its grants when grants is set). An error from fn
 // rolls back, unless fn changed the status, which is then kept.
@@ -586,8 +610,7 @@ func (s *Store) changeAgent(ctx context.Context, id string, grants bool, fn func
 		if ferr != nil && a.Status == before {
 			return ferr
 		}
-		if _, err := exec(ctx, tx, s.d, `UPDATE agentauth_agents SET status = ?, user_id = ?, last_used_at = ?, activated_at = ?, expires_at = ?, updated_at = ?
-			WHERE id = ?`, a.Status, a.UserID, s.d.tp(a.LastUsedAt), s.d.tp(a.ActivatedAt), s.d.tp(a.ExpiresAt), s.d.t(s.stamp()), id); err != nil {
+		if _, err := s.stmts.Exec(ctx, tx, s.d.rebind(writeAgentSQL), a.Status, a.UserID, s.d.tp(a.LastUsedAt), s.d.tp(a.ActivatedAt), s.d.tp(a.ExpiresAt), s.d.t(s.stamp()), id); err != nil {
 			return s.dbErr(err)
 		}
 		if ferr != nil {

@@ -41,7 +41,7 @@ func (s *Store) ListUserAgents(ctx context.Context, userID string) ([]*store.Age
 	if err := store.CheckUserID(userID); err != nil {
 		return nil, err
 	}
-	out, err := s.agentsWhere(ctx, s.db, `a.user_id = ? OR a.host_id IN (SELECT id FROM agentauth_hosts WHERE user_id = ?)`, userID, userID)
+	out, err := s.agentsWhere(ctx, nil, `a.user_id = ? OR a.host_id IN (SELECT id FROM agentauth_hosts WHERE user_id = ?)`, userID, userID)
 	if out == nil && err == nil {
 		out = []*store.Agent{}
 	}

@@ -1,0 +1,31 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentcap/agentcap/audit"
+	"github.com/agentcap/agentcap/audit/sqlitestore"
+)
+
+// BenchmarkWrite measures the record of one execution written to the
+// trail, as the executor writes one for every call.
+func BenchmarkWrite(b *testing.B) {
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	r := audit.Record{Event: "execution", Outcome: "ok", AgentID: "agt_1", HostID: "hst_1", UserID: "usr_1",
+		Capability: "check_balance", RequestID: "req_1", ClientIP: "127.0.0.1", Duration: time.Millisecond,
+		Arguments: []byte(`{"account_id":"acc_1"}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Write(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
