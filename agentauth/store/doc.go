@@ -28,8 +28,10 @@
 // # Lifetimes
 //
 // A Policy holds the three clocks of protocol §2.4 and the pending
-// cleanup threshold of §10.9. TouchAgent, called for each authenticated
-// request, extends an agent's session or expires it; Sweep, called
+// cleanup threshold of §10.9. TouchAgent, called for authenticated
+// requests (by package provider at most once per
+// provider.Config.TouchInterval while the agent has not lapsed), extends
+// an agent's session or expires it; Sweep, called
 // periodically, expires idle and long-lived agents, revokes agents past
 // their absolute lifetime (they can never be reactivated) and deletes
 // stale pending agents, pending hosts and expired approval requests. The
