@@ -5,7 +5,8 @@
 //
 // State (host and agent keys, connections) lives under the user's
 // configuration directory, in agentcap/, or in the directory named by
-// --state or AGENTCAP_STATE. Run "agentcap --help" for the commands.
+// --state or AGENTCAP_STATE. Run "agentcap help" for the commands and
+// "agentcap COMMAND -h" for the arguments and flags of one.
 package main
 
 import (
@@ -22,7 +23,6 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,85 +30,6 @@ import (
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/client"
 )
-
-const usage = `agentcap is an Agent Auth client.
-
-Usage:
-  agentcap <command> [arguments] [flags]
-
-Commands:
-  discover URL
-        Fetch and check the discovery document of the provider at URL
-        (a site, a base URL, or the document's own URL).
-  connect URL --capability NAME[:CONSTRAINTS]... [--mode delegated|autonomous]
-        Register a new agent with a fresh key at the provider at URL,
-        requesting the named capabilities. CONSTRAINTS is a JSON object of
-        proposed constraints, e.g. transfer:'{"amount":{"max":100}}'.
-        When the provider asks for approval, the verification URL and user
-        code are printed and the command waits until the user decides.
-        The new connection becomes the current one.
-        Flags: --name NAME, --reason TEXT, --preferred-method METHOD,
-        --login-hint HINT, --binding-message TEXT.
-  status
-        Show the current agent's status and grants.
-  capabilities [--query TEXT]
-        List the provider's capabilities with their grant status.
-  describe NAME
-        Show one capability with its input and output schemas.
-  preview NAME [--args JSON]
-        Show what executing a capability with these arguments would do,
-        without doing it. When the capability needs a confirmation, the
-        token that confirms exactly this call is printed too (with
-        --json: {"preview": ..., "confirmation": {"token", "expires_at"}}).
-  execute NAME [--args JSON] [--idempotency-key KEY] [--yes]
-          [--confirmation-token TOKEN]
-        Execute a capability with JSON object arguments. Event streams are
-        printed event by event, as they arrive. An async answer is polled
-        until the job ends, as often as the location's Retry-After allows;
-        interrupting the command (Ctrl-C) cancels the job (DELETE on its
-        status URL). --idempotency-key makes a retried call run once.
-        A capability that needs a confirmation shows its preview and asks
-        on the terminal before confirming the call; --yes confirms without
-        asking, and without --yes a command whose standard input is not a
-        terminal refuses (it never confirms on its own).
-        --confirmation-token sends a token from 'agentcap preview'. When
-        the location asks a person to confirm the call, the verification
-        URL and code are printed and the command waits for the decision.
-  sign [--aud URL] [--capability NAME]...
-        Print an agent JWT (60 s, one use) for debugging. aud defaults to
-        the issuer; --capability limits the token to those capabilities.
-  revoke
-        Revoke the current agent at the provider and forget it.
-  mcp [--url PROVIDER]... [--refresh DURATION]
-        Serve the connected agents' granted capabilities as MCP tools on
-        standard input and output, for an MCP host (Claude Desktop, Claude
-        Code, Cursor), named provider__capability; each call is signed
-        with a fresh agent JWT. With --url, only the agents of those
-        providers. Lifecycle tools let the model discover providers, list
-        capabilities, connect (returning the approval URL and code),
-        request more capabilities, show the status and disconnect. Grants
-        are read again every --refresh (default 1m, 0 never) and after
-        each approval; the host is told when the tools change. A call
-        that needs the user's confirmation asks the user through the host
-        (an elicitation showing the preview, or where a person confirms)
-        and runs once the user confirms; a host that cannot ask gets the
-        refusal.
-  help
-        Show this text.
-
-Flags accepted by every command:
-  --json               print JSON instead of text, for scripts
-  --agent ID           act as this connected agent instead of the current one
-  --state DIR          state directory (default: $AGENTCAP_STATE, else
-                       agentcap/ under the user's configuration directory)
-  --insecure-loopback  allow plain http:// to loopback providers (development)
-  --timeout DURATION   bound the whole command (default 10m for connect
-                       and execute, which may wait for a person, 1m
-                       otherwise)
-
-State: keys/ holds the host and agent keys (files of mode 0600),
-connections/ one JSON file per agent, "current" the current agent's id.
-`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -137,7 +58,7 @@ type cli struct {
 	agentID          string
 	stateDir         string
 	insecureLoopback bool
-	timeout          time.Duration
+	timeout          timeoutFlag
 
 	// clientConfig lets tests adjust the client (polling waits).
 	clientConfig func(*client.Config)
@@ -147,56 +68,56 @@ type cli struct {
 }
 
 // run executes one command line and returns the exit status: 0 on
-// success, 1 on failure, 2 on a usage error.
+// success (and for help), 1 on failure, 2 on a usage error.
 func (c *cli) run(ctx context.Context, args []string) int {
+	global := flag.NewFlagSet("agentcap", flag.ContinueOnError)
+	global.SetOutput(io.Discard)
+	c.globalFlags(global)
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			overview(c.stdout)
+			return 0
+		}
+		fmt.Fprintf(c.stderr, "agentcap: %v\n%s", flagError(err), shortUsage)
+		return 2
+	}
+	args = global.Args()
 	if len(args) == 0 {
-		fmt.Fprint(c.stderr, usage)
+		fmt.Fprintf(c.stderr, "agentcap: no command given\n%s", shortUsage)
 		return 2
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(c.stdout, usage)
-		return 0
+	name, rest := args[0], args[1:]
+	if name == "help" {
+		switch {
+		case len(rest) == 0:
+			overview(c.stdout)
+			return 0
+		case len(rest) > 1:
+			fmt.Fprintf(c.stderr, "agentcap help: unexpected argument %q\nUsage: agentcap help [COMMAND]\n", rest[1])
+			return 2
+		}
+		// The help of a command is what its -h prints.
+		name, rest = rest[0], []string{"-h"}
 	}
-	commands := map[string]func(context.Context, *flag.FlagSet, []string) error{
-		"discover":     c.discover,
-		"connect":      c.connect,
-		"status":       c.status,
-		"capabilities": c.capabilities,
-		"describe":     c.describe,
-		"preview":      c.preview,
-		"execute":      c.execute,
-		"sign":         c.sign,
-		"revoke":       c.revoke,
-		"mcp":          c.mcpCommand,
-	}
-	f, ok := commands[cmd]
+	cmd, ok := lookupCommand(name)
 	if !ok {
-		fmt.Fprintf(c.stderr, "agentcap: unknown command %q\n\n%s", cmd, usage)
+		fmt.Fprintf(c.stderr, "agentcap: unknown command %q\n%s", name, shortUsage)
 		return 2
 	}
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.BoolVar(&c.json, "json", false, "")
-	fs.StringVar(&c.agentID, "agent", "", "")
-	fs.StringVar(&c.stateDir, "state", "", "")
-	fs.BoolVar(&c.insecureLoopback, "insecure-loopback", false, "")
-	defTimeout := time.Minute
-	if cmd == "connect" || cmd == "execute" {
-		defTimeout = 10 * time.Minute
-	}
-	fs.DurationVar(&c.timeout, "timeout", defTimeout, "")
-	err := f(ctx, fs, rest)
+	c.globalFlags(fs)
+	c.defaultTimeout(cmd)
+	err := cmd.run(c, ctx, fs, rest)
 	var ue usageError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(c.stdout, usage)
+		commandHelp(c.stdout, cmd, fs)
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(c.stderr, "agentcap %s: %v\nRun 'agentcap help' for usage.\n", cmd, err)
+		fmt.Fprintf(c.stderr, "agentcap %s: %v\nUsage: agentcap %s\nRun 'agentcap %s -h' for its flags and what it does.\n", name, err, cmd.usage, name)
 		return 2
 	default:
 		c.printError(err)
@@ -204,31 +125,20 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	}
 }
 
-// usageError is a mistake in the command line.
-type usageError struct{ error }
+// shortUsage ends the message of a mistake made before the command.
+const shortUsage = `Usage: agentcap [global flags] <command> [arguments] [flags]
+Run 'agentcap help' for the commands.
+`
 
-// parse parses flags interspersed with positional arguments and checks
-// the number of positional arguments.
-func parse(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usageError{err}
+// defaultTimeout sets the command's default --timeout, which the
+// command line may still change after the command's name.
+func (c *cli) defaultTimeout(cmd command) {
+	if !c.timeout.set {
+		c.timeout.d = time.Minute
+		if cmd.waits {
+			c.timeout.d = 10 * time.Minute
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
 	}
-	if len(pos) != positional {
-		return nil, usageError{fmt.Errorf("want %d argument(s), got %d", positional, len(pos))}
-	}
-	return pos, nil
 }
 
 func (c *cli) printError(err error) {
@@ -295,10 +205,10 @@ func (c *cli) newClient() (*client.Client, string, error) {
 }
 
 func (c *cli) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if c.timeout <= 0 {
+	if c.timeout.d <= 0 {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, c.timeout)
+	return context.WithTimeout(ctx, c.timeout.d)
 }
 
 // saveConnection stores a connection and makes it the current one.
@@ -378,7 +288,7 @@ func (c *cli) printJSON(v any) error {
 }
 
 func (c *cli) discover(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	pos, err := parse(fs, args, 1)
+	pos, err := parse(fs, args, "URL")
 	if err != nil {
 		return err
 	}
@@ -404,7 +314,7 @@ func (c *cli) discover(ctx context.Context, fs *flag.FlagSet, args []string) err
 			"modes": d.Modes, "approval_methods": d.ApprovalMethods, "endpoints": endpoints,
 		})
 	}
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	w := newTable(c.stdout)
 	fmt.Fprintf(w, "provider\t%s\n", d.ProviderName)
 	if d.Description != "" {
 		fmt.Fprintf(w, "description\t%s\n", d.Description)
@@ -463,14 +373,11 @@ func parseCapability(v string) (client.CapabilityRequest, error) {
 func (c *cli) connect(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var caps capabilityFlags
 	var o client.ConnectOptions
-	fs.Var(&caps, "capability", "")
-	fs.StringVar(&o.Mode, "mode", agentauth.ModeDelegated, "")
-	fs.StringVar(&o.Name, "name", "agentcap CLI", "")
-	fs.StringVar(&o.Reason, "reason", "", "")
-	fs.StringVar(&o.PreferredMethod, "preferred-method", "", "")
-	fs.StringVar(&o.LoginHint, "login-hint", "", "")
-	fs.StringVar(&o.BindingMessage, "binding-message", "", "")
-	pos, err := parse(fs, args, 1)
+	fs.Var(&caps, "capability", "ask for a capability, `NAME[:CONSTRAINTS]` (CONSTRAINTS: a JSON object);\nrepeat the flag for more")
+	fs.StringVar(&o.Mode, "mode", agentauth.ModeDelegated, "`MODE` of the agent: delegated (acts for the user who approves it) or\nautonomous")
+	fs.StringVar(&o.Name, "name", "agentcap CLI", "the agent's display `NAME`, shown to the user who approves it")
+	approvalFlags(fs, &o.Reason, &o.PreferredMethod, &o.LoginHint, &o.BindingMessage)
+	pos, err := parse(fs, args, "URL")
 	if err != nil {
 		return err
 	}
@@ -545,7 +452,7 @@ func (c *cli) printGrants(gs []client.Grant) error {
 		fmt.Fprintln(c.stdout, "No grants.")
 		return nil
 	}
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	w := newTable(c.stdout)
 	fmt.Fprintln(w, "CAPABILITY\tGRANT\tCONSTRAINTS")
 	for _, g := range gs {
 		cons := ""
@@ -559,7 +466,7 @@ func (c *cli) printGrants(gs []client.Grant) error {
 }
 
 func (c *cli) status(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	ctx, cancel := c.withTimeout(ctx)
@@ -580,8 +487,8 @@ func (c *cli) status(ctx context.Context, fs *flag.FlagSet, args []string) error
 }
 
 func (c *cli) capabilities(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	query := fs.String("query", "", "")
-	if _, err := parse(fs, args, 0); err != nil {
+	query := fs.String("query", "", "list only the capabilities whose name or description contains `TEXT`")
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	ctx, cancel := c.withTimeout(ctx)
@@ -597,7 +504,7 @@ func (c *cli) capabilities(ctx context.Context, fs *flag.FlagSet, args []string)
 	if c.json {
 		return c.printJSON(caps)
 	}
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	w := newTable(c.stdout)
 	fmt.Fprintln(w, "NAME\tGRANT\tDESCRIPTION")
 	for _, cp := range caps {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", cp.Name, cp.GrantStatus, cp.Description)
@@ -606,7 +513,7 @@ func (c *cli) capabilities(ctx context.Context, fs *flag.FlagSet, args []string)
 }
 
 func (c *cli) describe(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	pos, err := parse(fs, args, 1)
+	pos, err := parse(fs, args, "NAME")
 	if err != nil {
 		return err
 	}
@@ -655,6 +562,20 @@ func (c *cli) describe(ctx context.Context, fs *flag.FlagSet, args []string) err
 	return nil
 }
 
+// argsFlag defines --args.
+func argsFlag(fs *flag.FlagSet) *string {
+	return fs.String("args", "", "the capability's arguments, a `JSON` object")
+}
+
+// approvalFlags defines the hints for the user's approval of connect
+// and request.
+func approvalFlags(fs *flag.FlagSet, reason, method, loginHint, message *string) {
+	fs.StringVar(reason, "reason", "", "`TEXT` telling the user why the agent asks")
+	fs.StringVar(method, "preferred-method", "", "the approval `METHOD` to prefer (device_authorization, ciba)")
+	fs.StringVar(loginHint, "login-hint", "", "`HINT` naming the user who should approve (for ciba)")
+	fs.StringVar(message, "binding-message", "", "`TEXT` shown on both devices during the approval")
+}
+
 // parseArgs reads --args: a JSON object, or nothing.
 func parseArgs(argsJSON string) (any, error) {
 	if argsJSON == "" {
@@ -680,10 +601,16 @@ func (c *cli) printData(w io.Writer, data json.RawMessage) error {
 }
 
 func (c *cli) preview(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	argsJSON := fs.String("args", "", "")
+	argsJSON := argsFlag(fs)
+	// --timeout may come after the command: the command's time starts
+	// once its flags are read.
+	name, arguments, err := readCall(fs, args, argsJSON)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	a, name, arguments, err := c.call(ctx, fs, args, argsJSON)
+	a, _, err := c.agent(ctx)
 	if err != nil {
 		return err
 	}
@@ -706,22 +633,18 @@ func (c *cli) preview(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	return nil
 }
 
-// call reads the capability name and --args of preview and execute and
-// returns the connected agent to call it with.
-func (c *cli) call(ctx context.Context, fs *flag.FlagSet, args []string, argsJSON *string) (*client.Agent, string, any, error) {
-	pos, err := parse(fs, args, 1)
+// readCall reads the capability name and --args of preview and
+// execute.
+func readCall(fs *flag.FlagSet, args []string, argsJSON *string) (string, any, error) {
+	pos, err := parse(fs, args, "NAME")
 	if err != nil {
-		return nil, "", nil, err
+		return "", nil, err
 	}
 	arguments, err := parseArgs(*argsJSON)
 	if err != nil {
-		return nil, "", nil, err
+		return "", nil, err
 	}
-	a, _, err := c.agent(ctx)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	return a, pos[0], arguments, nil
+	return pos[0], arguments, nil
 }
 
 // expiry describes when a token expires, or nothing when it is unknown.
@@ -733,13 +656,19 @@ func expiry(t time.Time) string {
 }
 
 func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	argsJSON := fs.String("args", "", "")
-	key := fs.String("idempotency-key", "", "")
-	token := fs.String("confirmation-token", "", "")
-	yes := fs.Bool("yes", false, "")
+	argsJSON := argsFlag(fs)
+	key := fs.String("idempotency-key", "", "send `KEY` as the Idempotency-Key, so that a retried call runs once")
+	token := fs.String("confirmation-token", "", "confirm the call with `TOKEN`, from 'agentcap preview' of the same call")
+	yes := fs.Bool("yes", false, "confirm a call that needs a confirmation without asking")
+	// --timeout may come after the command: the command's time starts
+	// once its flags are read.
+	name, arguments, err := readCall(fs, args, argsJSON)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	a, name, arguments, err := c.call(ctx, fs, args, argsJSON)
+	a, _, err := c.agent(ctx)
 	if err != nil {
 		return err
 	}
@@ -870,10 +799,10 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func (c *cli) sign(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	aud := fs.String("aud", "", "")
+	aud := fs.String("aud", "", "the token's audience `URL` (default: the provider's issuer)")
 	var caps stringList
-	fs.Var(&caps, "capability", "")
-	if _, err := parse(fs, args, 0); err != nil {
+	fs.Var(&caps, "capability", "limit the token to the capability `NAME`; repeat it for more")
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	ctx, cancel := c.withTimeout(ctx)
@@ -898,7 +827,7 @@ func (c *cli) sign(ctx context.Context, fs *flag.FlagSet, args []string) error {
 }
 
 func (c *cli) revoke(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	ctx, cancel := c.withTimeout(ctx)

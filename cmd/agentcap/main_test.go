@@ -234,24 +234,6 @@ func agentcapOn(t *testing.T, state string, stdin io.Reader, args ...string) (in
 	return code, out.String(), errOut.String()
 }
 
-func TestHelpDocumentsEveryCommand(t *testing.T) {
-	code, out, _ := agentcap(t, t.TempDir(), "--help")
-	if code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	for _, cmd := range []string{"discover URL", "connect URL", "status", "capabilities", "describe NAME", "preview NAME", "execute NAME", "--yes", "--confirmation-token", "sign", "revoke", "--json", "--mode delegated|autonomous"} {
-		if !strings.Contains(out, cmd) {
-			t.Errorf("help does not mention %q", cmd)
-		}
-	}
-	if code, _, errOut := agentcap(t, t.TempDir(), "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {
-		t.Errorf("unknown command: exit %d, %q", code, errOut)
-	}
-	if code, _, _ := agentcap(t, t.TempDir(), "describe"); code != 2 {
-		t.Errorf("missing argument: exit %d", code)
-	}
-}
-
 func TestCommands(t *testing.T) {
 	p := newProvider(t)
 	p.pending = true

@@ -32,9 +32,9 @@ agentcap_status shows the connections and pending approvals; agentcap_request_ca
 // lifecycle tools, as an MCP server on standard input and output.
 func (c *cli) mcpCommand(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var urls stringList
-	fs.Var(&urls, "url", "")
-	refresh := fs.Duration("refresh", time.Minute, "")
-	if _, err := parse(fs, args, 0); err != nil {
+	fs.Var(&urls, "url", "serve only the agents of the provider at `URL`; repeat it for more")
+	refresh := fs.Duration("refresh", time.Minute, "read the grants again every `DURATION` (0: never)")
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	transport := c.mcpTransport
