@@ -31,6 +31,9 @@ func TestCommandHelp(t *testing.T) {
 		{"mcp", "agentcap mcp [--url URL]... [--refresh DURATION]", []string{"--url URL", "--refresh DURATION"}},
 	}
 	_, overview, _ := agentcap(t, t.TempDir(), "help")
+	if !strings.Contains(overview, "exits with 0 when it succeeded, 1 when it failed and 2 for a\nmistake") {
+		t.Errorf("the command list does not give the exit statuses:\n%s", overview)
+	}
 	for _, tt := range tests {
 		if !strings.Contains(overview, "\n  "+tt.command+" ") {
 			t.Errorf("the command list lacks %s:\n%s", tt.command, overview)

@@ -174,6 +174,12 @@ Commands:
 Run 'agentcap <command> -h' for a command's arguments and flags.
 Start with 'agentcap connect URL --capability NAME'.
 
+A command exits with 0 when it succeeded, 1 when it failed and 2 for a
+mistake in the command line. A failure is printed on standard error with
+all the provider said: the error, its message and every other member of
+its answer (what is wrong with the arguments and where, constraint
+violations, missing constraints, ...); with --json, as one JSON object.
+
 State: keys/ holds the host and agent keys (files of mode 0600),
 connections/ one JSON file per agent, "current" the current agent's id.
 `)

@@ -330,6 +330,9 @@ func TestMCPAsksForConfirmation(t *testing.T) {
 					t.Errorf("result lacks %q: %s", want, out)
 				}
 			}
+			if strings.Contains(out, "cfm_") {
+				t.Errorf("the model was given a confirmation token: %s", out)
+			}
 			if ran := sent.Load() - before; ran != tt.runs {
 				t.Errorf("%d sends ran", ran)
 			}

@@ -141,37 +141,6 @@ func (c *cli) defaultTimeout(cmd command) {
 	}
 }
 
-func (c *cli) printError(err error) {
-	var e *client.Error
-	if c.json {
-		out := map[string]any{"error": err.Error()}
-		if errors.As(err, &e) {
-			out = map[string]any{"error": e.Code, "status": e.Status, "message": e.Message}
-			if len(e.Violations) > 0 {
-				out["violations"] = e.Violations
-			}
-			if err.Error() != e.Error() {
-				// The command said more than the server.
-				out["detail"] = err.Error()
-			}
-		}
-		var cr *client.ConfirmationRequired
-		if errors.As(err, &cr) {
-			out["capability"] = cr.Capability
-			out["preview"] = cr.Preview
-			out["confirmation"] = cr.Confirmation
-		}
-		_ = json.NewEncoder(c.stderr).Encode(out)
-		return
-	}
-	fmt.Fprintf(c.stderr, "agentcap: %v\n", err)
-	if errors.As(err, &e) {
-		for _, v := range e.Violations {
-			fmt.Fprintf(c.stderr, "  violation: %s must satisfy %s, got %s\n", v.Field, v.Constraint, v.Actual)
-		}
-	}
-}
-
 // state returns the state directory.
 func (c *cli) state() (string, error) {
 	if c.stateDir != "" {

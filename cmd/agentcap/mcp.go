@@ -356,7 +356,8 @@ func errorResult(err error) *mcp.CallToolResult {
 }
 
 // envelope renders err as the JSON error envelope: a provider's error
-// keeps its code, status, message and violations.
+// keeps its code, status, message, violations and every other member of
+// its envelope but a confirmation token.
 func envelope(err error) string {
 	env := map[string]any{"error": "client_error", "message": err.Error()}
 	var ce *client.Error
@@ -370,6 +371,13 @@ func envelope(err error) string {
 		}
 		if err.Error() != ce.Error() {
 			env["detail"] = err.Error()
+		}
+		for name, v := range extraMembers(ce) {
+			// A confirmation token stays in the bridge: the user's
+			// answer confirms a call, never the model.
+			if _, taken := env[name]; !taken && name != "confirmation" {
+				env[name] = v
+			}
 		}
 	}
 	var cr *client.ConfirmationRequired
