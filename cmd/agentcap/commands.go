@@ -83,9 +83,17 @@ schemas.`,
 		usage:   "preview NAME [--args JSON]",
 		summary: "show what a call would do, without doing it",
 		text: `Show what executing a capability with these arguments would do, without
-doing it. When the capability needs a confirmation, the token that
-confirms exactly this call is printed too, for 'agentcap execute
---confirmation-token'.`,
+doing it.
+
+Standard output is one JSON document, the provider's answer:
+  {"preview": ..., "confirmation": {"token": ..., "expires_at": ...}}
+"preview" is what the call would do. "confirmation" is there when the
+capability needs a confirmation: its token confirms exactly this call,
+once, with 'agentcap execute NAME --args JSON --confirmation-token
+TOKEN' ('agentcap preview ... | jq -r .confirmation.token' reads it).
+"requires_human_confirmation": true says that a person must confirm the
+call, which 'agentcap execute' asks them for. What the answer means is
+said on standard error (nothing with --json).`,
 		run: (*cli).preview,
 	},
 	{

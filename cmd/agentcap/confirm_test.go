@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -73,18 +75,23 @@ func TestPreviewAndConfirmation(t *testing.T) {
 			t.Errorf("describe lacks %q: exit %d\n%s", want, code, out)
 		}
 	}
-	code, out, errOut := agentcap(t, state, append([]string{"preview", "send"}, args("5")...)...)
-	if code != 0 || !strings.Contains(out, `"would_send": 5`) || !strings.Contains(out, "This call needs a confirmation. Token (valid until") {
-		t.Errorf("preview: exit %d\n%s%s", code, out, errOut)
-	}
-	code, out, _ = agentcap(t, state, append([]string{"preview", "send", "--json"}, args("5")...)...)
+	// preview prints one JSON document, with or without --json; what it
+	// means goes to stderr, without --json.
 	var pv client.PreviewResult
-	var shown sendPreview
-	if code != 0 || json.Unmarshal([]byte(out), &pv) != nil || json.Unmarshal(pv.Preview, &shown) != nil || shown.WouldSend != 5 ||
-		pv.Confirmation == nil || pv.Confirmation.ExpiresAt.IsZero() {
-		t.Fatalf("preview --json: exit %d\n%s", code, out)
+	for _, flags := range [][]string{nil, {"--json"}} {
+		code, out, errOut := agentcap(t, state, append(append([]string{"preview", "send"}, args("5")...), flags...)...)
+		pv = previewDocument(t, code, out)
+		var shown sendPreview
+		if json.Unmarshal(pv.Preview, &shown) != nil || shown.WouldSend != 5 || pv.Confirmation == nil ||
+			!strings.HasPrefix(pv.Confirmation.Token, "cfm_") || pv.Confirmation.ExpiresAt.IsZero() || pv.RequiresHumanConfirmation {
+			t.Fatalf("preview %q: %s", flags, out)
+		}
+		if wantNote := flags == nil; strings.Contains(errOut, "This call needs a confirmation. The token (valid until") != wantNote ||
+			strings.Contains(errOut, "'agentcap execute send' with the same --args and --confirmation-token TOKEN") != wantNote {
+			t.Errorf("preview %q: stderr\n%s", flags, errOut)
+		}
 	}
-	code, out, errOut = agentcap(t, state, append([]string{"execute", "send", "--json", "--confirmation-token", pv.Confirmation.Token}, args("5")...)...)
+	code, out, errOut := agentcap(t, state, append([]string{"execute", "send", "--json", "--confirmation-token", pv.Confirmation.Token}, args("5")...)...)
 	if code != 0 || strings.TrimSpace(out) != `{"amount":5}` || sent.Load() != 1 {
 		t.Errorf("execute with the preview's token: exit %d\n%s%s", code, out, errOut)
 	}
@@ -236,7 +243,9 @@ func TestExecuteWaitsForAPerson(t *testing.T) {
 			}
 			if tt.name == "approved" {
 				code, out, errOut := agentcap(t, state, "preview", "pay", "--args", `{"amount":5000}`, "--insecure-loopback")
-				if code != 0 || !strings.Contains(out, `"would_pay": 5000`) || !strings.Contains(out, "A person must confirm this call") {
+				pv := previewDocument(t, code, out)
+				if string(pv.Preview) != `{"would_pay":5000}` || !pv.RequiresHumanConfirmation || pv.Confirmation != nil ||
+					!strings.Contains(errOut, "A person must confirm this call") {
 					t.Errorf("preview: exit %d\n%s%s", code, out, errOut)
 				}
 			}
@@ -455,4 +464,22 @@ func TestMCPConfirmationState(t *testing.T) {
 	if len(el.all()) != 0 {
 		t.Errorf("the bridge asked by itself: %q", el.all())
 	}
+}
+
+// previewDocument reads what preview printed on stdout, which must be
+// exactly one JSON document.
+func previewDocument(t *testing.T, code int, stdout string) client.PreviewResult {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	var pv client.PreviewResult
+	if err := dec.Decode(&pv); code != 0 || err != nil {
+		t.Fatalf("preview: exit %d, %v:\n%s", code, err, stdout)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		t.Fatalf("preview printed more than one JSON document:\n%s", stdout)
+	}
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, pv.Preview)
+	pv.Preview = compact.Bytes()
+	return pv
 }

@@ -11,6 +11,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -560,9 +561,10 @@ func parseArgs(argsJSON string) (any, error) {
 // otherwise.
 func (c *cli) printData(w io.Writer, data json.RawMessage) error {
 	if !c.json {
-		var pretty any
-		if json.Unmarshal(data, &pretty) == nil {
-			data, _ = json.MarshalIndent(pretty, "", "  ")
+		// Indented as the server wrote it: its members keep their order.
+		var pretty bytes.Buffer
+		if json.Indent(&pretty, data, "", "  ") == nil {
+			data = pretty.Bytes()
 		}
 	}
 	_, err := fmt.Fprintf(w, "%s\n", data)
@@ -587,17 +589,21 @@ func (c *cli) preview(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	if err != nil {
 		return err
 	}
-	if c.json {
-		return c.printJSON(res)
-	}
-	if err := c.printData(c.stdout, res.Preview); err != nil {
+	// Standard output is one JSON document, for jq and scripts; what it
+	// means goes to standard error.
+	if err := c.printJSON(res); err != nil {
 		return err
 	}
+	if c.json {
+		return nil
+	}
 	if cf := res.Confirmation; cf != nil {
-		fmt.Fprintf(c.stdout, "This call needs a confirmation. Token%s:\n%s\n", expiry(cf.ExpiresAt), cf.Token)
+		fmt.Fprintf(c.stderr, "This call needs a confirmation. The token%s confirms exactly this call, once:\n"+
+			"run 'agentcap execute %s' with the same --args and --confirmation-token TOKEN,\n"+
+			"or without a token to be shown the preview and asked.\n", expiry(cf.ExpiresAt), name)
 	}
 	if res.RequiresHumanConfirmation {
-		fmt.Fprintln(c.stdout, "A person must confirm this call: 'agentcap execute' asks them and waits for the decision.")
+		fmt.Fprintln(c.stderr, "A person must confirm this call: 'agentcap execute' asks them and waits for the decision.")
 	}
 	return nil
 }
