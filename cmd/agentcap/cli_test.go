@@ -21,6 +21,9 @@ func TestCommandHelp(t *testing.T) {
 	}{
 		{"discover", "agentcap discover URL", nil},
 		{"connect", "agentcap connect URL --capability NAME[:CONSTRAINTS]...", []string{"--capability NAME[:CONSTRAINTS]", "--mode MODE", "--name NAME", "--reason TEXT", "--preferred-method METHOD", "--login-hint HINT", "--binding-message TEXT"}},
+		{"connections", "agentcap connections [--offline]", []string{"--offline"}},
+		{"use", "agentcap use AGENT", nil},
+		{"request", "agentcap request --capability NAME[:CONSTRAINTS]...", []string{"--capability NAME[:CONSTRAINTS]", "--reason TEXT", "--preferred-method METHOD", "--login-hint HINT", "--binding-message TEXT"}},
 		{"status", "agentcap status", nil},
 		{"capabilities", "agentcap capabilities [--query TEXT]", []string{"--query TEXT"}},
 		{"describe", "agentcap describe NAME", nil},

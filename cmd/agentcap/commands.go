@@ -50,9 +50,42 @@ asks for approval, the verification URL and user code are printed and the
 command waits until the user decides.
 
 The new connection becomes the current one: the commands that act as an
-agent use it unless --agent names another.`,
+agent use it unless --agent names another. 'agentcap connections' lists
+the saved connections, 'agentcap use' makes another one current and
+'agentcap request' asks an agent for more capabilities.`,
 		waits: true,
 		run:   (*cli).connect,
+	},
+	{
+		name:    "connections",
+		usage:   "connections [--offline]",
+		summary: "list the saved connections and which one is current",
+		text: `List the saved connections: each agent's id, name, mode and provider,
+and, as its provider reports them, its status and grants. The current
+agent, which the commands act as unless --agent names another, is marked
+with *.`,
+		run: (*cli).connections,
+	},
+	{
+		name:    "use",
+		usage:   "use AGENT",
+		summary: "make a saved connection the current one",
+		text: `Make the saved agent AGENT, an agent id or the name of one saved agent,
+the current one: the commands act as it unless --agent names another.
+'agentcap connections' lists the saved agents.`,
+		run: (*cli).use,
+	},
+	{
+		name:    "request",
+		usage:   "request --capability NAME[:CONSTRAINTS]... [--reason TEXT]",
+		summary: "ask the current agent's provider for more capabilities",
+		text: `Ask the provider to grant the current agent (or the one --agent names)
+more capabilities. When the provider asks for approval, the verification
+URL and user code are printed and the command waits until the user
+decides, as connect does. It prints the agent's grants, and fails when a
+capability asked for was not granted.`,
+		waits: true,
+		run:   (*cli).request,
 	},
 	{
 		name:    "status",
@@ -240,10 +273,10 @@ func printFlags(w io.Writer, flags []*flag.Flag) {
 // they may come before the command as well as after it.
 func (c *cli) globalFlags(fs *flag.FlagSet) {
 	fs.Var(boolFlag{&c.json}, "json", "print JSON instead of text, for scripts")
-	fs.Var(stringFlag{&c.agentID}, "agent", "act as the saved agent `ID` instead of the current one")
+	fs.Var(stringFlag{&c.agentID}, "agent", "act as the saved agent `ID` (or the name of one) instead of the\ncurrent one")
 	fs.Var(stringFlag{&c.stateDir}, "state", "keep keys and connections in `DIR` (default: $AGENTCAP_STATE, else\nagentcap/ under the user's configuration directory)")
 	fs.Var(boolFlag{&c.insecureLoopback}, "insecure-loopback", "allow plain http:// to loopback providers (development)")
-	fs.Var(&c.timeout, "timeout", "bound the whole command to `DURATION`, 0 for no bound (default 10m for\nconnect and execute, which may wait for a person, 1m otherwise)")
+	fs.Var(&c.timeout, "timeout", "bound the whole command to `DURATION`, 0 for no bound (default 10m for\nconnect, request and execute, which may wait for a person, 1m otherwise)")
 }
 
 // globalFlagList returns the global flags, for help texts.

@@ -47,9 +47,19 @@ func (c *cli) printError(err error) {
 				}
 			}
 		}
+		var he hintedError
+		if errors.As(err, &he) {
+			out["hint"] = he.hint
+		}
 		_ = json.NewEncoder(c.stderr).Encode(out)
 		return
 	}
+	defer func() {
+		var he hintedError
+		if errors.As(err, &he) {
+			fmt.Fprintf(c.stderr, "%s\n", he.hint)
+		}
+	}()
 	fmt.Fprintf(c.stderr, "agentcap: %v\n", err)
 	if !errors.As(err, &e) {
 		return

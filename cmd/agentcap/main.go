@@ -181,76 +181,6 @@ func (c *cli) withTimeout(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(ctx, c.timeout.d)
 }
 
-// saveConnection stores a connection and makes it the current one.
-func saveConnection(dir string, conn client.Connection) error {
-	cdir := filepath.Join(dir, "connections")
-	if err := os.MkdirAll(cdir, 0o700); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(conn, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeFile(filepath.Join(cdir, connectionFile(conn.AgentID)), append(b, '\n')); err != nil {
-		return err
-	}
-	return writeFile(filepath.Join(dir, "current"), []byte(conn.AgentID+"\n"))
-}
-
-// connectionFile names the file of an agent's connection. Agent ids come
-// from providers, so they are encoded before becoming file names.
-func connectionFile(agentID string) string {
-	var b strings.Builder
-	for _, r := range agentID {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			b.WriteRune(r)
-		} else {
-			fmt.Fprintf(&b, "%%%02x", r)
-		}
-	}
-	return b.String() + ".json"
-}
-
-func writeFile(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-// agent resumes the selected connection: --agent, else the current one.
-func (c *cli) agent(ctx context.Context) (*client.Agent, string, error) {
-	cl, dir, err := c.newClient()
-	if err != nil {
-		return nil, "", err
-	}
-	id := c.agentID
-	if id == "" {
-		b, err := os.ReadFile(filepath.Join(dir, "current"))
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, "", errors.New("no agent connected yet: run 'agentcap connect URL' first")
-		}
-		if err != nil {
-			return nil, "", err
-		}
-		id = strings.TrimSpace(string(b))
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "connections", connectionFile(id)))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, "", fmt.Errorf("no connection for agent %q", id)
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	var conn client.Connection
-	if err := json.Unmarshal(b, &conn); err != nil {
-		return nil, "", fmt.Errorf("connection of agent %q: %w", id, err)
-	}
-	a, err := cl.Resume(ctx, conn)
-	return a, dir, err
-}
-
 func (c *cli) printJSON(v any) error {
 	enc := json.NewEncoder(c.stdout)
 	enc.SetIndent("", "  ")
@@ -361,6 +291,10 @@ func (c *cli) connect(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	if err != nil {
 		return err
 	}
+	before, err := currentConnection(dir)
+	if err != nil {
+		return err
+	}
 	o.OnApproval = c.showApproval("Approval")
 	polls := 0
 	o.OnPoll = func(st client.AgentStatus) {
@@ -383,10 +317,23 @@ func (c *cli) connect(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		return err
 	}
 	if c.json {
-		return c.printJSON(map[string]any{"connection": a.Connection(), "status": st})
+		out := map[string]any{"connection": a.Connection(), "status": st}
+		if before != nil {
+			out["previous_current"] = before.AgentID
+		}
+		return c.printJSON(out)
 	}
 	fmt.Fprintf(c.stdout, "Connected agent %s (%s) to %s.\n", a.ID(), st.Mode, a.Connection().Issuer)
-	return c.printGrants(st.Grants)
+	if err := c.printGrants(st.Grants); err != nil {
+		return err
+	}
+	if before != nil {
+		// The commands act as another agent from now on: say so, and
+		// how to go back.
+		fmt.Fprintf(c.stdout, "It is now the current agent, instead of %s: 'agentcap use %s' switches back,\n'agentcap connections' lists the saved agents.\n",
+			describeAgent(before.Connection), before.AgentID)
+	}
+	return nil
 }
 
 // showApproval returns the callback that shows an approval the user (or
@@ -587,7 +534,7 @@ func (c *cli) preview(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	}
 	res, err := a.Preview(ctx, name, arguments)
 	if err != nil {
-		return err
+		return c.grantHint(ctx, a, name, err)
 	}
 	// Standard output is one JSON document, for jq and scripts; what it
 	// means goes to standard error.
@@ -677,7 +624,7 @@ func (c *cli) execute(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		res, err = a.Execute(ctx, name, arguments, append(opts, client.WithConfirmationToken(conf))...)
 	}
 	if err != nil {
-		return err
+		return c.grantHint(ctx, a, name, err)
 	}
 	if res.Stream == nil {
 		return c.printData(c.stdout, res.Data)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,8 @@ type provider struct {
 	pending bool
 	agents  map[string]*agentauth.Agent
 	polls   int
+	// deny names the capabilities whose requests the user refuses.
+	deny map[string]bool
 	// locations are the locations of capabilities served elsewhere than
 	// at loc.
 	locations map[string]string
@@ -149,7 +152,43 @@ func newProviderExec(t *testing.T, exec *core.Executor[struct{}, agentauth.Calle
 			a.Status = agentauth.StatusActive
 			_ = p.loc.Directory.PutAgent(a)
 		}
+		// The user decides on requested capabilities at once.
+		for i, g := range a.Grants {
+			if g.Status == agentauth.StatusPending && a.Status == agentauth.StatusActive {
+				a.Grants[i].Status = agentauth.StatusActive
+				if p.deny[g.Capability] {
+					a.Grants[i].Status = agentauth.StatusDenied
+				}
+				_ = p.loc.Directory.PutAgent(a)
+			}
+		}
 		reply(w, answer(a))
+	})
+	mux.HandleFunc("POST /agent/request-capability", func(w http.ResponseWriter, r *http.Request) {
+		id, _ := claimsOf(t, r)["sub"].(string)
+		var body struct {
+			Capabilities []json.RawMessage `json:"capabilities"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		a := p.agents[id]
+		if a == nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		for _, raw := range body.Capabilities {
+			var name string
+			_ = json.Unmarshal(raw, &name)
+			a.Grants = slices.DeleteFunc(a.Grants, func(g agentauth.Grant) bool { return g.Capability == name })
+			a.Grants = append(a.Grants, agentauth.Grant{Capability: name, Status: agentauth.StatusPending})
+		}
+		if err := p.loc.Directory.PutAgent(a); err != nil {
+			t.Error(err)
+		}
+		resp := answer(a)
+		resp["approval"] = map[string]any{"method": "device_authorization", "verification_uri": p.URL + "/device", "user_code": "MORE-0001", "interval": 1, "expires_in": 60}
+		reply(w, resp)
 	})
 	mux.HandleFunc("POST /agent/revoke", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {

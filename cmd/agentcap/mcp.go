@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,59 +145,28 @@ func (b *bridge) serve(ctx context.Context, t mcp.Transport) error {
 // issuer (the current agent where it is one of them, else the most
 // recently saved), restricted to the --url providers when any are given.
 func (b *bridge) connections() ([]client.Connection, error) {
-	cdir := filepath.Join(b.dir, "connections")
-	entries, err := os.ReadDir(cdir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	saved, err := loadConnections(b.dir)
 	if err != nil {
 		return nil, err
 	}
-	current := ""
-	if raw, err := os.ReadFile(filepath.Join(b.dir, "current")); err == nil {
-		current = strings.TrimSpace(string(raw))
+	current, err := currentAgent(b.dir)
+	if err != nil {
+		return nil, err
 	}
-	type found struct {
-		conn client.Connection
-		mod  time.Time
-	}
-	byIssuer := map[string]found{}
-	var order []string
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+	// saved runs from the oldest to the most recent.
+	byIssuer := map[string]client.Connection{}
+	for _, conn := range saved {
+		if !b.wanted(conn.Connection) {
 			continue
 		}
-		raw, err := os.ReadFile(filepath.Join(cdir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		var conn client.Connection
-		if err := json.Unmarshal(raw, &conn); err != nil {
-			return nil, fmt.Errorf("connection %s: %w", e.Name(), err)
-		}
-		if !b.wanted(conn) {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		f := found{conn, info.ModTime()}
 		key := strings.TrimRight(conn.Issuer, "/")
-		prev, ok := byIssuer[key]
-		switch {
-		case !ok:
-			order = append(order, key)
-			byIssuer[key] = f
-		case prev.conn.AgentID == current:
-		case conn.AgentID == current || f.mod.After(prev.mod):
-			byIssuer[key] = f
+		if prev, ok := byIssuer[key]; !ok || prev.AgentID != current {
+			byIssuer[key] = conn.Connection
 		}
 	}
-	slices.Sort(order)
-	conns := make([]client.Connection, 0, len(order))
-	for _, k := range order {
-		conns = append(conns, byIssuer[k].conn)
+	conns := make([]client.Connection, 0, len(byIssuer))
+	for _, k := range slices.Sorted(maps.Keys(byIssuer)) {
+		conns = append(conns, byIssuer[k])
 	}
 	return conns, nil
 }

@@ -30,13 +30,7 @@ func readmeTransferSteps(t *testing.T) []readmeStep {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, text, ok := strings.Cut(string(src), "\n"+readmeTransfersSection+"\n")
-	if !ok {
-		t.Fatalf("the README has no section %q", readmeTransfersSection)
-	}
-	if i := strings.Index(text, "\n## "); i >= 0 {
-		text = text[:i]
-	}
+	text := readmeSubsection(t, string(src), readmeTransfersSection)
 	var steps []readmeStep
 	for _, block := range strings.Split(text, "```")[1:] {
 		switch {
@@ -62,6 +56,22 @@ func readmeTransferSteps(t *testing.T) []readmeStep {
 		t.Fatalf("the README's transfers have %d commands, want connect, preview and two executes", len(steps))
 	}
 	return steps
+}
+
+// readmeSubsection returns the text of the README's section under
+// heading, up to the next heading of its level or above.
+func readmeSubsection(t *testing.T, readme, heading string) string {
+	t.Helper()
+	_, text, ok := strings.Cut(readme, "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("the README has no section %q", heading)
+	}
+	for _, next := range []string{"\n## ", "\n### "} {
+		if i := strings.Index(text, next); i >= 0 {
+			text = text[:i]
+		}
+	}
+	return text
 }
 
 // TestReadmeTransfers runs the root README's transfers walk-through
