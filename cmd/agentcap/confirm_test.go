@@ -117,7 +117,7 @@ func TestPreviewAndConfirmation(t *testing.T) {
 		{"no terminal", "", nil, 1, "",
 			[]string{"send needs a confirmation.", `"would_send": 6`, "standard input is not a terminal", "--yes"}, false},
 		{"no terminal, json", "", []string{"--json"}, 1, "",
-			[]string{`"error":"confirmation_required"`, `"preview":{"would_send":6}`, `"confirmation":{"token":"cfm_`, "--yes"}, false},
+			[]string{`"error":"confirmation_required"`, `"preview":{"would_send":6}`, `"confirmation":{"`, `"token":"cfm_`, "--yes"}, false},
 		{"declined", "n\n", nil, 1, "",
 			[]string{`"would_send": 6`, "Confirm this call of send? [y/N]", "not confirmed: nothing was done"}, false},
 		{"no answer", "\n", nil, 1, "", []string{"not confirmed"}, false},

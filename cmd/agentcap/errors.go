@@ -21,6 +21,7 @@ import (
 func (c *cli) printError(err error) {
 	var e *client.Error
 	var cr *client.ConfirmationRequired
+	var he hintedError
 	isConfirmation := errors.As(err, &cr)
 	if c.json {
 		out := map[string]any{"error": err.Error()}
@@ -35,27 +36,20 @@ func (c *cli) printError(err error) {
 			}
 		}
 		if isConfirmation {
+			// The preview and the confirmation are members of the
+			// envelope.
 			out["capability"] = cr.Capability
-			out["preview"] = cr.Preview
-			out["confirmation"] = cr.Confirmation
 		}
-		if e != nil {
-			for name, v := range extraMembers(e) {
-				// The names the command sets itself keep its values.
-				if _, taken := out[name]; !taken {
-					out[name] = v
-				}
-			}
-		}
-		var he hintedError
 		if errors.As(err, &he) {
 			out["hint"] = he.hint
+		}
+		if e != nil {
+			addMembers(out, extraMembers(e))
 		}
 		_ = json.NewEncoder(c.stderr).Encode(out)
 		return
 	}
 	defer func() {
-		var he hintedError
 		if errors.As(err, &he) {
 			fmt.Fprintf(c.stderr, "%s\n", he.hint)
 		}
@@ -80,8 +74,8 @@ func (c *cli) printError(err error) {
 }
 
 // extraMembers returns the members of e's error object beyond those
-// client.Error holds in its fields: the code ("error" or "code", when a
-// string), the message and the constraint violations.
+// client.Error holds in its fields: the code ("error" or "code"), the
+// message and the constraint violations.
 func extraMembers(e *client.Error) map[string]json.RawMessage {
 	var members map[string]json.RawMessage
 	if json.Unmarshal(e.Body, &members) != nil {
@@ -90,8 +84,12 @@ func extraMembers(e *client.Error) map[string]json.RawMessage {
 	for name, v := range members {
 		var s string
 		switch name {
-		case "error", "code", "message":
-			if json.Unmarshal(v, &s) == nil {
+		case "error", "code":
+			if json.Unmarshal(v, &s) == nil && s == e.Code {
+				delete(members, name)
+			}
+		case "message":
+			if json.Unmarshal(v, &s) == nil && s == e.Message {
 				delete(members, name)
 			}
 		case "violations":
@@ -101,6 +99,22 @@ func extraMembers(e *client.Error) map[string]json.RawMessage {
 		}
 	}
 	return members
+}
+
+// addMembers adds envelope members to a JSON error object. A member whose
+// name the object uses already (a "status" of the envelope's own, say)
+// is added as "envelope_NAME", so that it is not lost.
+func addMembers(out map[string]any, members map[string]json.RawMessage) {
+	for name, v := range members {
+		key := name
+		for {
+			if _, taken := out[key]; !taken {
+				break
+			}
+			key = "envelope_" + key
+		}
+		out[key] = v
+	}
 }
 
 // describeMember renders one envelope member as indented lines: the
@@ -131,7 +145,25 @@ func describeMember(name string, v json.RawMessage) string {
 		compact.Reset()
 		compact.Write(v)
 	}
-	fmt.Fprintf(&b, "  %s: %s\n", oneLine(name), compact.Bytes())
+	fmt.Fprintf(&b, "  %s: %s\n", oneLine(name), escapeControls(compact.String()))
+	return b.String()
+}
+
+// isControl reports the characters a terminal may act on: C0 (but for
+// the newline, which the caller handles), DEL and C1.
+func isControl(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }
+
+// escapeControls writes the control characters JSON strings may hold
+// as they are (DEL, C1) as \u escapes, which JSON reads alike.
+func escapeControls(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
 	return b.String()
 }
 
@@ -155,7 +187,7 @@ func fieldErrors(v json.RawMessage) ([][2]string, bool) {
 // could break the layout or move the terminal's cursor, become spaces.
 func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		if isControl(r) {
 			return ' '
 		}
 		return r

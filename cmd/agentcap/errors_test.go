@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -110,16 +111,17 @@ func TestErrorMembers(t *testing.T) {
 		body string
 		want string // the lines printed after the error
 	}{
-		{"field errors", `{"error":"invalid_request","message":"m","errors":[{"path":"/a","message":"too big"},{"path":"","message":"not an object"}]}`,
+		{"field errors", `{"error":"c","message":"m","errors":[{"path":"/a","message":"too big"},{"path":"","message":"not an object"}]}`,
 			"  /a: too big\n  (the arguments): not an object\n"},
-		{"field errors with more in them", `{"error":"invalid_request","message":"m","errors":[{"path":"/a","message":"x","keyword":"max"}]}`,
+		{"field errors with more in them", `{"error":"c","message":"m","errors":[{"path":"/a","message":"x","keyword":"max"}]}`,
 			"  errors: [{\"path\":\"/a\",\"message\":\"x\",\"keyword\":\"max\"}]\n"},
-		{"members in name order", `{"error":"capability_not_granted","message":"m","missing_constraints":["to"],"hint":"ask\nagain","retry_after":2}`,
+		{"members in name order", `{"error":"c","message":"m","missing_constraints":["to"],"hint":"ask\nagain","retry_after":2}`,
 			"  hint: ask again\n  missing_constraints: [\"to\"]\n  retry_after: 2\n"},
-		{"violations of another shape", `{"error":"constraint_violated","message":"m","violations":"a"}`,
+		{"violations of another shape", `{"error":"c","message":"m","violations":"a"}`,
 			"  violations: a\n"},
 		{"an error object that is not a code", `{"error":{"reason":"x"},"code":"c","message":"m"}`,
 			"  error: {\"reason\":\"x\"}\n"},
+		{"a code and a message of their own", `{"error":"other","message":"more"}`, "  error: other\n  message: more\n"},
 		{"not an object", `oops`, ""},
 	}
 	for _, tt := range tests {
@@ -134,4 +136,66 @@ func TestErrorMembers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzErrorMembers prints error envelopes of any shape: every line after
+// the error is indented and holds no character a terminal acts on, and
+// with --json every member of the envelope is in the one JSON object
+// printed.
+func FuzzErrorMembers(f *testing.F) {
+	f.Add([]byte(`{"error":"invalid_request","message":"m","errors":[{"path":"/a","message":"bad\u001b[2J"}]}`))
+	f.Add([]byte(`{"error":"capability_not_granted","message":"m","missing_constraints":["to"],"x\u0085y":"\u009b31m"}`))
+	f.Add([]byte(`{"error":{"code":1},"code":"c","violations":"v","errors":[1],"retry_after":2}`))
+	f.Add([]byte(`[1,2]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		e := &client.Error{Status: 400, Code: "c", Message: "m", Body: body}
+		var text strings.Builder
+		(&cli{stderr: &text}).printError(e)
+		rest, ok := strings.CutPrefix(text.String(), "agentcap: "+e.Error()+"\n")
+		if !ok {
+			t.Fatalf("the error is not first:\n%s", text.String())
+		}
+		for line := range strings.Lines(rest) {
+			if !strings.HasPrefix(line, "  ") || !strings.HasSuffix(line, "\n") {
+				t.Fatalf("line %q is not indented", line)
+			}
+			for _, r := range strings.TrimSuffix(line, "\n") {
+				if isControl(r) {
+					t.Fatalf("line %q holds the control character %U", line, r)
+				}
+			}
+		}
+		var out strings.Builder
+		(&cli{stderr: &out, json: true}).printError(e)
+		var printed map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(out.String()), &printed); err != nil {
+			t.Fatalf("--json printed %q: %v", out.String(), err)
+		}
+		var members map[string]json.RawMessage
+		if json.Unmarshal(body, &members) != nil {
+			return
+		}
+		for name, v := range members {
+			var s string
+			isString := json.Unmarshal(v, &s) == nil
+			switch {
+			case (name == "error" || name == "code") && isString && s == e.Code:
+			case name == "message" && isString && s == e.Message:
+			case sameMember(printed, name, v) || sameMember(printed, "envelope_"+name, v):
+			default:
+				t.Fatalf("--json lost the member %q of %s:\n%s", name, body, out.String())
+			}
+		}
+	})
+}
+
+// sameMember reports whether the JSON object m has the member name with
+// the value v.
+func sameMember(m map[string]json.RawMessage, name string, v json.RawMessage) bool {
+	got, ok := m[name]
+	if !ok {
+		return false
+	}
+	var a, b any
+	return json.Unmarshal(got, &a) == nil && json.Unmarshal(v, &b) == nil && reflect.DeepEqual(a, b)
 }

@@ -342,16 +342,15 @@ func envelope(err error) string {
 		if err.Error() != ce.Error() {
 			env["detail"] = err.Error()
 		}
-		for name, v := range extraMembers(ce) {
-			// A confirmation token stays in the bridge: the user's
-			// answer confirms a call, never the model.
-			if _, taken := env[name]; !taken && name != "confirmation" {
-				env[name] = v
-			}
-		}
+		extra := extraMembers(ce)
+		// A confirmation token stays in the bridge: the user's answer
+		// confirms a call, never the model.
+		delete(extra, "confirmation")
+		addMembers(env, extra)
 	}
 	var cr *client.ConfirmationRequired
 	if errors.As(err, &cr) && cr.Preview != nil {
+		// The envelope's preview, as the client read it.
 		env["preview"] = cr.Preview
 	}
 	var de declinedError
