@@ -270,7 +270,11 @@ func (c *cli) grantHint(ctx context.Context, a *client.Agent, capability string,
 	if len(holders) > 1 {
 		verb = "do"
 	}
-	fmt.Fprintf(&b, "; %s %s.\nRun 'agentcap use %s' to make it the current agent, or add --agent %s to the command.",
+	instead := "add --agent %s to the command"
+	if c.agentID != "" {
+		instead = "run the command with --agent %s instead"
+	}
+	fmt.Fprintf(&b, "; %s %s.\nRun 'agentcap use %s' to make it the current agent, or "+instead+".",
 		strings.Join(names, " and "), verb, holders[0].AgentID, holders[0].AgentID)
 	return hintedError{err, b.String()}
 }

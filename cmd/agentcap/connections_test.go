@@ -61,6 +61,8 @@ func TestSeveralAgents(t *testing.T) {
 		{"the current agent runs what it holds", append([]string{"execute", "echo", lo, "--json"}, hi...), 0, []string{`{"message":"Hi"}`}, nil, nil},
 		{"use by name", []string{"use", "writer", "--json"}, 0, []string{`"agent_id": "agt_b",`, `"current": true`}, nil, nil},
 		{"--agent by name", append([]string{"execute", "echo", lo, "--agent", "reader", "--json"}, hi...), 0, []string{`{"message":"Hi"}`}, nil, nil},
+		{"--agent of one that does not hold it", append([]string{"execute", "echo", lo, "--agent", "writer"}, hi...), 1,
+			nil, []string{"Run 'agentcap use agt_a' to make it the current agent, or run the command with --agent agt_a instead."}, nil},
 		{"use of nobody", []string{"use", "nobody"}, 1, nil, []string{`no saved agent has the id or name "nobody": 'agentcap connections' lists them`}, nil},
 		{"nobody holds it", append([]string{"execute", "whisper", lo, "--agent", "reader"}, hi...), 1,
 			nil, []string{"Agent agt_a (reader) holds no grant for whisper, nor does any other saved agent of this provider.\nAsk for it with 'agentcap request --capability whisper' --agent agt_a (the user approves it as a connection)."}, nil},
