@@ -180,7 +180,11 @@ func (hv *HostVerifier) VerifyHost(ctx context.Context, token string) (*Host, er
 		if tok.Kid == "" {
 			return nil, invalidHostToken(fmt.Errorf("agentauth: host %q uses a JWKS URL and the token has no kid", host.ID))
 		}
-		payload, err := v.keys.get(host.JWKSURL).verify(ctx, token)
+		set, err := v.keys.get(host.JWKSURL)
+		if err != nil {
+			return nil, invalidHostToken(fmt.Errorf("agentauth: host %q: JWKS URL: %w", host.ID, err))
+		}
+		payload, err := set.verify(ctx, token)
 		if err != nil {
 			return nil, invalidHostToken(fmt.Errorf("agentauth: signature of host %q (JWKS): %w", host.ID, err))
 		}

@@ -103,7 +103,8 @@ type VerifierConfig struct {
 
 // Verifier verifies agent JWTs against a Directory and returns their
 // sessions. It is safe for concurrent use. It caches parsed inline keys by
-// their exact JWK bytes, and one remote key set per JWKS URL.
+// their exact JWK bytes, and one remote key set per JWKS URL, all of them
+// within FetchPolicy.CacheBytes.
 type Verifier struct {
 	dir       Directory
 	audiences []string
@@ -314,7 +315,11 @@ func (v *Verifier) verifySignature(ctx context.Context, token string, sc *tokenS
 		if kid != agent.KID {
 			return invalidToken(fmt.Errorf("agentauth: token kid %q is not agent %q's kid %q", kid, agent.ID, agent.KID))
 		}
-		payload, err := v.keys.get(agent.JWKSURL).verify(ctx, token)
+		set, err := v.keys.get(agent.JWKSURL)
+		if err != nil {
+			return invalidToken(fmt.Errorf("agentauth: agent %q: JWKS URL: %w", agent.ID, err))
+		}
+		payload, err := set.verify(ctx, token)
 		if err != nil {
 			return invalidToken(fmt.Errorf("agentauth: signature of agent %q (JWKS): %w", agent.ID, err))
 		}

@@ -1,0 +1,334 @@
+package agentauth
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// ksClock is a settable clock for key set tests.
+type ksClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *ksClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// ksServer serves, on loopback, a JWK Set per path: by default one key,
+// fuzzKey's, with kid "k1", padded with an unused member to pad bytes.
+// It counts the fetches of each path.
+type ksServer struct {
+	srv *httptest.Server
+	pad int
+
+	mu     sync.Mutex
+	bodies map[string][]byte // path -> body, instead of the default
+	header map[string]string // path -> Cache-Control
+	hits   map[string]int
+	total  atomic.Int64
+}
+
+func newKSServer(t testing.TB, pad int) *ksServer {
+	t.Helper()
+	s := &ksServer{pad: pad, bodies: map[string][]byte{}, header: map[string]string{}, hits: map[string]int{}}
+	def := ksJWKS(t, pad, jose.JSONWebKey{Key: fuzzKey.Public(), KeyID: "k1"})
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.total.Add(1)
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		body, ok := s.bodies[r.URL.Path]
+		cc := s.header[r.URL.Path]
+		s.mu.Unlock()
+		if !ok {
+			body = def
+		}
+		if cc != "" {
+			w.Header().Set("Cache-Control", cc)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *ksServer) url(path string) string { return s.srv.URL + path }
+
+func (s *ksServer) set(path string, body []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bodies[path] = body
+}
+
+func (s *ksServer) fetches(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[path]
+}
+
+// ksJWKS is a JWK Set of keys, padded with an extra top-level member to
+// at least pad bytes.
+func ksJWKS(t testing.TB, pad int, keys ...jose.JSONWebKey) []byte {
+	t.Helper()
+	set, err := json.Marshal(jose.JSONWebKeySet{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := pad - len(set); n > 0 {
+		set = append(set[:len(set)-1], []byte(`,"padding":"`+strings.Repeat("x", n)+`"}`)...)
+	}
+	return set
+}
+
+// ksWorld is a Verifier over a directory with one active host and
+// JWKS-keyed agents, at a settable clock.
+type ksWorld struct {
+	v     *Verifier
+	dir   *MemoryDirectory
+	clock *ksClock
+}
+
+const ksAudience = "https://location.example/capability/execute"
+
+func newKSWorld(t testing.TB, policy FetchPolicy) *ksWorld {
+	t.Helper()
+	clock := &ksClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	dir := NewMemoryDirectory()
+	hostKey := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
+	jwk, err := json.Marshal(jose.JSONWebKey{Key: hostKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dir.PutHost(&Host{ID: "hst_1", PublicKey: jwk, Status: StatusActive}); err != nil {
+		t.Fatal(err)
+	}
+	policy.AllowLoopback = true
+	v, err := NewVerifier(VerifierConfig{Directory: dir, Audiences: []string{ksAudience}, KeyFetch: policy, Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ksWorld{v: v, dir: dir, clock: clock}
+}
+
+// agent puts an agent keyed by url with kid "k1" and the status given.
+func (w *ksWorld) agent(t testing.TB, id, url, status string) {
+	t.Helper()
+	if err := w.dir.PutAgent(&Agent{ID: id, HostID: "hst_1", Mode: ModeAutonomous, Status: status, JWKSURL: url, KID: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var ksJTI atomic.Int64
+
+// token is an agent JWT of agent id with kid "k1", signed with fuzzKey
+// (or, when forged, with another key), at the world's clock.
+func (w *ksWorld) token(id string, forged bool) string {
+	now := w.clock.now().Unix()
+	payload := fmt.Sprintf(`{"sub":%q,"aud":%q,"iat":%d,"exp":%d,"jti":"j%d"}`, id, ksAudience, now, now+60, ksJTI.Add(1))
+	flip := uint8(0)
+	if forged {
+		flip = 7
+	}
+	return fuzzToken(`{"alg":"EdDSA","typ":"agent+jwt","kid":"k1"}`, payload, flip)
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestKeySetsMemoryBounded is the unbounded-cache attack on a standalone
+// Verifier: agents keyed by distinct JWKS URLs, each serving a JWK Set
+// of almost FetchPolicy.MaxBytes. Every token verifies, yet what the
+// verifier keeps stays within its CacheBytes: a key set is kept compact
+// (its keys, not the body it came in) and the sets used least recently
+// are dropped past the bound. Before, each URL kept its whole body for
+// the life of the process.
+func TestKeySetsMemoryBounded(t *testing.T) {
+	const (
+		agents   = 24
+		bodySize = DefaultFetchMaxBytes - 1024
+		budget   = 32 << 10
+	)
+	srv := newKSServer(t, bodySize)
+	w := newKSWorld(t, FetchPolicy{CacheBytes: budget})
+	for i := range agents {
+		w.agent(t, fmt.Sprintf("agt_%d", i), srv.url(fmt.Sprintf("/jwks/%d.json", i)), StatusActive)
+	}
+	before := heapInUse()
+	for i := range agents {
+		if _, err := w.v.Session(context.Background(), w.token(fmt.Sprintf("agt_%d", i), false)); err != nil {
+			t.Fatalf("agent %d: %v", i, err)
+		}
+	}
+	grown := int64(heapInUse()) - int64(before)
+	n, charged := w.v.keys.stats()
+	t.Logf("%d key sets of %d kept, charged %d bytes; heap grew by %d bytes", n, agents, charged, grown)
+	if srv.total.Load() != agents {
+		t.Fatalf("%d fetches, want %d", srv.total.Load(), agents)
+	}
+	// One set may pass the bound: the one just fetched is never dropped.
+	if limit := int64(budget + keySetCost(srv.url("/jwks/00.json"), 1024, DefaultFetchMaxKeys)); charged > limit {
+		t.Errorf("key sets charged %d bytes, bound %d", charged, limit)
+	}
+	if n >= agents {
+		t.Errorf("all %d key sets kept under a bound of %d bytes", n, budget)
+	}
+	// The bodies alone were 24 MiB; a few MiB of slack absorb what the
+	// HTTP connections keep.
+	if grown > 4<<20 {
+		t.Errorf("heap grew by %d bytes after %d key sets", grown, agents)
+	}
+
+	// A set that was dropped is fetched again when needed.
+	if _, err := w.v.Session(context.Background(), w.token("agt_0", false)); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.fetches("/jwks/0.json"); got != 2 {
+		t.Errorf("dropped key set fetched %d times, want 2", got)
+	}
+}
+
+// TestKeySetCost checks that what a cached key set is charged covers
+// what it holds: key sets of the smallest and of the largest shape (one
+// key; MaxKeys keys with the longest kids kept) are filled and used
+// through go-oidc, and the heap they take, per set, is at most their
+// charge.
+func TestKeySetCost(t *testing.T) {
+	long := strings.Repeat("k", maxRemoteKIDBytes-3)
+	for _, n := range []int{1, DefaultFetchMaxKeys} {
+		t.Run(fmt.Sprintf("%d keys", n), func(t *testing.T) {
+			keys := []jose.JSONWebKey{{Key: fuzzKey.Public(), KeyID: "k1"}}
+			for i := 1; i < n; i++ {
+				pub := ed25519.NewKeyFromSeed([]byte(fmt.Sprintf("%032d", i))).Public()
+				keys = append(keys, jose.JSONWebKey{Key: pub, KeyID: fmt.Sprintf("%s%03d", long, i)})
+			}
+			perSet, charged := measureKeySets(t, ksJWKS(t, 0, keys...))
+			t.Logf("a key set of %d keys holds about %d bytes, charged %d", n, perSet, charged)
+			if perSet > charged {
+				t.Errorf("a key set holds about %d bytes, more than the %d it is charged", perSet, charged)
+			}
+		})
+	}
+}
+
+// measureKeySets caches 200 key sets serving body, each used once
+// through go-oidc, and returns the heap each holds and what it is charged.
+func measureKeySets(t *testing.T, body []byte) (perSet, charged int64) {
+	const sets = 200
+	srv := newKSServer(t, 0)
+	urls := make([]string, sets)
+	for i := range urls {
+		path := fmt.Sprintf("/set/%04d", i)
+		srv.set(path, body)
+		urls[i] = srv.url(path)
+	}
+	srv.set("/warm", body)
+	clock := &ksClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	ks := newKeySets(FetchPolicy{AllowLoopback: true, CacheBytes: 1 << 30}, clock.now)
+	token := fuzzToken(`{"alg":"EdDSA","typ":"agent+jwt","kid":"k1"}`, `{"sub":"agt_1"}`, 0)
+	// The first set fills what every set shares (the HTTP client's
+	// connections, go-oidc's package state) before the measure.
+	warm, err := ks.get(srv.url("/warm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := warm.verify(context.Background(), token); err != nil {
+		t.Fatal(err)
+	}
+	before := heapInUse()
+	held := make([]*jwksKeySet, 0, sets)
+	for _, u := range urls {
+		s, err := ks.get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.verify(context.Background(), token); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, s)
+	}
+	perSet = (int64(heapInUse()) - int64(before)) / sets
+	runtime.KeepAlive(held)
+	_, total := ks.stats()
+	return perSet, (total - warm.cost) / sets
+}
+
+// TestKeySetsRefuseURLs: a URL the fetch policy refuses gets no key set,
+// whatever a directory says, so it takes no memory.
+func TestKeySetsRefuseURLs(t *testing.T) {
+	ks := newKeySets(FetchPolicy{}, time.Now)
+	for _, u := range []string{
+		"http://keys.example.com/jwks.json",
+		"https://10.0.0.1/jwks.json",
+		"https://user:pw@keys.example.com/jwks.json",
+		"ftp://keys.example.com/jwks.json",
+		"https://keys.example.com/" + strings.Repeat("a", maxFetchURLBytes),
+	} {
+		if _, err := ks.get(u); err == nil {
+			t.Errorf("get(%.60q) made a key set", u)
+		}
+	}
+	if n, bytes := ks.stats(); n != 0 || bytes != 0 {
+		t.Errorf("%d key sets, %d bytes after refused URLs", n, bytes)
+	}
+}
+
+// FuzzCompactJWKS: compactJWKS accepts exactly the sets validateJWKS
+// accepts; what it keeps is a valid JWK Set of Ed25519 public keys, one
+// per key it returns, in order, which go-jose reads back to the same kid
+// and key, and which compacts to itself.
+func FuzzCompactJWKS(f *testing.F) {
+	f.Add(`{"keys":[` + rfc8037JWK + `]}`)
+	f.Add(`{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"k1","alg":"EdDSA","use":"sig"}],"pad":"x"}`)
+	f.Add(`{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"k1","use":"enc"},{"kty":"RSA","n":"AQAB","e":"AQAB"}]}`)
+	f.Add(`{"keys":[{"kty":"oct","k":"c2VjcmV0"}]}`)
+	f.Add(`{"keys":[{"kty":"OKP","crv":"Ed25519","x":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","kid":1}]}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		compact, keys, err := compactJWKS([]byte(body), DefaultFetchMaxKeys)
+		if (err == nil) != (validateJWKS([]byte(body), DefaultFetchMaxKeys) == nil) {
+			t.Fatalf("compactJWKS error %v disagrees with validateJWKS", err)
+		}
+		if err != nil {
+			return
+		}
+		if err := validateJWKS(compact, DefaultFetchMaxKeys); err != nil {
+			t.Fatalf("compact set %s refused: %v", compact, err)
+		}
+		var set jose.JSONWebKeySet
+		if err := json.Unmarshal(compact, &set); err != nil || len(set.Keys) != len(keys) {
+			t.Fatalf("compact set %s: %v, %d keys for %d", compact, err, len(set.Keys), len(keys))
+		}
+		for i, k := range keys {
+			pub, ok := set.Keys[i].Key.(ed25519.PublicKey)
+			if !ok || !pub.Equal(k.ed.pub) || set.Keys[i].KeyID != k.kid || len(k.kid) > maxRemoteKIDBytes {
+				t.Fatalf("key %d: %+v kept as %+v", i, set.Keys[i], k)
+			}
+			if thumb, err := jwkThumbprint(&set.Keys[i]); err != nil || thumb != k.thumb {
+				t.Fatalf("key %d: thumbprint %q, kept %q", i, thumb, k.thumb)
+			}
+		}
+		again, _, err := compactJWKS(compact, DefaultFetchMaxKeys)
+		if err != nil || string(again) != string(compact) {
+			t.Fatalf("compact set %s compacts to %s, %v", compact, again, err)
+		}
+	})
+}
