@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -247,6 +248,20 @@ func (k *keySets) fetch(rawURL string) ([]byte, []remoteKey, error) {
 	return compact, keys, nil
 }
 
+// cached returns the keys named kid of the key set cached for jwksURL.
+// It never fetches and never makes a set: it is what a token of an agent
+// or host that may not act is checked against (see Verifier.Session), so
+// that such a token costs no fetch and no memory.
+func (k *keySets) cached(jwksURL, kid string) []remoteKey {
+	k.mu.Lock()
+	s := k.sets[jwksURL]
+	k.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.fetcher.cached(kid)
+}
+
 // jwksFetcher is the RoundTripper go-oidc fetches one JWKS URL through.
 // It fetches with keySets.fetch and answers from the last fetch while
 // jwksMinRefresh has not passed.
@@ -254,11 +269,33 @@ type jwksFetcher struct {
 	sets *keySets
 	set  *jwksKeySet
 
+	// last is the result of the last successful fetch, read without mu.
+	last atomic.Pointer[fetchedSet]
+
 	mu      sync.Mutex
 	fetched time.Time
-	body    []byte // compact, of the last successful fetch
-	keys    []remoteKey
 	err     error // of the last fetch, nil when it succeeded
+}
+
+// fetchedSet is what a successful fetch brought.
+type fetchedSet struct {
+	body []byte // compact
+	keys []remoteKey
+}
+
+// cached returns the keys named kid of the last successful fetch.
+func (f *jwksFetcher) cached(kid string) []remoteKey {
+	last := f.last.Load()
+	if last == nil {
+		return nil
+	}
+	var out []remoteKey
+	for _, k := range last.keys {
+		if k.kid == kid {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -274,6 +311,10 @@ func (f *jwksFetcher) RoundTrip(req *http.Request) (*http.Response, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
+	var body []byte
+	if last := f.last.Load(); last != nil {
+		body = last.body
+	}
 	return &http.Response{
 		Status:        "200 OK",
 		StatusCode:    http.StatusOK,
@@ -281,8 +322,8 @@ func (f *jwksFetcher) RoundTrip(req *http.Request) (*http.Response, error) {
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        http.Header{"Content-Type": {"application/json"}},
-		Body:          io.NopCloser(bytes.NewReader(f.body)),
-		ContentLength: int64(len(f.body)),
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
 		Request:       req,
 	}, nil
 }
@@ -298,7 +339,7 @@ func (f *jwksFetcher) fetchLocked(now time.Time) {
 	if err != nil {
 		return
 	}
-	f.body, f.keys = body, keys
+	f.last.Store(&fetchedSet{body: body, keys: keys})
 	f.sets.resize(f.set, len(body), len(keys))
 }
 

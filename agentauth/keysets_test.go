@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,9 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcap/agentcap/core"
 )
 
 // ksClock is a settable clock for key set tests.
@@ -331,4 +335,117 @@ func FuzzCompactJWKS(f *testing.F) {
 			t.Fatalf("compact set %s compacts to %s, %v", compact, again, err)
 		}
 	})
+}
+
+// ksOutcome is the HTTP status and code of a refusal, 0 and "" for none.
+func ksOutcome(err error) (int, string) {
+	if err == nil {
+		return 0, ""
+	}
+	var ae *core.AppError
+	if !errors.As(err, &ae) {
+		return -1, err.Error()
+	}
+	return ae.HTTPStatus(), ae.WireCode()
+}
+
+// TestVerifierNoFetchForInactive is the pending-agent attack: agents
+// registered with JWKS URLs of the attacker's choosing and never
+// approved, each named by a token with any signature. No such token makes
+// the verifier fetch, nor keep a key set; neither does a token of an
+// active agent whose host is not active. An agent whose keys were cached
+// while it was active is still told its status when its token verifies
+// against them. Before, each token fetched its agent's URL and kept the
+// set for good, since the signature was checked before the status.
+func TestVerifierNoFetchForInactive(t *testing.T) {
+	srv := newKSServer(t, 0)
+	w := newKSWorld(t, FetchPolicy{})
+	ctx := context.Background()
+	const pending = 140
+	for i := range pending {
+		w.agent(t, fmt.Sprintf("agt_p%d", i), srv.url(fmt.Sprintf("/pending/%d.json", i)), StatusPending)
+	}
+	outcomes := map[string]int{}
+	for i := range pending {
+		for _, forged := range []bool{true, false} {
+			status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token(fmt.Sprintf("agt_p%d", i), forged)); return err }())
+			outcomes[fmt.Sprintf("forged %v: %d %s", forged, status, code)]++
+		}
+	}
+	want := map[string]int{"forged true: 401 invalid_jwt": pending, "forged false: 401 invalid_jwt": pending}
+	if diff := cmp.Diff(want, outcomes); diff != "" {
+		t.Errorf("tokens of pending agents (-want +got):\n%s", diff)
+	}
+	if got := srv.total.Load(); got != 0 {
+		t.Errorf("tokens of pending agents made %d fetches", got)
+	}
+	if n, bytes := w.v.keys.stats(); n != 0 {
+		t.Errorf("tokens of pending agents left %d key sets (%d bytes)", n, bytes)
+	}
+
+	// An active agent under a host that is not active: no fetch either.
+	if err := w.dir.PutHost(&Host{ID: "hst_2", JWKSURL: srv.url("/host2.json"), Status: StatusPending}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.dir.PutAgent(&Agent{ID: "agt_h2", HostID: "hst_2", Mode: ModeAutonomous, Status: StatusActive, JWKSURL: srv.url("/h2agent.json"), KID: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	if status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token("agt_h2", false)); return err }()); status != 401 || code != CodeInvalidJWT {
+		t.Errorf("agent of a pending host: %d %s", status, code)
+	}
+	if got := srv.total.Load(); got != 0 {
+		t.Errorf("the token of an agent of a pending host made %d fetches", got)
+	}
+
+	// Keys cached while the agent was active still tell it its status,
+	// and still refuse a forged token, without a fetch.
+	w.agent(t, "agt_a", srv.url("/active.json"), StatusActive)
+	if _, err := w.v.Session(ctx, w.token("agt_a", false)); err != nil {
+		t.Fatal(err)
+	}
+	w.agent(t, "agt_a", srv.url("/active.json"), StatusRevoked)
+	if status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token("agt_a", false)); return err }()); status != 403 || code != CodeAgentRevoked {
+		t.Errorf("revoked agent with cached keys: %d %s", status, code)
+	}
+	if status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token("agt_a", true)); return err }()); status != 401 || code != CodeInvalidJWT {
+		t.Errorf("forged token of a revoked agent: %d %s", status, code)
+	}
+	if got := srv.fetches("/active.json"); got != 1 {
+		t.Errorf("the active agent's URL was fetched %d times, want 1", got)
+	}
+}
+
+// TestHostVerifierNoFetchForRevoked: the JWKS of a revoked or rejected
+// host is never fetched, whatever its tokens; a pending host, which
+// VerifyHost admits, still is.
+func TestHostVerifierNoFetchForRevoked(t *testing.T) {
+	srv := newKSServer(t, 0)
+	clock := &ksClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	dir := NewMemoryDirectory()
+	for _, h := range []struct{ id, status string }{{"hst_r", StatusRevoked}, {"hst_x", StatusRejected}, {"hst_p", StatusPending}} {
+		if err := dir.PutHost(&Host{ID: h.id, JWKSURL: srv.url("/" + h.id), Status: h.status}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hv, err := NewHostVerifier(HostVerifierConfig{Directory: dir, Audiences: []string{ksAudience}, KeyFetch: FetchPolicy{AllowLoopback: true}, Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(iss string) string {
+		now := clock.now().Unix()
+		payload := fmt.Sprintf(`{"iss":%q,"aud":%q,"iat":%d,"exp":%d,"jti":"j%d"}`, iss, ksAudience, now, now+60, ksJTI.Add(1))
+		return fuzzToken(`{"alg":"EdDSA","typ":"host+jwt","kid":"k1"}`, payload, 0)
+	}
+	for _, id := range []string{"hst_r", "hst_x"} {
+		if status, code := ksOutcome(func() error { _, err := hv.VerifyHost(context.Background(), token(id)); return err }()); status != 401 || code != CodeInvalidJWT {
+			t.Errorf("%s: %d %s", id, status, code)
+		}
+	}
+	if got := srv.total.Load(); got != 0 {
+		t.Errorf("tokens of revoked and rejected hosts made %d fetches", got)
+	}
+	h, err := hv.VerifyHost(context.Background(), token("hst_p"))
+	if err != nil || h.ID != "hst_p" || srv.fetches("/hst_p") != 1 {
+		t.Errorf("pending host: %v, %v, %d fetches", h, err, srv.fetches("/hst_p"))
+	}
 }
