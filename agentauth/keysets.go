@@ -16,7 +16,13 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/agentcap/agentcap/agentauth/internal/remotekeys"
 )
+
+func init() {
+	remotekeys.Of = func(v any) remotekeys.Cache { return v.(*Verifier).keys }
+}
 
 // jwksMinRefresh is the shortest interval between two fetches of one JWKS
 // URL. go-oidc refetches whenever a signature fails against its cached
@@ -161,6 +167,11 @@ func (k *keySets) get(jwksURL string) (*jwksKeySet, error) {
 	k.bytes += s.cost
 	k.evictLocked(s)
 	return s, nil
+}
+
+// CheckURL implements remotekeys.Cache.
+func (k *keySets) CheckURL(jwksURL string) error {
+	return k.policy.checkRawURL(jwksURL)
 }
 
 // keySetCost is what a key set of url holding a compact body of

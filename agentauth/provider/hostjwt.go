@@ -225,6 +225,9 @@ func (p *Provider) resolveHost(ctx context.Context, tok *hostToken, access hostA
 		}
 		return nil, key, nil
 	case tok.hostJWKSURL != "":
+		if err := p.keys.CheckURL(tok.hostJWKSURL); err != nil {
+			return nil, nil, badRequest("host_jwks_url cannot be fetched: " + err.Error())
+		}
 		key, err := p.jwksKey(ctx, tok.hostJWKSURL, tok)
 		if err != nil {
 			return nil, nil, err
