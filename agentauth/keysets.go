@@ -174,6 +174,24 @@ func (k *keySets) CheckURL(jwksURL string) error {
 	return k.policy.checkRawURL(jwksURL)
 }
 
+// Key implements remotekeys.Cache.
+func (k *keySets) Key(jwksURL, kid string, beforeFetch func() error) (ed25519.PublicKey, error) {
+	s, err := k.get(jwksURL)
+	if err != nil {
+		return nil, err
+	}
+	return s.fetcher.key(kid, beforeFetch)
+}
+
+// CachedKey implements remotekeys.Cache.
+func (k *keySets) CachedKey(jwksURL, kid string) (ed25519.PublicKey, error) {
+	keys := k.cached(jwksURL, kid)
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("agentauth: no cached key %q of the JWKS, and none is fetched", kid)
+	}
+	return keys[0].ed.pub, nil
+}
+
 // keySetCost is what a key set of url holding a compact body of
 // bodyLen bytes with n keys is charged.
 func keySetCost(url string, bodyLen, n int) int64 {
@@ -307,6 +325,40 @@ func (f *jwksFetcher) cached(kid string) []remoteKey {
 		}
 	}
 	return out
+}
+
+// key returns the first key named kid, fetching the set when it holds
+// none and the refresh floor allows, after beforeFetch agrees.
+func (f *jwksFetcher) key(kid string, beforeFetch func() error) (ed25519.PublicKey, error) {
+	if keys := f.cached(kid); len(keys) > 0 {
+		return keys[0].ed.pub, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// Another caller may have fetched while this one waited for mu.
+	if keys := f.cached(kid); len(keys) > 0 {
+		return keys[0].ed.pub, nil
+	}
+	now := f.sets.now()
+	if !f.dueLocked(now) {
+		if f.err != nil {
+			return nil, f.err
+		}
+		return nil, fmt.Errorf("agentauth: the JWKS has no key %q, and was fetched less than %v ago", kid, jwksMinRefresh)
+	}
+	if beforeFetch != nil {
+		if err := beforeFetch(); err != nil {
+			return nil, err
+		}
+	}
+	f.fetchLocked(now)
+	if f.err != nil {
+		return nil, f.err
+	}
+	if keys := f.cached(kid); len(keys) > 0 {
+		return keys[0].ed.pub, nil
+	}
+	return nil, fmt.Errorf("agentauth: the JWKS has no key %q", kid)
 }
 
 // RoundTrip implements http.RoundTripper.

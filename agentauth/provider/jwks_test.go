@@ -1,13 +1,89 @@
 package provider_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/provider"
 )
+
+// jwksServer serves JWK Sets on loopback, by path, and counts fetches.
+type jwksServer struct {
+	srv *httptest.Server
+
+	mu   sync.Mutex
+	sets map[string][]byte
+	hits map[string]int
+	all  int
+}
+
+func newJWKSServer(t testing.TB) *jwksServer {
+	t.Helper()
+	s := &jwksServer{sets: map[string][]byte{}, hits: map[string]int{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		s.all++
+		body, ok := s.sets[r.URL.Path]
+		s.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// publish serves the keys of ks, by kid, at path, and returns its URL.
+func (s *jwksServer) publish(t testing.TB, path string, ks map[string]*key) string {
+	t.Helper()
+	var set jose.JSONWebKeySet
+	for kid, k := range ks {
+		set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.pub(), KeyID: kid})
+	}
+	body, err := json.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sets[path] = body
+	return s.srv.URL + path
+}
+
+func (s *jwksServer) fetches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.all
+}
+
+// newJWKSEnv is an env whose provider may fetch JWKS from loopback.
+func newJWKSEnv(t testing.TB, mods ...func(*provider.Config)) (*env, *jwksServer) {
+	t.Helper()
+	mods = append([]func(*provider.Config){func(c *provider.Config) { c.KeyFetch.AllowLoopback = true }}, mods...)
+	return newEnv(t, mods...), newJWKSServer(t)
+}
+
+// jwksHost makes a host JWT claim a JWKS host: its key is the one
+// named kid at url.
+func jwksHost(kid, url string) func(hdr, claims map[string]any) {
+	return func(hdr, c map[string]any) {
+		hdr["kid"] = kid
+		delete(c, "host_public_key")
+		c["host_jwks_url"] = url
+	}
+}
 
 // TestRegisterChecksJWKSURLs: the JWKS URLs of a registration are checked
 // against the fetch policy before anything is stored or fetched: https
@@ -90,5 +166,63 @@ func TestPendingAgentsCapped(t *testing.T) {
 	// Another host has its own bound.
 	if r := e.register(newKey(t), newKey(t), nil); r.status != http.StatusOK {
 		t.Errorf("another host: %d %s", r.status, r.raw)
+	}
+}
+
+// TestForgedHostJWTsShareTheKeyCache: host JWTs of a JWKS host, forged
+// (the iss, the key's thumbprint, is public), are checked against the
+// verifier's cached key set, so that they cannot make the provider fetch
+// the host's URL more than once per refresh floor, whatever their kid; a
+// revoked host's URL is not fetched at all. Before, every host JWT of a
+// JWKS host fetched its URL, with no cache and no floor, before its
+// signature was checked.
+func TestForgedHostJWTsShareTheKeyCache(t *testing.T) {
+	e, keys := newJWKSEnv(t)
+	h, forger := newKey(t), newKey(t)
+	url := keys.publish(t, "/host.json", map[string]*key{"hk1": h})
+	r := e.do(http.MethodPost, provider.PathRegister, e.hostToken(h, newKey(t), jwksHost("hk1", url)), map[string]any{"name": "x"})
+	if r.status != http.StatusOK {
+		t.Fatalf("registration of a JWKS host: %d %s", r.status, r.raw)
+	}
+	status := provider.PathStatus + "?agent_id=" + r.str("agent_id")
+	if got := keys.fetches(); got != 1 {
+		t.Fatalf("registration fetched %d times, want 1", got)
+	}
+	forged := func(kid string) string {
+		return forger.sign(map[string]any{"alg": "EdDSA", "typ": "host+jwt", "kid": kid}, map[string]any{
+			"iss": h.thumbprint(), "aud": e.url, "iat": e.clock.Now().Unix(), "exp": e.clock.Now().Unix() + 60, "jti": nextJTI(),
+		})
+	}
+	for i := range 50 {
+		for _, kid := range []string{"hk1", "other" + nextJTI()} {
+			if r := e.do(http.MethodGet, status, forged(kid), nil); r.status != http.StatusUnauthorized {
+				t.Fatalf("forged host JWT %d (kid %s): %d %s", i, kid, r.status, r.raw)
+			}
+		}
+	}
+	// The forged kids that the set lacks may fetch once: the floor.
+	if got := keys.fetches(); got > 2 {
+		t.Errorf("100 forged host JWTs made %d fetches in all, want at most 2", got)
+	}
+	if r := e.do(http.MethodGet, status, e.hostToken(h, nil, jwksHost("hk1", url)), nil); r.status != http.StatusOK {
+		t.Fatalf("the host's own token: %d %s", r.status, r.raw)
+	}
+
+	// A revoked host's URL is never fetched again.
+	if r := e.do(http.MethodPost, provider.PathRevokeHost, e.hostToken(h, nil, jwksHost("hk1", url)), nil); r.status != http.StatusOK {
+		t.Fatalf("revoke: %d %s", r.status, r.raw)
+	}
+	before := keys.fetches()
+	if r := e.do(http.MethodGet, status, e.hostToken(h, nil, jwksHost("hk1", url)), nil); r.status != http.StatusForbidden || r.str("error") != agentauth.CodeHostRevoked {
+		t.Errorf("the revoked host's own token: %d %s", r.status, r.raw)
+	}
+	e.clock.Advance(time.Hour)
+	for range 10 {
+		if r := e.do(http.MethodGet, status, forged("other"+nextJTI()), nil); r.status != http.StatusUnauthorized {
+			t.Fatalf("forged token of a revoked host: %d %s", r.status, r.raw)
+		}
+	}
+	if got := keys.fetches(); got != before {
+		t.Errorf("tokens of a revoked host made %d fetches", got-before)
 	}
 }

@@ -246,7 +246,6 @@ type Provider struct {
 	verifier        *agentauth.Verifier
 	keys            remotekeys.Cache // the verifier's remote key sets
 	endpoints       []string
-	keyClient       *http.Client
 	discovery       *agentauth.DiscoveryEndpoint
 	challenge       string
 	now             func() time.Time
@@ -409,7 +408,6 @@ func New(cfg Config) (*Provider, error) {
 		return nil, fmt.Errorf("provider: %w", err)
 	}
 	p.keys = remotekeys.Of(p.verifier)
-	p.keyClient = agentauth.NewSafeHTTPClient(cfg.KeyFetch)
 	methods := p.methods()
 	ep := agentauth.LocationEndpoints("/")
 	ep.Register = PathRegister

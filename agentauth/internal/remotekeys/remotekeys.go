@@ -7,6 +7,8 @@
 // fetched.
 package remotekeys
 
+import "crypto/ed25519"
+
 // Cache is the remote key set cache of a Verifier.
 type Cache interface {
 	// CheckURL returns why url may not be fetched under the verifier's
@@ -14,6 +16,16 @@ type Cache interface {
 	// not public, a length over 2048 bytes), or nil. Addresses a host
 	// name resolves to are checked when it is fetched.
 	CheckURL(url string) error
+	// Key returns the Ed25519 public key named kid in the key set of
+	// url. A set that is not cached, or that holds no such key, is
+	// fetched if the refresh floor allows: beforeFetch, when not nil,
+	// is called right before the fetch, and its error is returned
+	// instead of fetching. A fetch cannot be cancelled by one caller,
+	// since its result is shared.
+	Key(url, kid string, beforeFetch func() error) (ed25519.PublicKey, error)
+	// CachedKey is Key that never fetches and never makes a set, for a
+	// signer whose token can only be refused: a host that may not act.
+	CachedKey(url, kid string) (ed25519.PublicKey, error)
 }
 
 // Of returns the Cache of verifier, an *agentauth.Verifier. Package
