@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/agentcap/agentcap/agentauth/internal/remotekeys"
+	"github.com/agentcap/agentcap/agentauth/internal/ttlmap"
 )
 
 func init() {
@@ -35,6 +37,19 @@ const jwksMinRefresh = 10 * time.Second
 // so the bound is what keeps that memory bounded too; a fetch beyond it
 // waits for a turn within its timeout.
 const maxJWKSFetches = 4
+
+// jwksFailureMemory is how long a failed fetch of a URL is remembered:
+// until then the URL is not fetched again, by any key set, even one made
+// anew after the set that failed was dropped. A URL that fails is what an
+// attacker names to hold this server's fetches (up to the timeout each),
+// and a registration may name a new one each time.
+const jwksFailureMemory = time.Minute
+
+// maxJWKSFailures bounds the failed URLs remembered (by a 64-bit hash, in
+// about 100 bytes each). When as many failed within jwksFailureMemory, a
+// further failure is not remembered; the floor of its own key set and the
+// provider's fetch budgets still hold.
+const maxJWKSFailures = 4096
 
 // maxRemoteKIDBytes bounds the kid of a key kept from a fetched set.
 // Real kids are thumbprints or short names; a longer one is dropped with
@@ -121,6 +136,10 @@ type keySets struct {
 	safe   *http.Client
 	now    func() time.Time
 	slots  chan struct{} // one per fetch under way, at most maxJWKSFetches
+	// failed maps the hash of a URL whose last fetch failed to when it
+	// may be fetched again.
+	failed *ttlmap.Map[uint64]
+	seed   maphash.Seed
 
 	mu    sync.Mutex
 	sets  map[string]*jwksKeySet
@@ -130,13 +149,35 @@ type keySets struct {
 
 func newKeySets(p FetchPolicy, now func() time.Time) *keySets {
 	p = p.withDefaults()
+	failed := ttlmap.New(ttlmap.Config[uint64]{Max: maxJWKSFailures, Hash: func(h uint64) uint64 { return h }})
+	failed.SetClock(now)
 	return &keySets{
 		policy: p,
 		safe:   NewSafeHTTPClient(p),
 		now:    now,
 		slots:  make(chan struct{}, maxJWKSFetches),
+		failed: failed,
+		seed:   maphash.MakeSeed(),
 		sets:   make(map[string]*jwksKeySet),
 	}
+}
+
+// failedRecently reports whether a fetch of jwksURL failed less than
+// jwksFailureMemory ago.
+func (k *keySets) failedRecently(jwksURL string) bool {
+	recent := false
+	k.failed.Update(maphash.String(k.seed, jwksURL), func(now, until int64) int64 {
+		recent = until > now
+		return until
+	})
+	return recent
+}
+
+// rememberFailure records that a fetch of jwksURL failed.
+func (k *keySets) rememberFailure(jwksURL string) {
+	k.failed.Update(maphash.String(k.seed, jwksURL), func(now, _ int64) int64 {
+		return now + int64(jwksFailureMemory)
+	})
 }
 
 // get returns the key set of jwksURL, making it if needed. A URL the
@@ -346,12 +387,9 @@ func (f *jwksFetcher) key(kid string, beforeFetch func() error) (ed25519.PublicK
 		}
 		return nil, fmt.Errorf("agentauth: the JWKS has no key %q, and was fetched less than %v ago", kid, jwksMinRefresh)
 	}
-	if beforeFetch != nil {
-		if err := beforeFetch(); err != nil {
-			return nil, err
-		}
+	if err := f.fetchLocked(now, beforeFetch); err != nil {
+		return nil, err
 	}
-	f.fetchLocked(now)
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -369,7 +407,7 @@ func (f *jwksFetcher) RoundTrip(req *http.Request) (*http.Response, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if now := f.sets.now(); f.dueLocked(now) {
-		f.fetchLocked(now)
+		_ = f.fetchLocked(now, nil) // without beforeFetch, only f.err can fail
 	}
 	if f.err != nil {
 		return nil, f.err
@@ -392,18 +430,33 @@ func (f *jwksFetcher) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // fetchLocked fetches the URL with f.mu held, so that concurrent callers
-// wait for its result rather than fetch again. A failed fetch keeps the
-// keys of the last successful one: go-oidc keeps its own copy of them
-// too.
-func (f *jwksFetcher) fetchLocked(now time.Time) {
+// wait for its result rather than fetch again. A URL whose fetch failed
+// recently is not fetched (see jwksFailureMemory); otherwise beforeFetch,
+// when not nil, decides first, and its refusal is returned and changes
+// nothing. A failed fetch keeps the keys of the last successful one:
+// go-oidc keeps its own copy of them too.
+func (f *jwksFetcher) fetchLocked(now time.Time, beforeFetch func() error) error {
+	url := f.set.url
+	if f.sets.failedRecently(url) {
+		f.fetched = now
+		f.err = fmt.Errorf("agentauth: fetch JWKS: a fetch of the URL failed less than %v ago", jwksFailureMemory)
+		return nil
+	}
+	if beforeFetch != nil {
+		if err := beforeFetch(); err != nil {
+			return err
+		}
+	}
 	f.fetched = now
-	body, keys, err := f.sets.fetch(f.set.url)
+	body, keys, err := f.sets.fetch(url)
 	f.err = err
 	if err != nil {
-		return
+		f.sets.rememberFailure(url)
+		return nil
 	}
 	f.last.Store(&fetchedSet{body: body, keys: keys})
 	f.sets.resize(f.set, len(body), len(keys))
+	return nil
 }
 
 // due reports whether the next round trip would fetch the URL again

@@ -33,6 +33,12 @@ func (c *ksClock) now() time.Time {
 	return c.t
 }
 
+func (c *ksClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
 // ksServer serves, on loopback, a JWK Set per path: by default one key,
 // fuzzKey's, with kid "k1", padded with an unused member to pad bytes.
 // It counts the fetches of each path.
@@ -447,5 +453,68 @@ func TestHostVerifierNoFetchForRevoked(t *testing.T) {
 	h, err := hv.VerifyHost(context.Background(), token("hst_p"))
 	if err != nil || h.ID != "hst_p" || srv.fetches("/hst_p") != 1 {
 		t.Errorf("pending host: %v, %v, %d fetches", h, err, srv.fetches("/hst_p"))
+	}
+}
+
+// TestKeySetsRememberFailures: a URL whose fetch failed is not fetched
+// again for jwksFailureMemory, by any key set, past the refresh floor
+// and after its set was dropped; a remembered failure is not charged to
+// beforeFetch; a refusal of beforeFetch fetches nothing and is not
+// remembered.
+func TestKeySetsRememberFailures(t *testing.T) {
+	srv := newKSServer(t, 0)
+	srv.set("/fail", []byte("<html>"))
+	clock := &ksClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	// A bound of a byte keeps only the set last used.
+	ks := newKeySets(FetchPolicy{AllowLoopback: true, CacheBytes: 1}, clock.now)
+	charged := 0
+	budget := func() error { charged++; return nil }
+	fail := srv.url("/fail")
+	attempt := func(when string) {
+		t.Helper()
+		if _, err := ks.Key(fail, "k1", budget); err == nil {
+			t.Fatalf("%s: a key from a failing URL", when)
+		}
+	}
+	attempt("first")
+	clock.add(jwksMinRefresh + time.Second)
+	attempt("past the floor")
+	if _, err := ks.Key(srv.url("/other"), "k1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := ks.stats(); n != 1 {
+		t.Fatalf("%d key sets kept under a bound of one byte", n)
+	}
+	attempt("with a new key set")
+	if got := srv.fetches("/fail"); got != 1 || charged != 1 {
+		t.Errorf("within a minute of a failure: %d fetches, %d charged; want 1, 1", got, charged)
+	}
+	clock.add(jwksFailureMemory)
+	attempt("a minute later")
+	if got := srv.fetches("/fail"); got != 2 || charged != 2 {
+		t.Errorf("after a minute: %d fetches, %d charged; want 2, 2", got, charged)
+	}
+
+	// A refused budget fetches nothing and leaves no failure behind.
+	refusal := errors.New("over budget")
+	if _, err := ks.Key(srv.url("/later"), "k1", func() error { return refusal }); err != refusal {
+		t.Fatalf("refused budget: %v", err)
+	}
+	if _, err := ks.Key(srv.url("/later"), "k1", nil); err != nil || srv.fetches("/later") != 1 {
+		t.Errorf("after a refused budget: %v, %d fetches", err, srv.fetches("/later"))
+	}
+
+	// Agent tokens (through go-oidc) are held to the same memory.
+	w := newKSWorld(t, FetchPolicy{})
+	w.agent(t, "agt_f", srv.url("/fail-agent"), StatusActive)
+	srv.set("/fail-agent", []byte("<html>"))
+	for range 3 {
+		if status, code := ksOutcome(func() error { _, err := w.v.Session(context.Background(), w.token("agt_f", false)); return err }()); status != 401 || code != CodeInvalidJWT {
+			t.Fatalf("token of an agent whose JWKS fails: %d %s", status, code)
+		}
+		w.clock.add(jwksMinRefresh + time.Second)
+	}
+	if got := srv.fetches("/fail-agent"); got != 1 {
+		t.Errorf("3 tokens 11 s apart fetched a failing URL %d times, want 1", got)
 	}
 }

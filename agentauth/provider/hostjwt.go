@@ -124,7 +124,7 @@ func (p *Provider) verifyHost(ctx context.Context, r *http.Request, access hostA
 		return nil, appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostAudience).
 			WithCause(fmt.Errorf("aud %q is not %q", tok.aud, p.issuer))
 	}
-	host, key, err := p.resolveHost(ctx, tok, access)
+	host, key, err := p.resolveHost(ctx, r, tok, access)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,10 @@ func storeDown(err error) error {
 }
 
 // resolveHost finds the host a token names and the key to verify it with.
-func (p *Provider) resolveHost(ctx context.Context, tok *hostToken, access hostAccess) (*store.Host, *publicKey, error) {
+// A new host's host_jwks_url is fetched, if its key set is not cached,
+// only within the key fetch budgets of r's address and of the URL
+// (RateLimits.KeyFetchPerIP, KeyFetchPerURL).
+func (p *Provider) resolveHost(ctx context.Context, r *http.Request, tok *hostToken, access hostAccess) (*store.Host, *publicKey, error) {
 	host, err := p.store.HostByThumbprint(ctx, tok.iss)
 	switch {
 	case err == nil:
@@ -232,7 +235,7 @@ func (p *Provider) resolveHost(ctx context.Context, tok *hostToken, access hostA
 		if err := p.keys.CheckURL(tok.hostJWKSURL); err != nil {
 			return nil, nil, badRequest("host_jwks_url cannot be fetched: " + err.Error())
 		}
-		key, err := p.jwksKey(tok.hostJWKSURL, tok, true, nil)
+		key, err := p.jwksKey(tok.hostJWKSURL, tok, true, func() error { return p.limits.keyFetch(r, tok.hostJWKSURL) })
 		if err != nil {
 			return nil, nil, err
 		}

@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/provider"
@@ -224,5 +226,76 @@ func TestForgedHostJWTsShareTheKeyCache(t *testing.T) {
 	}
 	if got := keys.fetches(); got != before {
 		t.Errorf("tokens of a revoked host made %d fetches", got-before)
+	}
+}
+
+// registerFrom is e.register of a host JWT token, from client address
+// addr (read by the env's RateLimits.ClientIP from X-Test-Client).
+func (e *env) registerFrom(addr, token string) response {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.url+provider.PathRegister, strings.NewReader(`{"name":"x"}`))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Test-Client", addr)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := response{status: resp.StatusCode, header: resp.Header}
+	_ = json.NewDecoder(resp.Body).Decode(&out.body)
+	return out
+}
+
+// TestNewHostKeyFetchBudget: registrations of new JWKS hosts, which
+// fetch host_jwks_url before any signature is checked, are charged a
+// fetch budget per client address and per URL before the fetch (20 and
+// 10 an hour by default); past it they are 429 rate_limited and nothing
+// is fetched. Before, 60 unauthenticated registrations fetched 60 times.
+func TestNewHostKeyFetchBudget(t *testing.T) {
+	e, keys := newJWKSEnv(t, func(c *provider.Config) {
+		c.RateLimits.ClientIP = func(r *http.Request) string { return r.Header.Get("X-Test-Client") }
+	})
+	newHost := func(url, kid string) string {
+		h := newKey(t)
+		return e.hostToken(h, newKey(t), jwksHost(kid, url))
+	}
+	count := func(rs []int) map[int]int {
+		out := map[int]int{}
+		for _, s := range rs {
+			out[s]++
+		}
+		return out
+	}
+
+	// One address, a new URL each time (none serves a key set).
+	var got []int
+	for i := range 60 {
+		got = append(got, e.registerFrom("192.0.2.1", newHost(keys.srv.URL+"/missing/"+strings.Repeat("x", i%7)+nextJTI(), "k1")).status)
+	}
+	if diff := cmp.Diff(map[int]int{401: 20, 429: 40}, count(got)); diff != "" {
+		t.Errorf("60 registrations from one address (-want +got):\n%s", diff)
+	}
+	if n := keys.fetches(); n != 20 {
+		t.Errorf("60 registrations from one address fetched %d times, want 20", n)
+	}
+
+	// One URL, from many addresses, each time past the refresh floor and
+	// with a kid its set lacks, so that each would fetch.
+	url := keys.publish(t, "/shared.json", map[string]*key{"k0": newKey(t)})
+	before := keys.fetches()
+	got = got[:0]
+	for i := range 30 {
+		e.clock.Advance(11 * time.Second)
+		got = append(got, e.registerFrom(fmt.Sprintf("198.51.100.%d", i), newHost(url, "k"+nextJTI())).status)
+	}
+	if diff := cmp.Diff(map[int]int{401: 10, 429: 20}, count(got)); diff != "" {
+		t.Errorf("30 registrations naming one URL (-want +got):\n%s", diff)
+	}
+	if n := keys.fetches() - before; n != 10 {
+		t.Errorf("30 registrations naming one URL fetched it %d times, want 10", n)
 	}
 }
