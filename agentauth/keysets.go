@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth/internal/remotekeys"
 	"github.com/agentcap/agentcap/agentauth/internal/ttlmap"
+	"github.com/agentcap/agentcap/internal/cachecontrol"
 )
 
 func init() {
@@ -31,6 +32,27 @@ func init() {
 // keys, so without this floor every forged token naming a JWKS-keyed agent
 // would make this server fetch from the key owner's URL.
 const jwksMinRefresh = 10 * time.Second
+
+// How long a fetched key set is trusted. A key its owner withdraws from
+// its JWK Set (a compromised key, say) must stop verifying tokens, and
+// nothing else tells a verifier it was withdrawn: a cached set is
+// therefore fetched again, before it is used, once it is older than its
+// max age. That is the response's Cache-Control max-age, bounded by
+// jwksMinRefresh below (no-store, no-cache and max-age=0 included) and
+// jwksMaxAge above; without one, jwksDefaultMaxAge.
+const (
+	jwksDefaultMaxAge = 5 * time.Minute
+	jwksMaxAge        = time.Hour
+)
+
+// keySetMaxAge is the max age of a key set fetched with cacheControl.
+func keySetMaxAge(cacheControl string) time.Duration {
+	age, ok := cachecontrol.MaxAge(cacheControl)
+	if !ok {
+		return jwksDefaultMaxAge
+	}
+	return min(max(age, jwksMinRefresh), jwksMaxAge)
+}
 
 // maxJWKSFetches bounds the fetches one key set cache runs at once. Each
 // may buffer a body of up to FetchPolicy.MaxBytes before it is compacted,
@@ -278,44 +300,44 @@ func (k *keySets) stats() (n int, bytes int64) {
 }
 
 // fetch fetches rawURL with the SSRF-safe client, at most maxJWKSFetches
-// at a time, and returns the compact form of the JWK Set it holds. The
-// fetch has its own deadline, FetchPolicy.Timeout, and no caller can
-// cancel it: its result is shared.
-func (k *keySets) fetch(rawURL string) ([]byte, []remoteKey, error) {
+// at a time, and returns the compact form of the JWK Set it holds and how
+// long it may be trusted. The fetch has its own deadline,
+// FetchPolicy.Timeout, and no caller can cancel it: its result is shared.
+func (k *keySets) fetch(rawURL string) ([]byte, []remoteKey, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), k.policy.Timeout)
 	defer cancel()
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agentauth: fetch JWKS: %w", err)
+		return nil, nil, 0, fmt.Errorf("agentauth: fetch JWKS: %w", err)
 	}
 	select {
 	case k.slots <- struct{}{}:
 		defer func() { <-k.slots }()
 	case <-ctx.Done():
-		return nil, nil, fmt.Errorf("agentauth: fetch JWKS %s: no turn among %d fetches under way: %w", redactURL(u), maxJWKSFetches, ctx.Err())
+		return nil, nil, 0, fmt.Errorf("agentauth: fetch JWKS %s: no turn among %d fetches under way: %w", redactURL(u), maxJWKSFetches, ctx.Err())
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
 	resp, err := k.safe.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agentauth: fetch JWKS %s: %w", redactURL(u), err)
+		return nil, nil, 0, fmt.Errorf("agentauth: fetch JWKS %s: %w", redactURL(u), err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agentauth: fetch JWKS %s: %w", redactURL(u), err)
+		return nil, nil, 0, fmt.Errorf("agentauth: fetch JWKS %s: %w", redactURL(u), err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("agentauth: fetch JWKS %s: status %s", redactURL(u), resp.Status)
+		return nil, nil, 0, fmt.Errorf("agentauth: fetch JWKS %s: status %s", redactURL(u), resp.Status)
 	}
 	compact, keys, err := compactJWKS(body, k.policy.MaxKeys)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agentauth: fetch JWKS %s: %w", redactURL(u), err)
+		return nil, nil, 0, fmt.Errorf("agentauth: fetch JWKS %s: %w", redactURL(u), err)
 	}
-	return compact, keys, nil
+	return compact, keys, keySetMaxAge(resp.Header.Get("Cache-Control")), nil
 }
 
 // cached returns the keys named kid of the key set cached for jwksURL.
@@ -349,14 +371,23 @@ type jwksFetcher struct {
 
 // fetchedSet is what a successful fetch brought.
 type fetchedSet struct {
-	body []byte // compact
-	keys []remoteKey
+	body    []byte // compact
+	keys    []remoteKey
+	expires time.Time // when it is older than its max age
 }
 
-// cached returns the keys named kid of the last successful fetch.
+// expired reports whether there is a fetched set and it is older than its
+// max age.
+func (f *jwksFetcher) expired() bool {
+	last := f.last.Load()
+	return last != nil && !f.sets.now().Before(last.expires)
+}
+
+// cached returns the keys named kid of the last successful fetch, unless
+// it is older than its max age.
 func (f *jwksFetcher) cached(kid string) []remoteKey {
 	last := f.last.Load()
-	if last == nil {
+	if last == nil || !f.sets.now().Before(last.expires) {
 		return nil
 	}
 	var out []remoteKey
@@ -448,15 +479,22 @@ func (f *jwksFetcher) fetchLocked(now time.Time, beforeFetch func() error) error
 		}
 	}
 	f.fetched = now
-	body, keys, err := f.sets.fetch(url)
+	body, keys, maxAge, err := f.sets.fetch(url)
 	f.err = err
 	if err != nil {
 		f.sets.rememberFailure(url)
 		return nil
 	}
-	f.last.Store(&fetchedSet{body: body, keys: keys})
+	f.last.Store(&fetchedSet{body: body, keys: keys, expires: now.Add(maxAge)})
 	f.sets.resize(f.set, len(body), len(keys))
 	return nil
+}
+
+// lastErr returns the error of the last fetch, nil when it succeeded.
+func (f *jwksFetcher) lastErr() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
 // due reports whether the next round trip would fetch the URL again
@@ -511,6 +549,14 @@ type jwksKeySet struct {
 // decides; and it makes the outcome depend on the verifier's clock alone.
 func (s *jwksKeySet) verify(ctx context.Context, token string) ([]byte, error) {
 	s.mu.Lock()
+	if s.fetcher.expired() {
+		if !s.fetcher.due() {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("agentauth: the key set is older than its max age, and its last fetch failed: %w", s.fetcher.lastErr())
+		}
+		// go-oidc would answer from keys past their age: start afresh.
+		s.remote = oidc.NewRemoteKeySet(s.ctx, s.url)
+	}
 	remote := s.remote
 	s.mu.Unlock()
 	payload, err := remote.VerifySignature(ctx, token)

@@ -518,3 +518,116 @@ func TestKeySetsRememberFailures(t *testing.T) {
 		t.Errorf("3 tokens 11 s apart fetched a failing URL %d times, want 1", got)
 	}
 }
+
+func (s *ksServer) setCacheControl(path, cc string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.header[path] = cc
+}
+
+// TestKeySetMaxAge is the withdrawn-key attack: an agent's key leaks
+// (fuzzKey here), its owner replaces it in its JWK Set, and tokens signed
+// with the leaked key keep coming. A cached key set is trusted for its max age only (the
+// response's Cache-Control max-age, within the 10 s refresh floor and an
+// hour; five minutes without one), then fetched again before it is used,
+// so the leaked key stops verifying then, and stays refused an hour and a
+// day later. Before, a cached set was fetched again only when a
+// signature failed against it, so the leaked key verified for the life
+// of the process.
+func TestKeySetMaxAge(t *testing.T) {
+	replacement := ed25519.NewKeyFromSeed([]byte("agentauth: the replacement key.."))
+	tests := []struct {
+		cacheControl string
+		maxAge       time.Duration
+	}{
+		{"", 5 * time.Minute},
+		{"public, max-age=60", time.Minute},
+		{"max-age=600", 10 * time.Minute},
+		{"max-age=86400", time.Hour},
+		{"max-age=0", 10 * time.Second},
+		{"no-store", 10 * time.Second},
+	}
+	for i, tt := range tests {
+		t.Run(fmt.Sprintf("Cache-Control %q", tt.cacheControl), func(t *testing.T) {
+			srv := newKSServer(t, 0)
+			path := fmt.Sprintf("/agent%d.json", i)
+			srv.setCacheControl(path, tt.cacheControl)
+			w := newKSWorld(t, FetchPolicy{})
+			w.agent(t, "agt_1", srv.url(path), StatusActive)
+			ctx := context.Background()
+			if _, err := w.v.Session(ctx, w.token("agt_1", false)); err != nil {
+				t.Fatal(err)
+			}
+			srv.set(path, ksJWKS(t, 0, jose.JSONWebKey{Key: replacement.Public(), KeyID: "k1"}))
+			start := w.clock.now()
+			at := func(d time.Duration) (int, string) {
+				w.clock.add(start.Add(d).Sub(w.clock.now()))
+				_, err := w.v.Session(ctx, w.token("agt_1", false))
+				return ksOutcome(err)
+			}
+			if status, code := at(tt.maxAge - time.Second); status != 0 {
+				t.Errorf("within the max age: %d %s", status, code)
+			}
+			for _, d := range []time.Duration{tt.maxAge, time.Hour, 24 * time.Hour} {
+				if status, code := at(d); status != 401 || code != CodeInvalidJWT {
+					t.Errorf("leaked key at +%v: %d %s", d, status, code)
+				}
+			}
+			if got := srv.fetches(path); got < 2 {
+				t.Errorf("%d fetches, want the set fetched again", got)
+			}
+		})
+	}
+}
+
+// TestKeySetKeyMaxAge: the keys the provider reads (Key, CachedKey) are
+// held to the same max age.
+func TestKeySetKeyMaxAge(t *testing.T) {
+	srv := newKSServer(t, 0)
+	srv.setCacheControl("/host.json", "max-age=120")
+	clock := &ksClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	ks := newKeySets(FetchPolicy{AllowLoopback: true}, clock.now)
+	url := srv.url("/host.json")
+	pub, err := ks.Key(url, "k1", nil)
+	if err != nil || !pub.Equal(fuzzKey.Public()) {
+		t.Fatalf("Key = %x, %v", pub, err)
+	}
+	replacement := ed25519.NewKeyFromSeed([]byte("agentauth: the replacement key.."))
+	srv.set("/host.json", ksJWKS(t, 0, jose.JSONWebKey{Key: replacement.Public(), KeyID: "k1"}))
+	clock.add(119 * time.Second)
+	if pub, err := ks.CachedKey(url, "k1"); err != nil || !pub.Equal(fuzzKey.Public()) {
+		t.Errorf("CachedKey within the max age = %x, %v", pub, err)
+	}
+	clock.add(time.Second)
+	if _, err := ks.CachedKey(url, "k1"); err == nil {
+		t.Error("CachedKey gave a key past the max age")
+	}
+	if pub, err := ks.Key(url, "k1", nil); err != nil || !pub.Equal(replacement.Public()) {
+		t.Errorf("Key past the max age = %x, %v; want the replacement", pub, err)
+	}
+}
+
+// TestKeySetMaxAgeFailsClosed: a key set past its max age whose URL then
+// fails is not used: the tokens it would verify are refused until a
+// fetch succeeds again.
+func TestKeySetMaxAgeFailsClosed(t *testing.T) {
+	srv := newKSServer(t, 0)
+	w := newKSWorld(t, FetchPolicy{})
+	w.agent(t, "agt_1", srv.url("/agent.json"), StatusActive)
+	ctx := context.Background()
+	if _, err := w.v.Session(ctx, w.token("agt_1", false)); err != nil {
+		t.Fatal(err)
+	}
+	srv.set("/agent.json", []byte("<html>"))
+	w.clock.add(jwksDefaultMaxAge)
+	for range 2 {
+		if status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token("agt_1", false)); return err }()); status != 401 || code != CodeInvalidJWT {
+			t.Errorf("past the max age, the URL failing: %d %s", status, code)
+		}
+	}
+	srv.set("/agent.json", ksJWKS(t, 0, jose.JSONWebKey{Key: fuzzKey.Public(), KeyID: "k1"}))
+	w.clock.add(jwksFailureMemory)
+	if _, err := w.v.Session(ctx, w.token("agt_1", false)); err != nil {
+		t.Errorf("once the URL answers again: %v", err)
+	}
+}
