@@ -240,6 +240,7 @@ type Provider struct {
 	notifyTimeout   time.Duration
 	resolveHint     func(ctx context.Context, hint string) (string, error)
 	notifying       sync.WaitGroup
+	notifySlots     chan struct{} // one per Notify call under way
 	limits          *limits
 	replay          agentauth.ReplayCache
 	skew, maxAge    time.Duration
@@ -351,6 +352,7 @@ func New(cfg Config) (*Provider, error) {
 	if p.notifyTimeout <= 0 {
 		p.notifyTimeout = DefaultNotifyTimeout
 	}
+	p.notifySlots = make(chan struct{}, maxNotifying)
 	if p.freshAuth <= 0 {
 		p.freshAuth = DefaultFreshAuth
 	}
