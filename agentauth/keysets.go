@@ -93,9 +93,8 @@ const (
 
 // remoteKey is an Ed25519 key of a fetched JWK Set.
 type remoteKey struct {
-	kid   string
-	ed    *edKey
-	thumb string
+	kid string
+	ed  *edKey
 }
 
 // compactJWKS checks a fetched JWK Set (validateJWKS) and keeps of it
@@ -133,11 +132,7 @@ func compactJWKS(body []byte, maxKeys int) ([]byte, []remoteKey, error) {
 		if err != nil {
 			continue
 		}
-		thumb, err := jwkThumbprint(jwk)
-		if err != nil {
-			continue
-		}
-		keys = append(keys, remoteKey{kid: kid, ed: ed, thumb: thumb})
+		keys = append(keys, remoteKey{kid: kid, ed: ed})
 		set.Keys = append(set.Keys, jose.JSONWebKey{Key: pub, KeyID: kid})
 	}
 	compact, err := json.Marshal(set)

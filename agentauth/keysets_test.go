@@ -332,9 +332,6 @@ func FuzzCompactJWKS(f *testing.F) {
 			if !ok || !pub.Equal(k.ed.pub) || set.Keys[i].KeyID != k.kid || len(k.kid) > maxRemoteKIDBytes {
 				t.Fatalf("key %d: %+v kept as %+v", i, set.Keys[i], k)
 			}
-			if thumb, err := jwkThumbprint(&set.Keys[i]); err != nil || thumb != k.thumb {
-				t.Fatalf("key %d: thumbprint %q, kept %q", i, thumb, k.thumb)
-			}
 		}
 		again, _, err := compactJWKS(compact, DefaultFetchMaxKeys)
 		if err != nil || string(again) != string(compact) {
