@@ -48,5 +48,10 @@
 // (cached per URL), fetched with NewSafeHTTPClient under a FetchPolicy:
 // https only, every resolved address vetted against private, loopback,
 // link-local and other internal ranges before the connection is made to
-// that same address, bounded redirects, sizes, key counts and time.
+// that same address, bounded redirects, sizes, key counts and time. The
+// cache is bounded in bytes (FetchPolicy.CacheBytes), keeps a set for its
+// Cache-Control max age (ten seconds to an hour, five minutes without
+// one), fetches a URL at most once per ten seconds and one that failed
+// at most once a minute, and never fetches for an agent or host that may
+// not act.
 package agentauth

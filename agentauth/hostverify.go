@@ -133,7 +133,9 @@ func invalidHostToken(cause error) error {
 //     bad signature, after as long; a directory failure is 503
 //     temporarily_unavailable (see Unavailable).
 //  4. The signature, with the host's inline key, or the key of its JWKS
-//     URL that the header's kid names.
+//     URL that the header's kid names. The JWKS of a revoked or rejected
+//     host is never fetched: only keys already cached are tried, and a
+//     token none verifies is 401 invalid_jwt.
 //  5. iss: the host id, the thumbprint of the host's inline key, or the
 //     thumbprint the directory found the host by.
 //  6. iat, exp and lifetime, as for agent JWTs (see Verifier.Session):
@@ -180,7 +182,18 @@ func (hv *HostVerifier) VerifyHost(ctx context.Context, token string) (*Host, er
 		if tok.Kid == "" {
 			return nil, invalidHostToken(fmt.Errorf("agentauth: host %q uses a JWKS URL and the token has no kid", host.ID))
 		}
-		payload, err := v.keys.get(host.JWKSURL).verify(ctx, token)
+		if host.Status != StatusActive && host.Status != StatusPending {
+			// Refused whatever its signature: no fetch (see verifyCached).
+			if err := v.verifyCached(tok.SigningInput, tok.Signature, host.JWKSURL, tok.Kid); err != nil {
+				return nil, invalidHostToken(fmt.Errorf("agentauth: host %q is %s: %w", host.ID, host.Status, err))
+			}
+			break
+		}
+		set, err := v.keys.get(host.JWKSURL)
+		if err != nil {
+			return nil, invalidHostToken(fmt.Errorf("agentauth: host %q: JWKS URL: %w", host.ID, err))
+		}
+		payload, err := set.verify(ctx, token)
 		if err != nil {
 			return nil, invalidHostToken(fmt.Errorf("agentauth: signature of host %q (JWKS): %w", host.ID, err))
 		}

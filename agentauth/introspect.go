@@ -24,11 +24,18 @@ const (
 	DefaultIntrospectionTimeout = 5 * time.Second
 	// MaxIntrospectionResponseBytes bounds an introspection response.
 	MaxIntrospectionResponseBytes = 1 << 20
+	// DefaultIntrospectionConcurrency is IntrospectionConfig.MaxConcurrent
+	// when it is zero.
+	DefaultIntrospectionConcurrency = 64
 	// introspectionExpLeeway is how far past its exp a token may be, by
 	// this server's clock, and still be sent for introspection: the
 	// provider's clock decides, within the protocol's largest skew.
 	introspectionExpLeeway = MaxSkew
 )
+
+// msgIntrospectionBusy is the public message of a token refused because
+// IntrospectionConfig.MaxConcurrent requests are under way.
+const msgIntrospectionBusy = "too many tokens are being checked now; retry later"
 
 // IntrospectionConfig configures an IntrospectionSource.
 type IntrospectionConfig struct {
@@ -48,6 +55,15 @@ type IntrospectionConfig struct {
 	// which cannot tell this location's URL from another's, so a token
 	// minted for another location is never accepted here.
 	Audiences []string
+	// MaxConcurrent bounds the introspection requests under way at once.
+	// A token is sent to the provider before anything proves who made
+	// it, so without a bound anyone could hold as many requests, and
+	// connections to the provider, as they send tokens, and spend this
+	// location's request budget at the provider. A token arriving while
+	// MaxConcurrent requests are under way is refused with 503
+	// temporarily_unavailable and Retry-After, without a request. Zero
+	// means DefaultIntrospectionConcurrency.
+	MaxConcurrent int
 	// Replay, when set, records the id of every token the provider
 	// reports active, under the key and for the time a Verifier uses
 	// (ReplayKey(ReplayKeyPrefix, agent id, jti), DefaultMaxAge + 2*MaxSkew,
@@ -98,6 +114,7 @@ type IntrospectionSource struct {
 	audiences  []string
 	replay     ReplayCache
 	now        func() time.Time
+	slots      chan struct{} // one per request under way
 }
 
 var _ SessionSource = (*IntrospectionSource)(nil)
@@ -124,6 +141,12 @@ func NewIntrospectionSource(cfg IntrospectionConfig) (*IntrospectionSource, erro
 	if len(cfg.Audiences) == 0 {
 		return nil, errors.New("agentauth: IntrospectionConfig.Audiences is required")
 	}
+	switch {
+	case cfg.MaxConcurrent == 0:
+		cfg.MaxConcurrent = DefaultIntrospectionConcurrency
+	case cfg.MaxConcurrent < 0:
+		return nil, fmt.Errorf("agentauth: IntrospectionConfig.MaxConcurrent %d is negative", cfg.MaxConcurrent)
+	}
 	for i, a := range cfg.Audiences {
 		if strings.TrimSpace(a) == "" {
 			return nil, fmt.Errorf("agentauth: IntrospectionConfig.Audiences[%d] is empty", i)
@@ -144,6 +167,7 @@ func NewIntrospectionSource(cfg IntrospectionConfig) (*IntrospectionSource, erro
 		audiences:  slices.Clone(cfg.Audiences),
 		replay:     cfg.Replay,
 		now:        time.Now,
+		slots:      make(chan struct{}, cfg.MaxConcurrent),
 	}, nil
 }
 
@@ -168,7 +192,9 @@ func validHeaderName(name string) bool {
 // or one already recorded in the ReplayCache, is 401 invalid_jwt; a
 // provider that cannot be reached, answers non-2xx, times out or answers
 // malformed JSON gives 500 internal_error, with the reason in the hidden
-// cause.
+// cause; a token arriving while IntrospectionConfig.MaxConcurrent
+// requests are under way is 503 temporarily_unavailable (see
+// Unavailable).
 func (s *IntrospectionSource) Session(ctx context.Context, token string) (*Session, error) {
 	tok, err := parseAgentToken(token)
 	if err != nil {
@@ -198,7 +224,15 @@ func (s *IntrospectionSource) Session(ctx context.Context, token string) (*Sessi
 		}
 	}
 
-	resp, err := s.introspect(ctx, token)
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		return nil, Unavailable(msgIntrospectionBusy, fmt.Errorf("agentauth: introspection: %d requests under way", cap(s.slots)))
+	}
+	resp, err := func() (*introspection, error) {
+		defer func() { <-s.slots }()
+		return s.introspect(ctx, token)
+	}()
 	if err != nil {
 		return nil, internal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/core"
 )
 
 // itProvider is a loopback stand-in for a provider's introspect endpoint.
@@ -583,4 +584,64 @@ func exampleAgentToken() string {
 	jws, _ := signer.Sign(payload)
 	token, _ := jws.CompactSerialize()
 	return token
+}
+
+// TestIntrospectionConcurrencyBounded: tokens are sent to the provider
+// before anything proves who made them, so the requests under way are
+// bounded (IntrospectionConfig.MaxConcurrent): a token arriving while
+// that many wait for the provider is refused with 503
+// temporarily_unavailable and Retry-After, and no request is made for
+// it. Before, every forged token held a request to the provider, without
+// bound.
+func TestIntrospectionConcurrencyBounded(t *testing.T) {
+	const bound = 3
+	arrived := make(chan struct{}, 2*bound)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, itActive)
+	}))
+	defer srv.Close()
+	s, err := agentauth.NewIntrospectionSource(agentauth.IntrospectionConfig{
+		Endpoint: srv.URL + "/agent/introspect", Audiences: []string{vfAud}, MaxConcurrent: bound,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan error, bound)
+	for range bound {
+		go func() {
+			_, err := s.Session(context.Background(), itToken(t, nil))
+			results <- err
+		}()
+	}
+	for range bound {
+		<-arrived
+	}
+	over := make(chan error, 1)
+	go func() {
+		_, err := s.Session(context.Background(), itToken(t, nil))
+		over <- err
+	}()
+	select {
+	case err := <-over:
+		var ae *core.AppError
+		if !errors.As(err, &ae) || ae.HTTPStatus() != http.StatusServiceUnavailable || ae.WireCode() != agentauth.CodeTemporarilyUnavailable || ae.RetryAfter <= 0 {
+			t.Errorf("a token past the bound: %v", err)
+		}
+	case <-arrived:
+		t.Error("the token past the bound reached the provider")
+		defer func() { <-over }()
+	}
+	close(release)
+	for range bound {
+		if err := <-results; err != nil {
+			t.Errorf("a token within the bound: %v", err)
+		}
+	}
+	if _, err := s.Session(context.Background(), itToken(t, nil)); err != nil {
+		t.Errorf("once the requests ended: %v", err)
+	}
 }

@@ -2,19 +2,14 @@ package agentauth
 
 import (
 	"bytes"
-	"context"
 	"crypto"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"sync"
-	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
 )
 
@@ -86,208 +81,46 @@ func jwkThumbprint(k *jose.JSONWebKey) (string, error) {
 // JSON object whose "keys" member is an array of at most maxKeys objects,
 // none symmetric (kty "oct") and none carrying private members.
 func validateJWKS(body []byte, maxKeys int) error {
+	_, err := jwksMembers(body, maxKeys)
+	return err
+}
+
+// jwksMembers is validateJWKS returning the keys, each a JSON object.
+func jwksMembers(body []byte, maxKeys int) ([]json.RawMessage, error) {
 	members, err := decodeObject(body)
 	if err != nil {
-		return fmt.Errorf("JWK Set: %w", err)
+		return nil, fmt.Errorf("JWK Set: %w", err)
 	}
 	rawKeys, ok := members["keys"]
 	if !ok {
-		return errors.New(`JWK Set has no "keys" member`)
+		return nil, errors.New(`JWK Set has no "keys" member`)
 	}
 	var keys []json.RawMessage
 	if err := json.Unmarshal(rawKeys, &keys); err != nil || keys == nil {
-		return errors.New(`JWK Set "keys" is not an array`)
+		return nil, errors.New(`JWK Set "keys" is not an array`)
 	}
 	if len(keys) > maxKeys {
-		return fmt.Errorf("JWK Set has %d keys, limit %d", len(keys), maxKeys)
+		return nil, fmt.Errorf("JWK Set has %d keys, limit %d", len(keys), maxKeys)
 	}
 	for i, raw := range keys {
 		key, err := decodeObject(raw)
 		if err != nil {
-			return fmt.Errorf("JWK Set keys[%d]: %w", i, err)
+			return nil, fmt.Errorf("JWK Set keys[%d]: %w", i, err)
 		}
 		kty, err := optString(key, "kty")
 		if err != nil {
-			return fmt.Errorf("JWK Set keys[%d]: %w", i, err)
+			return nil, fmt.Errorf("JWK Set keys[%d]: %w", i, err)
 		}
 		if kty == "oct" {
-			return fmt.Errorf("JWK Set keys[%d] is a symmetric (oct) key", i)
+			return nil, fmt.Errorf("JWK Set keys[%d] is a symmetric (oct) key", i)
 		}
 		for _, m := range privateJWKMembers {
 			if _, ok := key[m]; ok {
-				return fmt.Errorf("JWK Set keys[%d] has private member %q", i, m)
+				return nil, fmt.Errorf("JWK Set keys[%d] has private member %q", i, m)
 			}
 		}
 	}
-	return nil
-}
-
-// jwksMinRefresh is the shortest interval between two fetches of one JWKS
-// URL. go-oidc refetches whenever a signature fails against its cached
-// keys, so without this floor every forged token naming a JWKS-keyed agent
-// would make this server fetch from the key owner's URL.
-const jwksMinRefresh = 10 * time.Second
-
-// jwksFetcher is the RoundTripper go-oidc fetches one JWKS URL through. It
-// follows redirects with the SSRF-safe client, validates the body, and
-// answers from the last fetch while jwksMinRefresh has not passed.
-type jwksFetcher struct {
-	client  *http.Client
-	maxKeys int
-	now     func() time.Time
-
-	mu      sync.Mutex
-	fetched time.Time
-	body    []byte
-	err     error
-}
-
-// RoundTrip implements http.RoundTripper.
-func (f *jwksFetcher) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if now := f.now(); f.dueLocked(now) {
-		f.body, f.err = f.fetch(req)
-		f.fetched = now
-	}
-	if f.err != nil {
-		return nil, f.err
-	}
-	return &http.Response{
-		Status:        "200 OK",
-		StatusCode:    http.StatusOK,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        http.Header{"Content-Type": {"application/json"}},
-		Body:          io.NopCloser(bytes.NewReader(f.body)),
-		ContentLength: int64(len(f.body)),
-		Request:       req,
-	}, nil
-}
-
-// due reports whether the next round trip would fetch the URL again
-// rather than answer from the last fetch.
-func (f *jwksFetcher) due() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.dueLocked(f.now())
-}
-
-// dueLocked is due with f.mu held. A clock that went backwards counts as
-// due, so that a stale body cannot outlive a clock correction.
-func (f *jwksFetcher) dueLocked(now time.Time) bool {
-	return f.fetched.IsZero() || now.Sub(f.fetched) >= jwksMinRefresh || now.Before(f.fetched)
-}
-
-func (f *jwksFetcher) fetch(orig *http.Request) ([]byte, error) {
-	req, err := http.NewRequestWithContext(orig.Context(), http.MethodGet, orig.URL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/jwk-set+json, application/json")
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("agentauth: fetch JWKS %s: %w", redactURL(orig.URL), err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("agentauth: fetch JWKS %s: %w", redactURL(orig.URL), err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("agentauth: fetch JWKS %s: status %s", redactURL(orig.URL), resp.Status)
-	}
-	if err := validateJWKS(body, f.maxKeys); err != nil {
-		return nil, fmt.Errorf("agentauth: fetch JWKS %s: %w", redactURL(orig.URL), err)
-	}
-	return body, nil
-}
-
-// keySets holds one jwksKeySet per JWKS URL, so that keys are cached and
-// concurrent fetches of one URL are shared.
-type keySets struct {
-	policy FetchPolicy
-	safe   *http.Client
-	now    func() time.Time
-
-	mu   sync.Mutex
-	sets map[string]*jwksKeySet
-}
-
-func newKeySets(p FetchPolicy, now func() time.Time) *keySets {
-	p = p.withDefaults()
-	return &keySets{policy: p, safe: NewSafeHTTPClient(p), now: now, sets: make(map[string]*jwksKeySet)}
-}
-
-func (k *keySets) get(jwksURL string) *jwksKeySet {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if s, ok := k.sets[jwksURL]; ok {
-		return s
-	}
-	f := &jwksFetcher{client: k.safe, maxKeys: k.policy.MaxKeys, now: k.now}
-	client := &http.Client{
-		Transport: f,
-		// The fetcher has already followed (and vetted) redirects.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Timeout:       k.policy.Timeout,
-	}
-	s := &jwksKeySet{url: jwksURL, fetcher: f, ctx: oidc.ClientContext(context.Background(), client)}
-	s.remote = oidc.NewRemoteKeySet(s.ctx, jwksURL)
-	k.sets[jwksURL] = s
-	return s
-}
-
-// jwksKeySet verifies tokens against the keys of one JWKS URL through a
-// go-oidc remote key set, which caches the keys, looks a token's kid up
-// and refetches on a miss; every fetch goes through one jwksFetcher, which
-// holds the refresh floor.
-//
-// The remote key set parses the token again, with go-jose: go-oidc takes
-// the compact serialization, neither a parsed token nor a key, and does
-// not hand out the keys it caches. So a JWKS-keyed agent still pays that
-// second parse, which an inline key no longer does. It is kept on the
-// less common path because go-oidc's key cache, kid lookup and shared
-// fetches are worth more than the parse.
-type jwksKeySet struct {
-	url     string
-	fetcher *jwksFetcher
-	ctx     context.Context // carries the HTTP client for go-oidc
-
-	mu     sync.Mutex
-	remote *oidc.RemoteKeySet
-}
-
-// verify checks token's signature and returns its payload.
-//
-// go-oidc hands a fetch's result to every caller that asks for keys until
-// the goroutine that ran the fetch has cleared it. A call arriving just
-// after a refresh can therefore get that refresh's keys without a fetch
-// of its own, even when the refresh floor has passed since and the key
-// owner has rotated its key. When a verification fails while the fetcher
-// would fetch again, verify replaces the remote key set by a fresh one,
-// which has no such leftover, and tries once more. That retry fetches at
-// most once per jwksMinRefresh, like any other miss, because the fetcher
-// decides; and it makes the outcome depend on the verifier's clock alone.
-func (s *jwksKeySet) verify(ctx context.Context, token string) ([]byte, error) {
-	s.mu.Lock()
-	remote := s.remote
-	s.mu.Unlock()
-	payload, err := remote.VerifySignature(ctx, token)
-	if err == nil || ctx.Err() != nil || !s.fetcher.due() {
-		return payload, err
-	}
-	s.mu.Lock()
-	if s.remote == remote {
-		s.remote = oidc.NewRemoteKeySet(s.ctx, s.url)
-	}
-	remote = s.remote
-	s.mu.Unlock()
-	return remote.VerifySignature(ctx, token)
+	return keys, nil
 }
 
 // maxInlineKeys bounds the inline key cache of a Verifier. Beyond it, an

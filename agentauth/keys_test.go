@@ -199,7 +199,12 @@ func TestJWKSKeySetRenews(t *testing.T) {
 	defer srv.Close()
 
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	f := &jwksFetcher{client: srv.Client(), maxKeys: DefaultFetchMaxKeys, now: func() time.Time { return now }}
+	sets := newKeySets(FetchPolicy{AllowLoopback: true}, func() time.Time { return now })
+	s, err := sets.get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := s.fetcher
 	if !f.due() {
 		t.Fatal("a fetcher that never fetched is not due")
 	}
@@ -211,7 +216,6 @@ func TestJWKSKeySetRenews(t *testing.T) {
 		})}
 		return oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), client), srv.URL)
 	}
-	s := &jwksKeySet{url: srv.URL, fetcher: f, ctx: oidc.ClientContext(context.Background(), &http.Client{Transport: f})}
 	s.remote = stale()
 	token := fuzzToken(`{"alg":"EdDSA","typ":"agent+jwt","kid":"k2"}`, `{"sub":"agt_1"}`, 0)
 

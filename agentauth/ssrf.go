@@ -22,7 +22,13 @@ const (
 	DefaultFetchMaxBytes     = 1 << 20
 	DefaultFetchMaxKeys      = 20
 	DefaultFetchMaxRedirects = 3
+	// DefaultFetchCacheBytes is FetchPolicy.CacheBytes when it is zero.
+	DefaultFetchCacheBytes = 8 << 20
 )
+
+// maxFetchURLBytes bounds a JWKS URL. Real ones are far shorter; the bound
+// keeps what a record or a cache entry holds for its URL small.
+const maxFetchURLBytes = 2048
 
 // ErrFetchBlocked is wrapped by every error that refuses a URL, a redirect
 // or a resolved address under a FetchPolicy. No connection is attempted to
@@ -34,8 +40,9 @@ var ErrFetchBlocked = errors.New("agentauth: fetch blocked by policy")
 var ErrResponseTooLarge = errors.New("agentauth: response body too large")
 
 // FetchPolicy bounds outbound fetches of key material named by a directory
-// (JWKS URLs). The zero value is the production policy: https only, public
-// addresses only, 5 s timeouts, 1 MB bodies, 20 keys, 3 redirects.
+// (JWKS URLs), and the memory their results may hold. The zero value is
+// the production policy: https only, public addresses only, 5 s timeouts,
+// 1 MB bodies, 20 keys, 3 redirects, 8 MiB of cached key sets.
 type FetchPolicy struct {
 	// AllowLoopback permits loopback addresses, and plain http:// to hosts
 	// that resolve only to loopback addresses. For development and tests
@@ -54,6 +61,13 @@ type FetchPolicy struct {
 	// DefaultFetchMaxRedirects; a negative value follows none; values
 	// above DefaultFetchMaxRedirects are lowered to it.
 	MaxRedirects int
+	// CacheBytes bounds the memory a Verifier (or a provider) keeps for
+	// the key sets it fetched, all URLs together: past it, the key sets
+	// used least recently are dropped, and fetched again when next
+	// needed. A key set is kept in a compact form, its Ed25519 keys only,
+	// a few kilobytes at most whatever the size of the body it came in.
+	// Zero means DefaultFetchCacheBytes.
+	CacheBytes int64
 	// Resolver resolves host names. Nil means net.DefaultResolver.
 	Resolver *net.Resolver
 	// RootCAs are the trusted roots for https. Nil means the system roots.
@@ -74,6 +88,9 @@ func (p FetchPolicy) withDefaults() FetchPolicy {
 	}
 	if p.MaxKeys <= 0 {
 		p.MaxKeys = DefaultFetchMaxKeys
+	}
+	if p.CacheBytes <= 0 {
+		p.CacheBytes = DefaultFetchCacheBytes
 	}
 	switch {
 	case p.MaxRedirects == 0 || p.MaxRedirects > DefaultFetchMaxRedirects:
@@ -112,7 +129,7 @@ func NewSafeHTTPClient(p FetchPolicy) *http.Client {
 			if len(via) > p.MaxRedirects {
 				return fmt.Errorf("%w: more than %d redirects", ErrFetchBlocked, p.MaxRedirects)
 			}
-			return rt.checkURL(req.URL)
+			return p.checkURL(req.URL)
 		},
 	}
 }
@@ -155,7 +172,7 @@ func newGuardedTransport(p FetchPolicy, loopbackOnly bool) *http.Transport {
 
 // RoundTrip implements http.RoundTripper.
 func (t *safeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := t.checkURL(req.URL); err != nil {
+	if err := t.policy.checkURL(req.URL); err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}
@@ -177,9 +194,22 @@ func (t *safeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// checkRawURL is checkURL for a URL not parsed yet, such as one a
+// registration names, which is also refused beyond maxFetchURLBytes.
+func (p FetchPolicy) checkRawURL(raw string) error {
+	if len(raw) > maxFetchURLBytes {
+		return fmt.Errorf("%w: URL of %d bytes, limit %d", ErrFetchBlocked, len(raw), maxFetchURLBytes)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrFetchBlocked, err)
+	}
+	return p.checkURL(u)
+}
+
 // checkURL applies the scheme rules and, for IP literals, the address
 // rules, before anything is resolved or dialed.
-func (t *safeTransport) checkURL(u *url.URL) error {
+func (p FetchPolicy) checkURL(u *url.URL) error {
 	switch {
 	case u == nil:
 		return fmt.Errorf("%w: no URL", ErrFetchBlocked)
@@ -191,14 +221,14 @@ func (t *safeTransport) checkURL(u *url.URL) error {
 	switch u.Scheme {
 	case "https":
 	case "http":
-		if !t.policy.AllowLoopback {
+		if !p.AllowLoopback {
 			return fmt.Errorf("%w: %s: scheme http is not allowed, use https", ErrFetchBlocked, redactURL(u))
 		}
 	default:
 		return fmt.Errorf("%w: %s: scheme %q is not allowed", ErrFetchBlocked, redactURL(u), u.Scheme)
 	}
 	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
-		if err := checkAddr(ip, t.policy.AllowLoopback); err != nil {
+		if err := checkAddr(ip, p.AllowLoopback); err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrFetchBlocked, redactURL(u), err)
 		}
 		if u.Scheme == "http" && !ip.Unmap().IsLoopback() {

@@ -103,7 +103,8 @@ type VerifierConfig struct {
 
 // Verifier verifies agent JWTs against a Directory and returns their
 // sessions. It is safe for concurrent use. It caches parsed inline keys by
-// their exact JWK bytes, and one remote key set per JWKS URL.
+// their exact JWK bytes, and one remote key set per JWKS URL, all of them
+// within FetchPolicy.CacheBytes.
 type Verifier struct {
 	dir       Directory
 	audiences []string
@@ -193,7 +194,11 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 //     kid selects nothing and is not checked), or the key of the agent's
 //     JWKS URL whose kid is the token's kid, which must equal the agent's
 //     configured kid. Failure: 401 invalid_jwt; a JWKS that cannot be
-//     fetched also gives 401 invalid_jwt, with the cause kept.
+//     fetched also gives 401 invalid_jwt, with the cause kept. The JWKS
+//     of an agent that is not active, or whose host is not, is never
+//     fetched: its token is checked against keys already cached, and
+//     fails with 401 invalid_jwt when none verifies it, so that tokens
+//     naming agents nobody approved cost no fetch and no memory.
 //  5. Status: the agent must be active (else 403 agent_revoked,
 //     agent_expired, agent_pending, agent_rejected or agent_claimed), then
 //     the host (revoked or rejected: 403 host_revoked; pending: 403
@@ -247,7 +252,7 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 	}
 
 	// Step 4.
-	if err := v.verifySignature(ctx, token, sc, agent); err != nil {
+	if err := v.verifySignature(ctx, token, sc, agent, host); err != nil {
 		return nil, err
 	}
 
@@ -288,8 +293,10 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 // over the token's own signing input: the
 // bytes that were parsed are the bytes that are verified, so nothing is
 // decoded twice. A JWKS key is checked by go-oidc (see jwksKeySet), and
-// the payload it verified must be the payload that was parsed.
-func (v *Verifier) verifySignature(ctx context.Context, token string, sc *tokenScratch, agent *Agent) error {
+// the payload it verified must be the payload that was parsed; but for an
+// agent or a host that is not active, only a key set already cached is
+// used (see verifyCached).
+func (v *Verifier) verifySignature(ctx context.Context, token string, sc *tokenScratch, agent *Agent, host *Host) error {
 	switch {
 	case len(agent.PublicKey) > 0:
 		k, err := v.inline.get(agent.PublicKey)
@@ -314,7 +321,17 @@ func (v *Verifier) verifySignature(ctx context.Context, token string, sc *tokenS
 		if kid != agent.KID {
 			return invalidToken(fmt.Errorf("agentauth: token kid %q is not agent %q's kid %q", kid, agent.ID, agent.KID))
 		}
-		payload, err := v.keys.get(agent.JWKSURL).verify(ctx, token)
+		if agent.Status != StatusActive || host.Status != StatusActive {
+			if err := v.verifyCached(sc.signingInput, sc.sig, agent.JWKSURL, kid); err != nil {
+				return invalidToken(fmt.Errorf("agentauth: agent %q is %s, its host %s: %w", agent.ID, agent.Status, host.Status, err))
+			}
+			return nil
+		}
+		set, err := v.keys.get(agent.JWKSURL)
+		if err != nil {
+			return invalidToken(fmt.Errorf("agentauth: agent %q: JWKS URL: %w", agent.ID, err))
+		}
+		payload, err := set.verify(ctx, token)
 		if err != nil {
 			return invalidToken(fmt.Errorf("agentauth: signature of agent %q (JWKS): %w", agent.ID, err))
 		}
@@ -325,6 +342,27 @@ func (v *Verifier) verifySignature(ctx context.Context, token string, sc *tokenS
 	default:
 		return internal(fmt.Errorf("agentauth: agent %q has no key", agent.ID))
 	}
+}
+
+// verifyCached checks a signature, of a token whose signer may not act,
+// against the keys of jwksURL named kid that are already cached, and
+// fails when none verifies it. Such a token can only end in a refusal, so
+// it never fetches: otherwise a token naming an agent that registered a
+// URL and was never approved, with any signature, would make this server
+// fetch that URL and keep its key set. A valid token of a JWKS agent that
+// is not active is therefore refused as invalid (401) rather than with its
+// status (403), unless its keys were cached while it was active.
+func (v *Verifier) verifyCached(signingInput, sig []byte, jwksURL, kid string) error {
+	keys := v.keys.cached(jwksURL, kid)
+	for _, k := range keys {
+		if k.ed.verify(signingInput, sig) {
+			return nil
+		}
+	}
+	if len(keys) == 0 {
+		_ = timingKey.verify(signingInput, sig)
+	}
+	return fmt.Errorf("no cached key %q of its JWKS verifies the token, and none is fetched", kid)
 }
 
 // timingKey is a fixed Ed25519 public key no token is signed with,

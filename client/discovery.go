@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/internal/cachecontrol"
 )
 
 // Discovery cache lifetimes (protocol §5.1, §10.5).
@@ -287,32 +288,13 @@ func checkVersion(v string) error {
 }
 
 // cacheLifetime reads how long a response may be cached from its
-// Cache-Control: no-store and no-cache mean not at all, max-age its
-// value, capped at MaxDiscoveryAge; without a usable directive,
-// DefaultDiscoveryAge.
+// Cache-Control (see cachecontrol.MaxAge: no-store, no-cache and a
+// max-age that does not read mean not at all), capped at
+// MaxDiscoveryAge; without any of them, DefaultDiscoveryAge.
 func cacheLifetime(cacheControl string) time.Duration {
-	if strings.TrimSpace(cacheControl) == "" {
+	age, ok := cachecontrol.MaxAge(cacheControl)
+	if !ok {
 		return DefaultDiscoveryAge
 	}
-	age := time.Duration(-1)
-	for d := range strings.SplitSeq(cacheControl, ",") {
-		name, value, _ := strings.Cut(strings.TrimSpace(d), "=")
-		switch strings.ToLower(strings.TrimSpace(name)) {
-		case "no-store", "no-cache":
-			return 0
-		case "max-age":
-			n, err := strconv.ParseInt(strings.Trim(strings.TrimSpace(value), `"`), 10, 64)
-			if err != nil || n < 0 {
-				return 0
-			}
-			if n > int64(MaxDiscoveryAge/time.Second) {
-				n = int64(MaxDiscoveryAge / time.Second)
-			}
-			age = time.Duration(n) * time.Second
-		}
-	}
-	if age < 0 {
-		return DefaultDiscoveryAge
-	}
-	return age
+	return min(age, MaxDiscoveryAge)
 }

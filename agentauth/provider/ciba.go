@@ -18,7 +18,10 @@ import (
 // Notify is called in a goroutine of its own, after the request was
 // answered, with a context that ends after NotifyTimeout: whether a user
 // is reached, and how long that takes, never shows in the answer to the
-// client (CIBA Core §14, user enumeration). Its error is logged.
+// client (CIBA Core §14, user enumeration). Its error is logged. At most
+// 64 calls run at once: a notification due while that many are under
+// way is skipped and logged, its request listed on the user's page
+// unannounced, as past RateLimits.NotifyPerUser.
 type Notifier interface {
 	Notify(ctx context.Context, n Notification) error
 }
@@ -60,6 +63,12 @@ type Notification struct {
 // DefaultNotifyTimeout bounds one Notify call when Config.NotifyTimeout is
 // zero.
 const DefaultNotifyTimeout = 30 * time.Second
+
+// maxNotifying bounds the Notify calls under way. Hosts are free to make
+// and each may ask for CIBA approvals, so without a bound a slow
+// Notifier would let them hold any number of goroutines for up to
+// NotifyTimeout each.
+const maxNotifying = 64
 
 // maxBindingRunes bounds a client's binding message. CIBA Core asks for a
 // short message of plain characters; the provider appends the request's
@@ -181,10 +190,17 @@ func (p *Provider) notify(ctx context.Context, rq approvalRequest, ap *store.App
 	for _, c := range rq.caps {
 		n.Capabilities = append(n.Capabilities, c.Name)
 	}
+	select {
+	case p.notifySlots <- struct{}{}:
+	default:
+		p.logger.WarnContext(ctx, "agentauth/provider: CIBA notification skipped: too many under way", "approval", ap.ID, "under_way", maxNotifying)
+		return
+	}
 	bg := context.WithoutCancel(ctx)
 	p.notifying.Add(1)
 	go func() {
 		defer p.notifying.Done()
+		defer func() { <-p.notifySlots }()
 		defer func() {
 			if r := recover(); r != nil {
 				p.logger.ErrorContext(bg, "agentauth/provider: Notify panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))

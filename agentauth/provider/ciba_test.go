@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -250,4 +251,69 @@ func TestCIBARateLimits(t *testing.T) {
 			t.Errorf("request %s is %s", ap.ID, ap.Method)
 		}
 	}
+}
+
+// slowInbox is a Notifier whose calls wait until released.
+type slowInbox struct {
+	started chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	calls   int
+}
+
+func (b *slowInbox) Notify(ctx context.Context, _ provider.Notification) error {
+	b.mu.Lock()
+	b.calls++
+	b.mu.Unlock()
+	b.started <- struct{}{}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// TestCIBANotificationsBounded: hosts are free to make and each may ask
+// for CIBA approvals, so the Notify calls under way are bounded (64): a
+// notification due while that many wait on a slow Notifier is skipped,
+// its request still listed for the user, instead of holding another
+// goroutine for up to NotifyTimeout. Before, each request started a
+// goroutine, without bound.
+func TestCIBANotificationsBounded(t *testing.T) {
+	const requests = 70
+	box := &slowInbox{started: make(chan struct{}, requests+1), release: make(chan struct{})}
+	e := newEnv(t, func(c *provider.Config) {
+		c.Notifier = box
+		c.ResolveLoginHint = func(_ context.Context, hint string) (string, error) { return hint, nil }
+		c.RateLimits.Off = true
+	})
+	register := func(i int) {
+		r := e.register(newKey(t), newKey(t), map[string]any{"name": "assistant", "capabilities": []any{"echo"},
+			"preferred_method": "ciba", "login_hint": fmt.Sprintf("user_%d", i)})
+		if ap, _ := r.body["approval"].(map[string]any); r.status != http.StatusOK || ap["method"] != "ciba" {
+			t.Fatalf("registration %d: %d %s", i, r.status, r.raw)
+		}
+	}
+	for i := range requests {
+		register(i)
+	}
+	for range 64 {
+		<-box.started
+	}
+	close(box.release)
+	e.p.WaitNotifications()
+	box.mu.Lock()
+	calls := box.calls
+	box.mu.Unlock()
+	if calls != 64 {
+		t.Errorf("%d requests on a Notifier that does not return started %d calls, want 64", requests, calls)
+	}
+	pending, err := e.p.UserApprovals(context.Background(), fmt.Sprintf("user_%d", requests-1))
+	if err != nil || len(pending) != 1 {
+		t.Errorf("the last request, not announced: %+v, %v", pending, err)
+	}
+	// Once the calls return, notifications go out again.
+	register(requests)
+	<-box.started
+	e.p.WaitNotifications()
 }

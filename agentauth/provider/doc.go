@@ -32,7 +32,11 @@
 // thumbprint) or its JWKS URL, for a new host iss equal to the presented
 // key's thumbprint, the signature, iat within the skew, exp not passed (no skew), and jti
 // replay. Pending hosts may register, poll status and revoke; revoked and
-// rejected hosts nothing.
+// rejected hosts nothing. The keys of JWKS hosts come from the remote key
+// sets of the provider's agentauth.Verifier, so agent and host keys share
+// one cache, refresh floor and memory bound; the host_jwks_url of a new
+// host is fetched within a per-address and per-URL budget
+// (RateLimits.KeyFetchPerIP, KeyFetchPerURL).
 //
 // # Approval
 //

@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,7 +124,7 @@ func (p *Provider) verifyHost(ctx context.Context, r *http.Request, access hostA
 		return nil, appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostAudience).
 			WithCause(fmt.Errorf("aud %q is not %q", tok.aud, p.issuer))
 	}
-	host, key, err := p.resolveHost(ctx, tok, access)
+	host, key, err := p.resolveHost(ctx, r, tok, access)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +181,10 @@ func storeDown(err error) error {
 }
 
 // resolveHost finds the host a token names and the key to verify it with.
-func (p *Provider) resolveHost(ctx context.Context, tok *hostToken, access hostAccess) (*store.Host, *publicKey, error) {
+// A new host's host_jwks_url is fetched, if its key set is not cached,
+// only within the key fetch budgets of r's address and of the URL
+// (RateLimits.KeyFetchPerIP, KeyFetchPerURL).
+func (p *Provider) resolveHost(ctx context.Context, r *http.Request, tok *hostToken, access hostAccess) (*store.Host, *publicKey, error) {
 	host, err := p.store.HostByThumbprint(ctx, tok.iss)
 	switch {
 	case err == nil:
@@ -200,7 +204,10 @@ func (p *Provider) resolveHost(ctx context.Context, tok *hostToken, access hostA
 			}
 			return host, key, nil
 		}
-		key, err := p.jwksKey(ctx, host.JWKSURL, tok)
+		// The JWKS of a host this endpoint will refuse is not fetched:
+		// its token can only be refused, whatever its signature.
+		admitted := host.Status == agentauth.StatusActive || (host.Status == agentauth.StatusPending && access != hostKnownActive)
+		key, err := p.jwksKey(host.JWKSURL, tok, admitted, nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -225,7 +232,10 @@ func (p *Provider) resolveHost(ctx context.Context, tok *hostToken, access hostA
 		}
 		return nil, key, nil
 	case tok.hostJWKSURL != "":
-		key, err := p.jwksKey(ctx, tok.hostJWKSURL, tok)
+		if err := p.keys.CheckURL(tok.hostJWKSURL); err != nil {
+			return nil, nil, badRequest("host_jwks_url cannot be fetched: " + err.Error())
+		}
+		key, err := p.jwksKey(tok.hostJWKSURL, tok, true, func() error { return p.limits.keyFetch(r, tok.hostJWKSURL) })
 		if err != nil {
 			return nil, nil, err
 		}
@@ -235,13 +245,33 @@ func (p *Provider) resolveHost(ctx context.Context, tok *hostToken, access hostA
 	}
 }
 
-// jwksKey fetches the key a JWKS host signed tok with; its thumbprint
-// must be the token's iss.
-func (p *Provider) jwksKey(ctx context.Context, url string, tok *hostToken) (*publicKey, error) {
+// jwksKey returns the key a JWKS host signed tok with, the key its kid
+// names in the key set of url; its thumbprint must be the token's iss.
+// The key set is the verifier's (see remotekeys): one cache, one refresh
+// floor and one memory bound for agent and host keys, so that forged
+// host JWTs, whose iss is public, cannot make the provider fetch a
+// host's URL more than once per floor. Unless fetch is set, only a key
+// set already cached is read; beforeFetch is as in
+// remotekeys.Cache.Key.
+func (p *Provider) jwksKey(url string, tok *hostToken, fetch bool, beforeFetch func() error) (*publicKey, error) {
 	if tok.kid == "" {
 		return nil, invalidHostToken(errors.New("a JWKS host's token has no kid"))
 	}
-	key, err := fetchJWKSKey(ctx, p.keyClient, url, tok.kid)
+	var pub ed25519.PublicKey
+	var err error
+	if fetch {
+		pub, err = p.keys.Key(url, tok.kid, beforeFetch)
+	} else {
+		pub, err = p.keys.CachedKey(url, tok.kid)
+	}
+	if err != nil {
+		var ae *core.AppError
+		if errors.As(err, &ae) {
+			return nil, ae
+		}
+		return nil, invalidHostToken(err)
+	}
+	key, err := newPublicKey(pub)
 	if err != nil {
 		return nil, invalidHostToken(err)
 	}

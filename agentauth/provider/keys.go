@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"crypto"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -9,8 +8,6 @@ import (
 	"errors"
 	"filippo.io/edwards25519"
 	"fmt"
-	"io"
-	"net/http"
 
 	jose "github.com/go-jose/go-jose/v4"
 )
@@ -79,55 +76,4 @@ func newPublicKey(pub ed25519.PublicKey) (*publicKey, error) {
 	x := base64.RawURLEncoding.EncodeToString(pub)
 	jwk, _ := json.Marshal(map[string]string{"kty": "OKP", "crv": "Ed25519", "x": x})
 	return &publicKey{key: pub, thumbprint: base64.RawURLEncoding.EncodeToString(sum), jwk: jwk}, nil
-}
-
-// maxJWKSKeys and maxJWKSBytes bound a fetched key set (protocol §8.12).
-const (
-	maxJWKSKeys  = 20
-	maxJWKSBytes = 1 << 20
-)
-
-// fetchJWKSKey fetches a JWK Set with the SSRF-safe client and returns
-// its Ed25519 key named kid.
-func fetchJWKSKey(ctx context.Context, client *http.Client, url, kid string) (*publicKey, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("JWKS %s answered %d", url, resp.StatusCode)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxJWKSBytes {
-		return nil, fmt.Errorf("JWKS %s is larger than %d bytes", url, maxJWKSBytes)
-	}
-	var set struct {
-		Keys []json.RawMessage `json:"keys"`
-	}
-	if err := json.Unmarshal(data, &set); err != nil {
-		return nil, fmt.Errorf("JWKS %s: %w", url, err)
-	}
-	if len(set.Keys) > maxJWKSKeys {
-		return nil, fmt.Errorf("JWKS %s has %d keys, at most %d are read", url, len(set.Keys), maxJWKSKeys)
-	}
-	for _, raw := range set.Keys {
-		m, err := parseObject(raw)
-		if err != nil {
-			continue
-		}
-		if id, _ := optString(m, "kid"); id != kid {
-			continue
-		}
-		return parseJWK(raw)
-	}
-	return nil, fmt.Errorf("JWKS %s has no key %q", url, kid)
 }

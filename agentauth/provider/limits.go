@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"time"
@@ -26,6 +28,16 @@ type RateLimits struct {
 	// seen, per client address, the protocol's most abusable request:
 	// 20 an hour.
 	NewHostPerIP ratelimit.Limit
+	// KeyFetchPerIP and KeyFetchPerURL limit the fetches of a new host's
+	// host_jwks_url that registrations cause, per client address (20 an
+	// hour) and per URL (10 an hour, the URL counted by its SHA-256):
+	// the fetch comes before the signature is checked, so an
+	// unauthenticated caller chooses both the URL and how often. A
+	// registration answered from the cached key set is not counted. Past
+	// either, the registration is 429 rate_limited, and nothing is
+	// fetched.
+	KeyFetchPerIP  ratelimit.Limit
+	KeyFetchPerURL ratelimit.Limit
 	// PerHost limits host-authenticated requests of one host, and the
 	// agent-authenticated requests of all its agents: 600 a minute.
 	PerHost ratelimit.Limit
@@ -68,6 +80,8 @@ func newLimits(c RateLimits, now func() time.Time) (*limits, error) {
 	}{
 		{&c.PerIP, ratelimit.PerMinute(300)},
 		{&c.NewHostPerIP, ratelimit.PerHour(20)},
+		{&c.KeyFetchPerIP, ratelimit.PerHour(20)},
+		{&c.KeyFetchPerURL, ratelimit.PerHour(10)},
 		{&c.PerHost, ratelimit.PerMinute(600)},
 		{&c.PerAgent, ratelimit.PerMinute(120)},
 		{&c.PerUser, ratelimit.PerMinute(1200)},
@@ -141,6 +155,17 @@ func (l *limits) newHost(r *http.Request) error {
 	rules := l.ipRule(r, l.cfg.NewHostPerIP)
 	rules[0].Key = ratelimit.Key("new_host", rules[0].Key)
 	return l.allow(r.Context(), "address", rules...)
+}
+
+// keyFetch charges a fetch of url, caused by the request r, to its
+// address and to the URL, in that order, so that one address spends its
+// own budget before any URL's.
+func (l *limits) keyFetch(r *http.Request, url string) error {
+	rules := l.ipRule(r, l.cfg.KeyFetchPerIP)
+	rules[0].Key = ratelimit.Key("jwks_fetch", rules[0].Key)
+	sum := sha256.Sum256([]byte(url))
+	rules = append(rules, ratelimit.Rule{Key: ratelimit.Key("jwks_url", base64.RawURLEncoding.EncodeToString(sum[:])), Limit: l.cfg.KeyFetchPerURL})
+	return l.allow(r.Context(), "address or key URL", rules...)
 }
 
 func (l *limits) agent(ctx context.Context, agentID, hostID, userID string) error {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/internal/remotekeys"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/core"
@@ -54,6 +55,8 @@ const (
 	DefaultFreshAuth = 10 * time.Minute
 	// DefaultTouchInterval is Config.TouchInterval when it is zero.
 	DefaultTouchInterval = time.Second
+	// DefaultMaxPendingAgents is Config.MaxPendingAgents when it is zero.
+	DefaultMaxPendingAgents = 20
 )
 
 // Config configures a Provider. Issuer, ProviderName, Store and Registry
@@ -92,6 +95,13 @@ type Config struct {
 	// depend on the last use. Zero means DefaultTouchInterval; a
 	// negative interval records every request.
 	TouchInterval time.Duration
+
+	// MaxPendingAgents bounds the agents of one host that wait for
+	// approval at once: a registration of another is refused with 429
+	// rate_limited until one of them is decided or cleaned up. Each
+	// pending agent is a record, an approval request and, for a JWKS
+	// agent, a URL the host chose. Zero means DefaultMaxPendingAgents.
+	MaxPendingAgents int
 
 	// VerificationURI is where users approve: the approval page. Empty
 	// means Issuer + PathApprove.
@@ -215,6 +225,7 @@ type Provider struct {
 	policy          Policy
 	lifetimes       store.Policy
 	touchInterval   time.Duration
+	maxPending      int
 	verificationURI string
 	approvalLife    time.Duration
 	pollInterval    time.Duration
@@ -229,12 +240,13 @@ type Provider struct {
 	notifyTimeout   time.Duration
 	resolveHint     func(ctx context.Context, hint string) (string, error)
 	notifying       sync.WaitGroup
+	notifySlots     chan struct{} // one per Notify call under way
 	limits          *limits
 	replay          agentauth.ReplayCache
 	skew, maxAge    time.Duration
 	verifier        *agentauth.Verifier
+	keys            remotekeys.Cache // the verifier's remote key sets
 	endpoints       []string
-	keyClient       *http.Client
 	discovery       *agentauth.DiscoveryEndpoint
 	challenge       string
 	now             func() time.Time
@@ -279,6 +291,7 @@ func New(cfg Config) (*Provider, error) {
 		policy:          cfg.Policy,
 		lifetimes:       cfg.Lifetimes,
 		touchInterval:   cfg.TouchInterval,
+		maxPending:      cfg.MaxPendingAgents,
 		verificationURI: cfg.VerificationURI,
 		approvalLife:    cfg.ApprovalLifetime,
 		pollInterval:    cfg.PollInterval,
@@ -330,9 +343,16 @@ func New(cfg Config) (*Provider, error) {
 	if p.touchInterval == 0 {
 		p.touchInterval = DefaultTouchInterval
 	}
+	switch {
+	case p.maxPending == 0:
+		p.maxPending = DefaultMaxPendingAgents
+	case p.maxPending < 0:
+		return nil, fmt.Errorf("provider: Config.MaxPendingAgents %d is negative", p.maxPending)
+	}
 	if p.notifyTimeout <= 0 {
 		p.notifyTimeout = DefaultNotifyTimeout
 	}
+	p.notifySlots = make(chan struct{}, maxNotifying)
 	if p.freshAuth <= 0 {
 		p.freshAuth = DefaultFreshAuth
 	}
@@ -389,7 +409,7 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provider: %w", err)
 	}
-	p.keyClient = agentauth.NewSafeHTTPClient(cfg.KeyFetch)
+	p.keys = remotekeys.Of(p.verifier)
 	methods := p.methods()
 	ep := agentauth.LocationEndpoints("/")
 	ep.Register = PathRegister

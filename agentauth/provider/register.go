@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
 )
@@ -52,8 +53,15 @@ func (p *Provider) parseRegistration(m map[string]json.RawMessage) (*registratio
 	return reg, nil
 }
 
-// agentKey reads the agent key claims of a registration's host JWT.
-func agentKey(h *hostAuth) (store.AgentKey, error) {
+// maxKIDBytes bounds an agent_kid. The verifier drops keys with longer
+// kids from the key sets it fetches.
+const maxKIDBytes = 256
+
+// agentKey reads the agent key claims of a registration's host JWT. An
+// agent_jwks_url must be one the verifier may fetch (see
+// remotekeys.Cache.CheckURL): it is stored, and fetched once the agent
+// is active.
+func (p *Provider) agentKey(h *hostAuth) (store.AgentKey, error) {
 	tok := h.tok
 	switch {
 	case len(tok.agentKey) > 0 && tok.agentJWKSURL != "":
@@ -73,6 +81,12 @@ func agentKey(h *hostAuth) (store.AgentKey, error) {
 	case tok.agentJWKSURL != "":
 		if tok.agentKID == "" {
 			return store.AgentKey{}, badRequest("agent_jwks_url needs agent_kid")
+		}
+		if len(tok.agentKID) > maxKIDBytes {
+			return store.AgentKey{}, badRequest(fmt.Sprintf("agent_kid is longer than %d bytes", maxKIDBytes))
+		}
+		if err := p.keys.CheckURL(tok.agentJWKSURL); err != nil {
+			return store.AgentKey{}, badRequest("agent_jwks_url cannot be fetched: " + err.Error())
 		}
 		if tok.agentJWKSURL == tok.hostJWKSURL {
 			return store.AgentKey{}, badRequest("host and agent JWKS URLs must differ")
@@ -105,7 +119,7 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	key, err := agentKey(h)
+	key, err := p.agentKey(h)
 	if err != nil {
 		return err
 	}
@@ -123,6 +137,9 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 			return p.retryRegistration(ctx, w, existing, reg)
 		case !errors.Is(err, store.ErrNotFound):
 			return internalError(err)
+		}
+		if err := p.checkPending(ctx, host); err != nil {
+			return err
 		}
 	} else if host, err = p.createHost(ctx, h, reg); err != nil {
 		return err
@@ -213,6 +230,28 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, p.renderAgent(stored, ap, false))
 	return nil
+}
+
+// checkPending refuses a new agent of a host that has Config.MaxPendingAgents
+// agents waiting for approval already. Concurrent registrations of one
+// host may each pass the check, so the bound can be passed by as many as
+// run at once, which the host's rate limit bounds.
+func (p *Provider) checkPending(ctx context.Context, host *store.Host) error {
+	agents, err := p.store.ListAgents(ctx, host.ID)
+	if err != nil {
+		return internalError(err)
+	}
+	pending := 0
+	for _, a := range agents {
+		if a.Status == agentauth.StatusPending {
+			pending++
+		}
+	}
+	if pending < p.maxPending {
+		return nil
+	}
+	return ratelimit.Error(ratelimit.Decision{RetryAfter: p.approvalLife},
+		fmt.Sprintf("this host has %d agents waiting for approval, the most it may have; register another once one is decided", pending))
 }
 
 // createHost stores a host seen for the first time. It is pending (its
