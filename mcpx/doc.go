@@ -100,7 +100,14 @@
 // principal presenting the session id is refused. Requests whose Origin is
 // neither the endpoint's own nor trusted are refused, and the SDK refuses
 // requests that reach a loopback listener under another host name (DNS
-// rebinding). Bodies are limited to Config.MaxBodyBytes. Sessions live in
+// rebinding). Bodies are limited to Config.MaxBodyBytes and read, before
+// the SDK decodes them, by the strict JSON reader httpx reads execute
+// bodies with: a body that names a member twice in one object, at any
+// depth (two "name" or "arguments" members of a tools/call, two
+// "method"s), or holds invalid UTF-8 is refused with 400 and a JSON-RPC
+// parse error, since the SDK would run the last of two members while a
+// gateway or an audit tap reading the first would see another call.
+// Sessions live in
 // the process: several instances behind a load balancer need sticky
 // routing by the Mcp-Session-Id header.
 package mcpx

@@ -144,6 +144,7 @@ type Server[C, P any] struct {
 	metadataPath []string
 	metadata     http.Handler
 	challenge    string
+	maxBody      int64
 	trusted      map[string]bool
 	origins      *http.CrossOriginProtection
 	streamable   http.Handler
