@@ -71,6 +71,24 @@ func (s *Server[C, P]) setupHTTP(cfg Config[P]) error {
 	case timeout < 0:
 		timeout = 0
 	}
+	limit := func(v, def int) int {
+		switch {
+		case v == 0:
+			return def
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	idle := cfg.StreamlessTimeout
+	switch {
+	case idle == 0:
+		idle = DefaultStreamlessTimeout
+	case idle < 0:
+		idle = 0
+	}
+	s.sessions = newSessionTable(limit(cfg.MaxSessions, DefaultMaxSessions),
+		limit(cfg.MaxSessionsPerOwner, DefaultMaxSessionsPerOwner), idle)
 	srv := s.newMCPServer(nil)
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Logger:              s.logger,
@@ -129,6 +147,11 @@ func (s *Server[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuseAuth(w, r, fmt.Errorf("mcpx: the principal names no session owner: %w", httpx.ErrNotAllowed))
 		return
 	}
+	end, ok := s.trackSession(w, r, owner)
+	if !ok {
+		return
+	}
+	defer end()
 	if !s.readMessage(w, r) {
 		return
 	}
