@@ -336,19 +336,9 @@ func sameOriginAs(r *http.Request, origin string) bool {
 }
 
 // csrfToken binds a form to its user, its request and its step, and to
-// the time it was made: issued.mac, with mac = HMAC-SHA256 over the four.
+// the time it was made (see newCSRFToken).
 func (p *Provider) csrfToken(userID, approvalID, step string) string {
-	issued := strconv.FormatInt(p.now().Unix(), 10)
-	return issued + "." + p.csrfMAC(issued, userID, approvalID, step)
-}
-
-func (p *Provider) csrfMAC(issued, userID, approvalID, step string) string {
-	m := hmac.New(sha256.New, p.pageSecret)
-	for _, s := range []string{"approval-page", issued, userID, approvalID, step} {
-		// Length-prefixed, so that no two tuples encode alike.
-		fmt.Fprintf(m, "%d:%s|", len(s), s)
-	}
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	return newCSRFToken(p.pageSecret, p.now(), "approval-page", userID, approvalID, step)
 }
 
 func (p *Provider) checkCSRF(token, userID, approvalID, step string) bool {
@@ -357,6 +347,30 @@ func (p *Provider) checkCSRF(token, userID, approvalID, step string) bool {
 
 // checkCSRFAge is checkCSRF for tokens that live maxAge.
 func (p *Provider) checkCSRFAge(token, userID, approvalID, step string, maxAge time.Duration) bool {
+	return checkCSRFToken(p.pageSecret, p.now(), maxAge, token, "approval-page", userID, approvalID, step)
+}
+
+// newCSRFToken is the CSRF token of the pages, the provider's and
+// DevLogin's: issued.mac, with mac = HMAC-SHA256 under secret over the
+// page's label, the time issued and the fields the form is bound to.
+func newCSRFToken(secret []byte, now time.Time, label string, fields ...string) string {
+	issued := strconv.FormatInt(now.Unix(), 10)
+	return issued + "." + csrfMAC(secret, label, issued, fields...)
+}
+
+func csrfMAC(secret []byte, label, issued string, fields ...string) string {
+	m := hmac.New(sha256.New, secret)
+	for _, s := range append([]string{label, issued}, fields...) {
+		// Length-prefixed, so that no two tuples encode alike.
+		fmt.Fprintf(m, "%d:%s|", len(s), s)
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// checkCSRFToken reports whether token is newCSRFToken's for label and
+// fields, made at most maxAge before now (and not from the future,
+// beyond a minute of clock skew).
+func checkCSRFToken(secret []byte, now time.Time, maxAge time.Duration, token, label string, fields ...string) bool {
 	issued, mac, ok := strings.Cut(token, ".")
 	if !ok {
 		return false
@@ -365,10 +379,10 @@ func (p *Provider) checkCSRFAge(token, userID, approvalID, step string, maxAge t
 	if err != nil {
 		return false
 	}
-	if age := p.now().Sub(time.Unix(sec, 0)); age < -time.Minute || age > maxAge {
+	if age := now.Sub(time.Unix(sec, 0)); age < -time.Minute || age > maxAge {
 		return false
 	}
-	return constantTimeEqual(mac, p.csrfMAC(issued, userID, approvalID, step))
+	return constantTimeEqual(mac, csrfMAC(secret, label, issued, fields...))
 }
 
 func constantTimeEqual(a, b string) bool {

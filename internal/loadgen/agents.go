@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -232,16 +233,34 @@ func ApprovePage(ctx context.Context, hc *http.Client, target, user, userCode st
 		return string(body), nil
 	}
 	page := "/approve?code=" + url.QueryEscape(userCode)
-	// The sign-in redirects to the review page, which the client follows.
-	review, err := post("/login", url.Values{"user": {user}, "next": {page}})
+	// The sign-in form carries a CSRF token bound to a cookie it sets.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+"/login?next="+url.QueryEscape(page), nil)
 	if err != nil {
 		return err
 	}
-	m := csrfField.FindStringSubmatch(review)
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	signIn, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	m := csrfField.FindSubmatch(signIn)
+	if resp.StatusCode != http.StatusOK || m == nil {
+		return fmt.Errorf("GET /login: %s", resp.Status)
+	}
+	// The sign-in redirects to the review page, which the client follows.
+	review, err := post("/login", url.Values{"user": {user}, "next": {page}, "csrf": {html.UnescapeString(string(m[1]))}})
+	if err != nil {
+		return err
+	}
+	m = csrfField.FindSubmatch([]byte(review))
 	if m == nil {
 		return fmt.Errorf("no approval form for %s", userCode)
 	}
-	form := url.Values{"csrf": {m[1]}, "code": {userCode}, "step": {"review"}, "action": {"allow"}}
+	form := url.Values{"csrf": {string(m[1])}, "code": {userCode}, "step": {"review"}, "action": {"allow"}}
 	for _, name := range regexp.MustCompile(`name="capability" value="([^"]+)"`).FindAllStringSubmatch(review, -1) {
 		form.Add("capability", name[1])
 	}
