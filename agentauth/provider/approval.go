@@ -264,7 +264,10 @@ func (p *Provider) startApproval(ctx context.Context, rq approvalRequest) (*appr
 // PendingApproval returns the pending approval request with the user
 // code, for the approval page or an application's own. A CIBA request is
 // addressed to its user and is never found by code: see
-// PendingApprovalByID.
+// PendingApprovalByID. Whoever holds the code gets the request: an
+// application's own page must show it only to the user Decide would let
+// decide it (Approval.UserID for a call to confirm, the user of a linked
+// host), since a call's preview is that user's business.
 func (p *Provider) PendingApproval(ctx context.Context, userCode string) (*Approval, error) {
 	code := NormalizeUserCode(userCode)
 	if code == "" {
@@ -363,21 +366,43 @@ func (p *Provider) approvalView(ctx context.Context, ap *store.Approval, userCod
 	return v, nil
 }
 
-// mayDecideByID reports whether userID may open and decide the request v
-// by its ID: it is addressed to the user, or concerns an agent of the
-// user or of a host linked to the user.
-func (p *Provider) mayDecideByID(ctx context.Context, v *Approval, userID string) (bool, error) {
+// mayDecide reports whether userID may see and decide a request. A
+// personal one (a CIBA request, a call to confirm) is its addressee's.
+// Any other is the user's of its agent and of the agent's host, when they
+// have one, and otherwise (a device authorization from a new host)
+// anyone's who brings its code; a request opened byID, from the user's
+// own list, must moreover concern an agent of the user or of a host
+// linked to the user. Decide refuses everyone else.
+func (p *Provider) mayDecide(ctx context.Context, personal bool, addressee, agentID, userID string, byID bool) (bool, error) {
 	if userID == "" {
 		return false, nil
 	}
-	if v.Method == store.MethodCIBA || v.Kind == KindConfirmation {
-		return v.UserID == userID, nil
+	if personal {
+		return addressee == userID, nil
 	}
-	_, _, err := p.ownAgent(ctx, userID, v.AgentID)
-	if errors.Is(err, ErrNoSuchAgent) {
+	agent, err := p.store.GetAgent(ctx, agentID)
+	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	host, err := p.store.GetHost(ctx, agent.HostID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if (host.UserID != "" && host.UserID != userID) || (agent.UserID != "" && agent.UserID != userID) {
+		return false, nil
+	}
+	return !byID || host.UserID == userID || agent.UserID == userID, nil
+}
+
+// mayDecideByID is mayDecide for a request v opened by its ID.
+func (p *Provider) mayDecideByID(ctx context.Context, v *Approval, userID string) (bool, error) {
+	return p.mayDecide(ctx, v.Method == store.MethodCIBA || v.Kind == KindConfirmation, v.UserID, v.AgentID, userID, true)
 }
 
 // Decide applies a user's decision to the approval request with

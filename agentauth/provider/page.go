@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -87,7 +88,10 @@ type pageData struct {
 // code, reviews the agent, its host, its mode and each requested
 // capability with its approval strength and constraints, and allows a
 // subset or denies. Capabilities of approval strength webauthn need a
-// second, confirming step (Config.PresenceCheck).
+// second, confirming step (Config.PresenceCheck). A request is shown only
+// to the user who may decide it (the addressee of a CIBA request or of a
+// call to confirm, the user of a linked host or of the agent); to anyone
+// else its code or id answers exactly as an unknown one.
 //
 // The page refuses users whose sign-in is older than Config.FreshAuth
 // (protocol §8.11), and protects its form against cross-site requests:
@@ -140,25 +144,45 @@ func (p *Provider) servePage(w http.ResponseWriter, r *http.Request) {
 // user typed, or the id of a request on the user's own list.
 type approvalTarget struct{ code, id string }
 
-// approvalFor loads the target for the signed-in user u. A request opened
-// by id must be the user's to decide; any other answers like an unknown
-// one.
+// approvalFor loads the target for the signed-in user u. A request that
+// is not u's to decide (see mayDecide) answers like an unknown one,
+// whether it is pending or closed, so that a code or an id tells nobody
+// else anything, least of all the preview of a call.
 func (p *Provider) approvalFor(ctx context.Context, u *User, t approvalTarget) (*Approval, error) {
+	var (
+		ap       *store.Approval
+		err      error
+		userCode string
+	)
 	if t.code != "" || t.id == "" {
-		return p.PendingApproval(ctx, t.code)
+		code := NormalizeUserCode(t.code)
+		if code == "" {
+			return nil, ErrApprovalNotFound
+		}
+		ap, err = p.store.ApprovalByUserCode(ctx, code)
+		// A CIBA request is addressed to its user and never found by
+		// code.
+		if err == nil && ap.Method == store.MethodCIBA {
+			return nil, ErrApprovalNotFound
+		}
+		userCode = FormatUserCode(code)
+	} else {
+		ap, err = p.store.GetApproval(ctx, t.id)
 	}
-	v, err := p.PendingApprovalByID(ctx, t.id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrApprovalNotFound
+	}
 	if err != nil {
 		return nil, err
 	}
-	ok, err := p.mayDecideByID(ctx, v, u.ID)
+	ok, err := p.mayDecide(ctx, ap.Method == store.MethodCIBA || ap.Call != nil, ap.UserID, ap.AgentID, u.ID, userCode == "")
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, ErrApprovalNotFound
 	}
-	return v, nil
+	return p.approvalView(ctx, ap, userCode)
 }
 
 func (p *Provider) pageReview(w http.ResponseWriter, r *http.Request, d *pageData, target approvalTarget, notice string) {

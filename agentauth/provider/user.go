@@ -393,8 +393,9 @@ func (p *Provider) RevokeHost(ctx context.Context, userID, hostID string) (int, 
 }
 
 // UserApprovals returns the approval requests waiting for userID, oldest
-// first: those addressed to the user (CIBA) and those about an agent of
-// the user or of a host linked to the user.
+// first: those addressed to the user (CIBA, calls to confirm) and those
+// about an agent of the user or of a host linked to the user, which the
+// user may decide.
 func (p *Provider) UserApprovals(ctx context.Context, userID string) ([]*Approval, error) {
 	if userID == "" {
 		return nil, fmt.Errorf("%w: no user", ErrInvalidDecision)
@@ -412,7 +413,16 @@ func (p *Provider) UserApprovals(ctx context.Context, userID string) ([]*Approva
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, v)
+		// The store lists every request about an agent of the user's
+		// hosts; a call to confirm addressed to the agent's own user is
+		// not this user's to see.
+		ok, err := p.mayDecideByID(ctx, v, userID)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, v)
+		}
 	}
 	return out, nil
 }
