@@ -83,7 +83,12 @@ type RequestedCapability struct {
 	// Constraints are those the grant will carry (the agent's proposal,
 	// narrowed by server policy); nil for an unconstrained grant.
 	Constraints map[string]json.RawMessage
-	Location    string
+	// MissingConstraints are the input fields the capability requires a
+	// grant to constrain (core.WithRequiredConstraints) that Constraints
+	// leave out: allowing the capability needs the user to constrain
+	// them (Decision.Constraints). Nil for a call to confirm.
+	MissingConstraints []string
+	Location           string
 }
 
 // NeedsPresence reports whether allowing every capability of a needs
@@ -114,6 +119,13 @@ type Decision struct {
 	// Capabilities, when not nil, allows only those and denies the rest.
 	// Nil allows every requested capability.
 	Capabilities []string
+	// Constraints are limits the user sets on the grants of allowed
+	// capabilities, by capability and then by input field, in the form
+	// of grant constraints. They narrow what the request proposed (see
+	// Narrow), and must constrain every field a capability requires
+	// (RequestedCapability.MissingConstraints): a grant without them
+	// could never be used, so Decide refuses to make one.
+	Constraints map[string]map[string]json.RawMessage
 	// Reason is told to the agent for denied capabilities.
 	Reason string
 	// PresenceConfirmed records that the user passed the extra
@@ -361,6 +373,9 @@ func (p *Provider) approvalView(ctx context.Context, ap *store.Approval, userCod
 				}
 			}
 		}
+		if def, ok := p.reg.Lookup(rc.Name); ok && v.Call == nil {
+			c.MissingConstraints = missingConstraints(def, c.Constraints)
+		}
 		v.Capabilities = append(v.Capabilities, c)
 	}
 	return v, nil
@@ -414,6 +429,13 @@ func (p *Provider) mayDecideByID(ctx context.Context, v *Approval, userID string
 // §2.9); the other requested capabilities are denied. Approving a
 // capability request activates the allowed grants. A denied registration
 // rejects the agent.
+//
+// A grant must constrain every input field its capability requires
+// (core.WithRequiredConstraints), or it could never be used: allowing a
+// capability whose grant would leave one unconstrained, after the
+// request's constraints are narrowed by d.Constraints, is
+// ErrInvalidDecision naming the fields, and changes nothing (see
+// RequestedCapability.MissingConstraints).
 func (p *Provider) Decide(ctx context.Context, d Decision) error {
 	if d.UserID == "" {
 		return fmt.Errorf("%w: no user", ErrInvalidDecision)
@@ -464,6 +486,10 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 		}
 		allowed = d.Capabilities
 	}
+	limits, err := p.decisionConstraints(v, d, allowed)
+	if err != nil {
+		return err
+	}
 	if !d.Deny && v.NeedsPresence(allowed) && !d.PresenceConfirmed {
 		return ErrPresenceRequired
 	}
@@ -507,6 +533,11 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 		for _, name := range requested {
 			c := store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusDenied, By: d.UserID, Reason: reason}
 			if slices.Contains(allowed, name) {
+				if cons, ok := limits[name]; ok {
+					if err := p.limitGrant(ctx, agent, name, cons); err != nil {
+						return err
+					}
+				}
 				def, _ := p.reg.Lookup(name)
 				c = store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusActive, By: d.UserID,
 					ExpiresAt: p.grantExpiry(ctx, agent, def, now)}
@@ -549,6 +580,72 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 		return err
 	}
 	return p.closeSiblings(ctx, agent.ID, v.ID, now)
+}
+
+// decisionConstraints checks the constraints of a decision about v that
+// allows allowed, and returns the constraints of each grant the user
+// limited. It refuses (ErrInvalidDecision) constraints on a capability
+// not allowed or on a call to confirm, malformed ones, ones that
+// contradict the request's, and an allowed capability whose grant would
+// leave a field it requires unconstrained.
+func (p *Provider) decisionConstraints(v *Approval, d Decision, allowed []string) (map[string]map[string]json.RawMessage, error) {
+	if d.Deny {
+		return nil, nil
+	}
+	for name, c := range d.Constraints {
+		if len(c) > 0 && (v.Kind == KindConfirmation || !slices.Contains(allowed, name)) {
+			return nil, fmt.Errorf("%w: constraints are set on %s, which is not allowed as a grant", ErrInvalidDecision, name)
+		}
+	}
+	if v.Kind == KindConfirmation {
+		return nil, nil
+	}
+	out := map[string]map[string]json.RawMessage{}
+	for _, c := range v.Capabilities {
+		if !slices.Contains(allowed, c.Name) {
+			continue
+		}
+		def, ok := p.reg.Lookup(c.Name)
+		if !ok {
+			continue
+		}
+		cons := c.Constraints
+		if added := d.Constraints[c.Name]; len(added) > 0 {
+			var err error
+			if cons, err = Narrow(c.Constraints, added); err != nil {
+				return nil, fmt.Errorf("%w: constraints of %s: %v", ErrInvalidDecision, c.Name, err)
+			}
+			out[c.Name] = cons
+		}
+		if missing := missingConstraints(def, cons); len(missing) > 0 {
+			return nil, fmt.Errorf("%w: %s can only be allowed with a constraint on %s", ErrInvalidDecision, c.Name, strings.Join(missing, ", "))
+		}
+	}
+	return out, nil
+}
+
+// missingConstraints returns the fields def requires a grant to
+// constrain (core.WithRequiredConstraints) that cons leaves out.
+func missingConstraints(def *core.Definition, cons map[string]json.RawMessage) []string {
+	var missing []string
+	for _, f := range def.RequiredConstraints() {
+		if _, ok := cons[f]; !ok {
+			missing = append(missing, f)
+		}
+	}
+	return missing
+}
+
+// limitGrant gives the agent's pending grant of capability the
+// constraints the user set, before Decide activates it.
+func (p *Provider) limitGrant(ctx context.Context, agent *store.Agent, capability string, cons map[string]json.RawMessage) error {
+	for _, g := range agent.Grants {
+		if g.Capability == capability && g.Status == agentauth.StatusPending {
+			g.Constraints = cons
+			return p.store.PutGrants(ctx, agent.ID, []store.Grant{g})
+		}
+	}
+	return nil
 }
 
 // supersededBy is recorded as the deciding user of approval requests

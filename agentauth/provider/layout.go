@@ -86,7 +86,8 @@ var pageFuncs = template.FuncMap{
 		}
 		return ""
 	},
-	"join": strings.Join,
+	"join":            strings.Join,
+	"constraintField": constraintField,
 	// label makes a member name readable: "balance_after" is "Balance after".
 	"label": func(name string) string {
 		s := strings.ReplaceAll(name, "_", " ")

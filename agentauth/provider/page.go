@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/core"
 )
@@ -80,7 +81,10 @@ type pageData struct {
 	CSRF      string
 	Strong    []string
 	Selected  []string
-	Outcome   string
+	// Limits are the limits the user typed on the review step, carried
+	// to the confirming step.
+	Limits  []formField
+	Outcome string
 }
 
 // ApprovalPage returns the approval page: a server-rendered html/template
@@ -137,7 +141,7 @@ func (p *Provider) servePage(w http.ResponseWriter, r *http.Request) {
 		p.renderPage(w, http.StatusOK, d, "Connect an agent", "code", "")
 		return
 	}
-	p.pageReview(w, r, d, approvalTarget{code: code, id: id}, "")
+	p.pageReview(w, r, d, approvalTarget{code: code, id: id}, http.StatusOK, "")
 }
 
 // approvalTarget names the request a page works on: the user code the
@@ -185,7 +189,7 @@ func (p *Provider) approvalFor(ctx context.Context, u *User, t approvalTarget) (
 	return p.approvalView(ctx, ap, userCode)
 }
 
-func (p *Provider) pageReview(w http.ResponseWriter, r *http.Request, d *pageData, target approvalTarget, notice string) {
+func (p *Provider) pageReview(w http.ResponseWriter, r *http.Request, d *pageData, target approvalTarget, status int, notice string) {
 	ap, err := p.approvalFor(r.Context(), d.User, target)
 	if err != nil {
 		p.pageLookupFailed(w, r, d, err)
@@ -200,7 +204,7 @@ func (p *Provider) pageReview(w http.ResponseWriter, r *http.Request, d *pageDat
 	case KindConfirmation:
 		title = "Confirm this call?"
 	}
-	p.renderPage(w, http.StatusOK, d, title, "review", notice)
+	p.renderPage(w, status, d, title, "review", notice)
 }
 
 func (p *Provider) pageLookupFailed(w http.ResponseWriter, r *http.Request, d *pageData, err error) {
@@ -253,6 +257,18 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		p.renderPage(w, http.StatusBadRequest, d, "Bad request", "done", "Choose Allow or Deny.")
 		return
 	}
+	if !dec.Deny && ap.Call == nil {
+		// The limits the user set go with the decision, and the page
+		// says what is wrong with them before it asks for more.
+		var err error
+		if dec.Constraints, d.Limits, err = p.formConstraints(r.PostForm, ap, dec.Capabilities); err == nil {
+			_, err = p.decisionConstraints(ap, dec, dec.Capabilities)
+		}
+		if err != nil {
+			p.pageReview(w, r, d, target, http.StatusUnprocessableEntity, invalidReason(err))
+			return
+		}
+	}
 	if !dec.Deny && ap.NeedsPresence(dec.Capabilities) {
 		if step == "review" {
 			d.Selected = dec.Capabilities
@@ -283,7 +299,7 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		case errors.Is(err, ErrWrongUser):
 			p.renderPage(w, http.StatusForbidden, d, "Not yours to approve", "done", "This agent's host belongs to another user.")
 		case errors.Is(err, ErrInvalidDecision):
-			p.pageReview(w, r, d, target, "Choose among the requested capabilities.")
+			p.pageReview(w, r, d, target, http.StatusUnprocessableEntity, invalidReason(err))
 		default:
 			p.pageLookupFailed(w, r, d, err)
 		}
@@ -302,6 +318,107 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		d.Outcome = fmt.Sprintf("You allowed %s: %s.", ap.AgentName, strings.Join(dec.Capabilities, ", "))
 	}
 	p.renderPage(w, http.StatusOK, d, "Done", "done", "")
+}
+
+// formField is a named value of a form.
+type formField struct{ Name, Value string }
+
+// constraintField names the review form's field where the user limits
+// field of capability: one for each of RequestedCapability's
+// MissingConstraints.
+func constraintField(capability, field string) string {
+	return "constraint:" + capability + ":" + field
+}
+
+// formConstraints reads the limits the user typed on the review form for
+// the fields the allowed capabilities of ap require (see
+// constraintInput), and returns them as Decision.Constraints and as the
+// form fields they came from. A limit that cannot be read is
+// ErrInvalidDecision naming it; Decide reports the ones left empty.
+func (p *Provider) formConstraints(form url.Values, ap *Approval, allowed []string) (map[string]map[string]json.RawMessage, []formField, error) {
+	var (
+		out  map[string]map[string]json.RawMessage
+		kept []formField
+	)
+	for _, c := range ap.Capabilities {
+		def, ok := p.reg.Lookup(c.Name)
+		if !ok || !slices.Contains(allowed, c.Name) {
+			continue
+		}
+		for _, f := range c.MissingConstraints {
+			name := constraintField(c.Name, f)
+			text := strings.TrimSpace(form.Get(name))
+			if text == "" {
+				continue
+			}
+			raw, err := constraintInput(def, f, text)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: the limit on %s of %s: %v", ErrInvalidDecision, f, c.Name, err)
+			}
+			if out == nil {
+				out = map[string]map[string]json.RawMessage{}
+			}
+			if out[c.Name] == nil {
+				out[c.Name] = map[string]json.RawMessage{}
+			}
+			out[c.Name][f] = raw
+			kept = append(kept, formField{Name: name, Value: text})
+		}
+	}
+	return out, kept, nil
+}
+
+// constraintInput reads what a user typed as the limit on field of def:
+// JSON when it starts as an operator object, a JSON string or an array
+// does ({"max": 500}, {"in": ["acc_456", "acc_789"]}, "acc_456");
+// otherwise one exact value, a number or a boolean when the field's
+// schema types it so, else the text itself, so that acc_456 needs no
+// quotes. The result is checked as a grant's constraints are
+// (agentauth.ValidateConstraints).
+func constraintInput(def *core.Definition, field, text string) (json.RawMessage, error) {
+	var raw json.RawMessage
+	switch typ := fieldType(def, field); {
+	case text[0] == '{' || text[0] == '"' || text[0] == '[':
+		if !json.Valid([]byte(text)) {
+			return nil, errors.New("it is not valid JSON")
+		}
+		raw = json.RawMessage(text)
+	case typ == "number" || typ == "integer" || typ == "boolean":
+		if !json.Valid([]byte(text)) {
+			return nil, fmt.Errorf("%s takes a %s", field, typ)
+		}
+		raw = json.RawMessage(text)
+	default:
+		raw, _ = json.Marshal(text)
+	}
+	if err := agentauth.ValidateConstraints(map[string]json.RawMessage{field: raw}); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// fieldType is the JSON Schema type of a top-level input field of def,
+// "" when it has none or several.
+func fieldType(def *core.Definition, field string) string {
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(def.InputSchema(), &s) != nil {
+		return ""
+	}
+	t, _ := s.Properties[field].Type.(string)
+	return t
+}
+
+// invalidReason is what the page tells of an ErrInvalidDecision.
+func invalidReason(err error) string {
+	msg, _ := strings.CutPrefix(err.Error(), ErrInvalidDecision.Error()+": ")
+	if msg == "" {
+		return "Choose among the requested capabilities."
+	}
+	return strings.ToUpper(msg[:1]) + msg[1:] + "."
 }
 
 // checkPresence runs the extra confirmation of webauthn-strength

@@ -121,7 +121,7 @@ func FuzzApprovalPage(f *testing.F) {
 		w := serve(post, signedIn, query, body, origin, site)
 		switch w.Code {
 		case http.StatusOK, http.StatusSeeOther, http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden,
-			http.StatusNotFound, http.StatusGone:
+			http.StatusNotFound, http.StatusGone, http.StatusUnprocessableEntity:
 		default:
 			t.Fatalf("status %d for post=%v query %q body %q: %s", w.Code, post, query, body, w.Body)
 		}

@@ -289,10 +289,8 @@ func (p *Provider) GrantCapabilities(ctx context.Context, userID, agentID string
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidDecision, err)
 		}
-		for _, f := range def.RequiredConstraints() {
-			if _, ok := cons[f]; !ok {
-				return fmt.Errorf("%w: %s can only be granted with a constraint on %s", ErrInvalidDecision, rq.Name, f)
-			}
+		if missing := missingConstraints(def, cons); len(missing) > 0 {
+			return fmt.Errorf("%w: %s can only be granted with a constraint on %s", ErrInvalidDecision, rq.Name, strings.Join(missing, ", "))
 		}
 		if def.Approval() == core.ApprovalWebAuthn && !presenceConfirmed {
 			return ErrPresenceRequired
