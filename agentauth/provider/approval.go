@@ -83,12 +83,17 @@ type RequestedCapability struct {
 	// Constraints are those the grant will carry (the agent's proposal,
 	// narrowed by server policy); nil for an unconstrained grant.
 	Constraints map[string]json.RawMessage
-	// MissingConstraints are the input fields the capability requires a
-	// grant to constrain (core.WithRequiredConstraints) that Constraints
-	// leave out: allowing the capability needs the user to constrain
-	// them (Decision.Constraints). Nil for a call to confirm.
+	// MissingConstraints are the input fields a grant of the capability
+	// must constrain that Constraints leave out: those it requires
+	// (core.WithRequiredConstraints), and the unit of an amount that
+	// Constraints bound (core.WithUnit). Allowing the capability needs
+	// the user to constrain them (Decision.Constraints). Nil for a call
+	// to confirm.
 	MissingConstraints []string
-	Location           string
+	// Units maps each amount field of the capability to the field that
+	// gives its unit (core.WithUnit), for showing bounds with their unit.
+	Units    map[string]string
+	Location string
 }
 
 // NeedsPresence reports whether allowing every capability of a needs
@@ -364,6 +369,7 @@ func (p *Provider) approvalView(ctx context.Context, ap *store.Approval, userCod
 		c := RequestedCapability{Name: rc.Name}
 		if def, ok := p.reg.Lookup(rc.Name); ok {
 			c.Description, c.Approval, c.Risk, c.Location = def.Description(), def.Approval(), def.Risk(), def.Location()
+			c.Units = def.Units()
 		}
 		for _, g := range agent.Grants {
 			if g.Capability == rc.Name && v.Call == nil {
@@ -624,16 +630,12 @@ func (p *Provider) decisionConstraints(v *Approval, d Decision, allowed []string
 	return out, nil
 }
 
-// missingConstraints returns the fields def requires a grant to
-// constrain (core.WithRequiredConstraints) that cons leaves out.
+// missingConstraints returns the fields a grant of def with cons must
+// constrain and does not: those def requires (core.WithRequiredConstraints)
+// and the unit of each amount cons bounds (core.WithUnit), as the
+// verifier reads them.
 func missingConstraints(def *core.Definition, cons map[string]json.RawMessage) []string {
-	var missing []string
-	for _, f := range def.RequiredConstraints() {
-		if _, ok := cons[f]; !ok {
-			missing = append(missing, f)
-		}
-	}
-	return missing
+	return agentauth.MissingConstraints(cons, def.RequiredConstraints(), def.Units())
 }
 
 // limitGrant gives the agent's pending grant of capability the

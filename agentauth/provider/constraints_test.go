@@ -160,3 +160,70 @@ func TestApprovalPageAsksForRequiredConstraints(t *testing.T) {
 		t.Errorf("send to carol: %d %s", res.status, res.raw)
 	}
 }
+
+type payAbroadIn struct {
+	To       string  `json:"to"`
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+}
+
+// unitRegistry serves echo and pay_abroad, whose amount has its currency
+// for unit.
+func unitRegistry(c *provider.Config) {
+	c.Registry = core.MustRegistry(
+		core.MustDefine("echo", "Return the message.",
+			func(_ context.Context, _ struct{}, in echoIO) (echoIO, error) { return in, nil }),
+		core.MustDefine("pay_abroad", "Pay in any currency.",
+			func(_ context.Context, _ struct{}, in payAbroadIn) (transferOut, error) {
+				return transferOut{true}, nil
+			},
+			core.WithRequiredConstraints("to"), core.WithUnit("amount", "currency"), core.WithApproval(core.ApprovalSession)))
+}
+
+// TestApprovalPageShowsUnits reviews requests for pay_abroad with a
+// bound on the amount: the page shows the bound with its currency, asks
+// for the currency when the request leaves it out, and Decide refuses to
+// grant the bound without it.
+func TestApprovalPageShowsUnits(t *testing.T) {
+	e := newPageEnv(t, unitRegistry)
+	ctx := context.Background()
+	b := newBrowser(t, e)
+	b.signIn("alice", "/")
+	request := func(constraints map[string]any) string {
+		t.Helper()
+		r := e.register(newKey(t), newKey(t), map[string]any{"name": "payer",
+			"capabilities": []any{map[string]any{"name": "pay_abroad", "constraints": constraints}}})
+		if r.status != 200 {
+			t.Fatalf("register: %d %s", r.status, r.raw)
+		}
+		return r.body["approval"].(map[string]any)["user_code"].(string)
+	}
+
+	pinned := request(map[string]any{"to": "bob", "amount": map[string]any{"max": 500}, "currency": "USD"})
+	if _, page, _ := b.get("/approve?code=" + url.QueryEscape(pinned)); !strings.Contains(page, "<code>amount</code> at most 500 USD</li>") {
+		t.Errorf("the bound is not shown with its currency:\n%s", page)
+	}
+	several := request(map[string]any{"to": "bob", "amount": map[string]any{"max": 500}, "currency": map[string]any{"in": []string{"USD", "GBP"}}})
+	if _, page, _ := b.get("/approve?code=" + url.QueryEscape(several)); !strings.Contains(page, "<code>amount</code> at most 500, in currency one of &#34;USD&#34;, &#34;GBP&#34;</li>") {
+		t.Errorf("the bound is not shown with its currencies:\n%s", page)
+	}
+
+	loose := request(map[string]any{"to": "bob", "amount": map[string]any{"max": 500}})
+	_, page, _ := b.get("/approve?code=" + url.QueryEscape(loose))
+	if !strings.Contains(page, "<code>amount</code> at most 500, in any currency</li>") || !strings.Contains(page, `name="constraint:pay_abroad:currency"`) {
+		t.Errorf("the page does not ask for the currency:\n%s", page)
+	}
+	err := e.p.Decide(ctx, provider.Decision{UserCode: loose, UserID: "alice"})
+	if !errors.Is(err, provider.ErrInvalidDecision) || !strings.Contains(err.Error(), "pay_abroad can only be allowed with a constraint on currency") {
+		t.Errorf("Decide with the currency free: %v", err)
+	}
+	m := csrfField.FindStringSubmatch(page)
+	status, done := b.post("/approve", url.Values{"csrf": {m[1]}, "code": {loose}, "step": {"review"}, "action": {"allow"},
+		"capability": {"pay_abroad"}, "constraint:pay_abroad:currency": {"USD"}}, map[string]string{"Origin": e.url})
+	if status != http.StatusOK || !strings.Contains(done, "You allowed") {
+		t.Fatalf("allow with the currency: %d %s", status, done)
+	}
+	if _, agents, _ := b.get("/agents"); !strings.Contains(agents, "<code>amount</code> at most 500 USD</li>") {
+		t.Errorf("Your agents does not show the bound with its currency:\n%s", agents)
+	}
+}

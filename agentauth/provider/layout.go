@@ -74,6 +74,7 @@ var pageFuncs = template.FuncMap{
 	},
 	"risky":      func(r core.Risk) bool { return r == core.RiskHigh || r == core.RiskCritical },
 	"constraint": describeConstraint,
+	"limit":      describeLimit,
 	"when": func(t any) string {
 		switch v := t.(type) {
 		case time.Time:

@@ -65,6 +65,45 @@ func describeConstraint(raw json.RawMessage) string {
 	return strings.Join(parts, ", ")
 }
 
+// describeLimit renders the constraint on field among cons for people,
+// an amount with its unit (core.WithUnit, units): "at most 500 USD" when
+// cons pins the unit to one value, "at most 500, in currency one of
+// "USD", "EUR"" when it limits it otherwise, and "at most 500, in any
+// currency" when it leaves the unit free (a request the user must
+// complete, or a grant no call can use).
+func describeLimit(field string, cons map[string]json.RawMessage, units map[string]string) string {
+	text := describeConstraint(cons[field])
+	unit, ok := units[field]
+	if !ok {
+		return text
+	}
+	uc, ok := cons[unit]
+	if !ok {
+		return text + ", in any " + unit
+	}
+	if ops, err := operators(uc); err == nil && len(ops) == 1 && ops["eq"] != nil {
+		var s string
+		if json.Unmarshal(ops["eq"], &s) == nil && plainUnit(s) {
+			return text + " " + s
+		}
+	}
+	return text + ", in " + unit + " " + describeConstraint(uc)
+}
+
+// plainUnit reports a unit short and plain enough to write unquoted
+// after a number: letters and digits only.
+func plainUnit(s string) bool {
+	if s == "" || len(s) > 16 {
+		return false
+	}
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // pageData is what the templates render.
 type pageData struct {
 	Provider string

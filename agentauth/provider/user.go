@@ -72,6 +72,10 @@ type UserGrant struct {
 	// Expired marks an active grant past its ExpiresAt: no longer
 	// effective.
 	Expired bool `json:"expired,omitempty"`
+	// Units maps each amount field of the capability to the field that
+	// gives its unit (core.WithUnit), for showing bounds with their
+	// unit.
+	Units map[string]string `json:"-"`
 }
 
 // Effective reports whether the grant can be used now: active and not
@@ -113,7 +117,7 @@ func (p *Provider) userAgentView(a *store.Agent, hostName string) UserAgent {
 			GrantedBy: g.GrantedBy, DeniedBy: g.DeniedBy, Reason: g.Reason, ExpiresAt: g.ExpiresAt,
 			Expired: g.Status == agentauth.StatusActive && g.ExpiresAt != nil && !now.Before(*g.ExpiresAt)}
 		if def, ok := p.reg.Lookup(g.Capability); ok {
-			ug.Description, ug.Approval, ug.Risk = def.Description(), def.Approval(), def.Risk()
+			ug.Description, ug.Approval, ug.Risk, ug.Units = def.Description(), def.Approval(), def.Risk(), def.Units()
 		}
 		v.Grants = append(v.Grants, ug)
 	}
