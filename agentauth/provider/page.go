@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
@@ -415,6 +416,9 @@ func (p *Provider) formConstraints(form url.Values, ap *Approval, allowed []stri
 // quotes. The result is checked as a grant's constraints are
 // (agentauth.ValidateConstraints).
 func constraintInput(def *core.Definition, field, text string) (json.RawMessage, error) {
+	if !utf8.ValidString(text) {
+		return nil, errors.New("it is not valid UTF-8")
+	}
 	var raw json.RawMessage
 	switch typ := fieldType(def, field); {
 	case text[0] == '{' || text[0] == '"' || text[0] == '[':
