@@ -37,8 +37,8 @@ type Agent struct {
 	// Source is the account it reads and debits; Destination the one its
 	// transfer grant names.
 	Source, Destination string
-	// MaxAmount is the largest transfer its grant allows, in the
-	// account's currency, as the grant writes it ("5").
+	// MaxAmount is the largest transfer its grant allows, in USD, the
+	// currency of the load's transfers, as the grant writes it ("5").
 	MaxAmount string
 
 	agent *client.Agent
@@ -154,21 +154,29 @@ func Register(ctx context.Context, cfg RegisterConfig) ([]*Agent, error) {
 
 // register connects one agent for acc and approves it.
 func register(ctx context.Context, c *client.Client, target string, acc Account, maxAmount string, hc *http.Client) (*Agent, error) {
+	// The load's transfers are in USD, which the grant pins with the
+	// bound: a bound on an amount needs its currency.
 	constraints := map[string]json.RawMessage{
 		"destination_account": mustJSON(acc.Destination),
 		"amount":              json.RawMessage(`{"max":` + maxAmount + `}`),
+		"currency":            json.RawMessage(`"USD"`),
 	}
 	caps := []client.CapabilityRequest{
 		{Name: "list_accounts"}, {Name: "check_balance"},
 		{Name: "transfer_money", Constraints: constraints},
 	}
 	var approveErr error
+	// A refused approval stays pending until it expires: stop polling.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	a, st, err := c.Connect(ctx, target, client.ConnectOptions{
 		Name:         "load agent",
 		Mode:         agentauth.ModeDelegated,
 		Capabilities: caps,
 		OnApproval: func(ap client.Approval) {
-			approveErr = ApprovePage(ctx, hc, target, acc.User, ap.UserCode)
+			if approveErr = ApprovePage(ctx, hc, target, acc.User, ap.UserCode); approveErr != nil {
+				cancel()
+			}
 		},
 	})
 	if approveErr != nil {
