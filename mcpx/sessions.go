@@ -19,7 +19,7 @@ const codeTooManySessions = -32000
 // tooManySessions answers a request that would open a session beyond
 // Config.MaxSessions.
 var tooManySessions = httpx.ErrorAnswer{Status: http.StatusServiceUnavailable, RetryAfter: time.Second,
-	Body: []byte(`{"error":"temporarily_unavailable","message":"the server holds as many MCP sessions as it may; try again later","retry_after":1}`)}
+	Body: []byte(`{"error":"temporarily_unavailable","message":"the server holds as many MCP sessions as it may; try again later"}`)}
 
 // sessionTable bounds the Streamable HTTP sessions the SDK keeps, each
 // some 20 KB for as long as it lives: at most perOwner per session owner
@@ -85,14 +85,17 @@ func (t *sessionTable) open(ss *mcp.ServerSession, owner string) error {
 				evicted = l
 			}
 		}
-		t.removeLocked(evicted)
 	}
-	if t.max > 0 && len(t.byID) >= t.max {
+	live := len(t.byID)
+	if evicted != nil {
+		live--
+	}
+	if t.max > 0 && live >= t.max {
 		t.mu.Unlock()
-		if evicted != nil {
-			go evicted.ss.Close()
-		}
 		return &jsonrpc.Error{Code: codeTooManySessions, Message: "the server holds as many sessions as it may; try again later"}
+	}
+	if evicted != nil {
+		t.removeLocked(evicted)
 	}
 	t.tick++
 	l := &liveSession{id: id, owner: owner, ss: ss, used: t.tick}
