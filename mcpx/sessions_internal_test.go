@@ -83,4 +83,3 @@ func TestSessionTableAccounting(t *testing.T) {
 		t.Errorf("carol after bob's session ended: %v", err)
 	}
 }
-
