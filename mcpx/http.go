@@ -121,10 +121,12 @@ type verifiedKey struct{}
 // for the server's stream, DELETE to end a session. Every request is
 // checked, in order, for its Origin (403), authenticated (401 with a
 // Bearer challenge naming the resource metadata, or the authenticator's
-// refusal), its body read within Config.MaxBodyBytes (413) and checked
-// as strict JSON (400 with a JSON-RPC parse error), and then handed to
-// the SDK, which checks sessions, their owner, content types and the
-// protocol version. Mount it at the path of Config.Resource.
+// refusal), refused when it would open a session beyond
+// Config.MaxSessions (503, see the package's session limits), its body
+// read within Config.MaxBodyBytes (413) and checked as strict JSON (400
+// with a JSON-RPC parse error), and then handed to the SDK, which checks
+// sessions, their owner, content types and the protocol version. Mount
+// it at the path of Config.Resource.
 func (s *Server[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.streamable == nil {
 		s.logger.LogAttrs(r.Context(), slog.LevelError, "mcpx: an HTTP request reached a server without Config.Authenticate")
