@@ -27,7 +27,9 @@
 // HTTPConfig wires a SessionSource into an httpx handler: the bearer
 // token becomes a Caller (the session and the application's principal),
 // every execute and batch item goes through AuthorizeCall with the
-// capability's required constraints, and listings carry grant_status.
+// capability's required constraints and units (a grant that bounds an
+// amount must constrain its unit, core.WithUnit), and listings carry
+// grant_status.
 // DiscoveryHandler serves the discovery document at DiscoveryPath.
 //
 // With HTTPOptions.Hosts set (a HostVerifier over the Directory, or a

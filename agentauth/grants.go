@@ -24,6 +24,11 @@ type Call struct {
 	// RequiredConstraints are the top-level input fields that a grant
 	// must constrain, from the capability definition.
 	RequiredConstraints []string
+	// Units maps a top-level input field to the field that gives its
+	// unit, from the capability definition (core.WithUnit): a grant that
+	// constrains the first must constrain the second, since a bound on an
+	// amount means nothing without its unit.
+	Units map[string]string
 	// Arguments are the raw top-level values as received, before parsing.
 	Arguments map[string]json.RawMessage
 	// Normalized returns the JSON encoding of a top-level field of the
@@ -49,7 +54,9 @@ type Call struct {
 //     proves the fields are constrained.
 //  4. Each effective grant is evaluated. A grant is satisfied when its
 //     constraints are well formed, the arguments violate none of them, and
-//     it constrains every required field. One satisfied grant is enough.
+//     it constrains every required field, and the unit field of every
+//     field it constrains that has one (Call.Units). One satisfied grant
+//     is enough.
 //  5. The arguments that run must be the ones that were checked: for the
 //     fields a satisfied grant constrains, the raw value and the decoded
 //     value must be the same JSON value. If every satisfied grant has such
@@ -136,12 +143,7 @@ func AuthorizeCall(s *Session, call Call, now time.Time) error {
 			}
 			continue
 		}
-		var lacks []string
-		for _, f := range required {
-			if _, ok := g.Constraints[f]; !ok {
-				lacks = append(lacks, f)
-			}
-		}
+		lacks := MissingConstraints(g.Constraints, required, call.Units)
 		if len(lacks) > 0 {
 			if missing == nil || len(lacks) < len(missing.missing) {
 				missing = &grantFailure{missing: lacks}
@@ -198,6 +200,27 @@ func GrantStatus(s *Session, capability string, now time.Time) string {
 		}
 	}
 	return GrantStatusNotGranted
+}
+
+// MissingConstraints returns, sorted, the fields a grant with
+// constraints lacks a constraint on: the required ones, and the unit
+// field of each constrained field that has one in units (see Call).
+func MissingConstraints(constraints map[string]json.RawMessage, required []string, units map[string]string) []string {
+	var lacks []string
+	for _, f := range required {
+		if _, ok := constraints[f]; !ok {
+			lacks = append(lacks, f)
+		}
+	}
+	for f, unit := range units {
+		if _, bounded := constraints[f]; !bounded {
+			continue
+		}
+		if _, ok := constraints[unit]; !ok {
+			lacks = append(lacks, unit)
+		}
+	}
+	return sortedUnique(lacks)
 }
 
 type grantFailure struct {

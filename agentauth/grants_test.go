@@ -324,6 +324,49 @@ func TestAuthorizeCall(t *testing.T) {
 	}
 }
 
+// TestAuthorizeCallUnits calls a capability whose amount has its
+// currency for unit: a grant bounding the amount is satisfied only when
+// it constrains the currency too, since "at most 500" lets 500 GBP
+// through when the caller picks the currency.
+func TestAuthorizeCallUnits(t *testing.T) {
+	units := map[string]string{"amount": "currency"}
+	args := map[string]string{"amount": "500", "currency": `"GBP"`, "destination_account": `"acc_456"`}
+	tests := []struct {
+		name    string
+		session *agentauth.Session
+		want    *outcome
+	}{
+		{name: "amount bounded, currency free",
+			session: session(grant("transfer", "active", map[string]string{"destination_account": `"acc_456"`, "amount": `{"max":500}`})),
+			want:    missingConstraints("currency")},
+		{name: "exact amount, currency free",
+			session: session(grant("transfer", "active", map[string]string{"destination_account": `"acc_456"`, "amount": "500"})),
+			want:    missingConstraints("currency")},
+		{name: "amount and currency, another currency sent",
+			session: session(grant("transfer", "active", map[string]string{"destination_account": `"acc_456"`, "amount": `{"max":500}`, "currency": `"USD"`})),
+			want:    violated(violation{"currency", `"USD"`, `"GBP"`})},
+		{name: "amount and currency",
+			session: session(grant("transfer", "active", map[string]string{"destination_account": `"acc_456"`, "amount": `{"max":500}`, "currency": `{"in":["GBP","USD"]}`}))},
+		{name: "amount free, currency free",
+			session: session(grant("transfer", "active", map[string]string{"destination_account": `"acc_456"`}))},
+		{name: "a grant without its unit beside one with it",
+			session: session(grant("transfer", "active", map[string]string{"destination_account": `"acc_456"`, "amount": `{"max":500}`}),
+				grant("transfer", "active", map[string]string{"destination_account": `"acc_456"`, "amount": `{"max":500}`, "currency": `"GBP"`}))},
+		{name: "required and unit fields missing, sorted",
+			session: session(grant("transfer", "active", map[string]string{"amount": `{"max":500}`})),
+			want:    missingConstraints("currency", "destination_account")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			call := agentauth.Call{Capability: "transfer", RequiredConstraints: []string{"destination_account"}, Units: units, Arguments: raws(args)}
+			err := agentauth.AuthorizeCall(tc.session, call, now)
+			if diff := cmp.Diff(tc.want, outcomeOf(t, err), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("AuthorizeCall (-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+}
+
 func TestAuthorizeCallCauses(t *testing.T) {
 	// Unknown operators keep the typed error as the hidden cause.
 	err := agentauth.AuthorizeCall(session(grant("transfer", "active", map[string]string{"amount": `{"lt":5}`})),

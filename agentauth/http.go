@@ -334,6 +334,7 @@ func (a *httpAuth[P]) authorizeCall(ctx context.Context, c Caller[P], inv *core.
 	err := AuthorizeCall(c.Session, Call{
 		Capability:          inv.Definition.Name(),
 		RequiredConstraints: inv.Definition.RequiredConstraints(),
+		Units:               inv.Definition.Units(),
 		Arguments:           inv.Arguments,
 		Normalized:          inv.Normalized,
 	}, a.now())

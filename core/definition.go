@@ -60,6 +60,7 @@ type Definition struct {
 	description string
 	approval    Approval
 	required    []string
+	units       map[string]string
 	risk        Risk
 	scope       string
 	tags        []string
@@ -135,6 +136,11 @@ func (d *Definition) Approval() Approval { return d.approval }
 // constrain before the capability may run. The slice must not be modified.
 func (d *Definition) RequiredConstraints() []string { return d.required }
 
+// Units returns, for each input field declared with WithUnit, the input
+// field that is its unit; nil when none is. The map must not be
+// modified.
+func (d *Definition) Units() map[string]string { return d.units }
+
 // Risk returns the risk level; RiskLow when unset.
 func (d *Definition) Risk() Risk { return d.risk }
 
@@ -176,6 +182,7 @@ type Option func(*options)
 type options struct {
 	approval     Approval
 	required     []string
+	units        [][2]string
 	risk         Risk
 	scope        string
 	tags         []string
@@ -198,9 +205,23 @@ type options struct {
 func WithApproval(a Approval) Option { return func(o *options) { o.approval = a } }
 
 // WithRequiredConstraints names top-level input fields that every grant for
-// the capability must constrain. Each must exist in the input schema.
+// the capability must constrain. Each must exist in the input schema. See
+// also WithUnit, for fields a grant must constrain when it bounds another.
 func WithRequiredConstraints(fields ...string) Option {
 	return func(o *options) { o.required = append(o.required, fields...) }
+}
+
+// WithUnit declares that the top-level input field unit gives the unit
+// of the numeric input field amount: the currency of a sum of money, the
+// unit of a quantity. A bound on amount in a grant means nothing without
+// its unit ("at most 500" of what?), so a grant that constrains amount
+// must constrain unit too: the verifier treats one that does not as
+// missing that constraint (agentauth.AuthorizeCall), the provider asks
+// for it before granting, and its pages show the two together ("at most
+// 500 USD"). Both fields must exist in the input schema; an amount has
+// one unit.
+func WithUnit(amount, unit string) Option {
+	return func(o *options) { o.units = append(o.units, [2]string{amount, unit}) }
 }
 
 // WithRisk sets the risk level.
@@ -407,6 +428,23 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 	}
 	d.required = slices.Clone(o.required)
 	slices.Sort(d.required)
+	for _, u := range o.units {
+		amount, unit := u[0], u[1]
+		switch {
+		case !slices.Contains(d.inputProps, amount):
+			return fail(amount, "WithUnit names an amount that is not a top-level input property")
+		case !slices.Contains(d.inputProps, unit):
+			return fail(unit, "WithUnit names a unit that is not a top-level input property")
+		case amount == unit:
+			return fail(amount, "WithUnit makes a field its own unit")
+		case d.units[amount] != "":
+			return fail(amount, "WithUnit gives the amount two units")
+		}
+		if d.units == nil {
+			d.units = map[string]string{}
+		}
+		d.units[amount] = unit
+	}
 
 	if dec, err := schema.NewDecoder(d.inType); err == nil {
 		d.decodeTree = func(tree any) (any, []schema.Violation, error) {

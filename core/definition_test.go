@@ -85,6 +85,22 @@ func TestDefineRejects(t *testing.T) {
 			_, err := core.Define("x", "d", noop[echoIn, echoOut], core.WithRequiredConstraints("amount"))
 			return err
 		}, []string{"amount"}},
+		{"unit of an unknown amount", func() error {
+			_, err := core.Define("x", "d", noop[transferIn, echoOut], core.WithUnit("total", "currency"))
+			return err
+		}, []string{"total"}},
+		{"unknown unit", func() error {
+			_, err := core.Define("x", "d", noop[transferIn, echoOut], core.WithUnit("amount", "unit"))
+			return err
+		}, []string{"unit"}},
+		{"amount its own unit", func() error {
+			_, err := core.Define("x", "d", noop[transferIn, echoOut], core.WithUnit("amount", "amount"))
+			return err
+		}, []string{"amount"}},
+		{"amount with two units", func() error {
+			_, err := core.Define("x", "d", noop[transferIn, echoOut], core.WithUnit("amount", "currency"), core.WithUnit("amount", "destination_account"))
+			return err
+		}, []string{"amount"}},
 		{"unknown approval", func() error {
 			_, err := core.Define("x", "d", noop[echoIn, echoOut], core.WithApproval("biometric"))
 			return err
@@ -153,6 +169,25 @@ func TestDefineMetadataAndSchemas(t *testing.T) {
 	}
 	if props, ok := empty["properties"].(map[string]any); !ok || len(props) != 0 || empty["additionalProperties"] != false {
 		t.Errorf("no-input schema = %s", ping.Definition().InputSchema())
+	}
+}
+
+// TestWithUnit reads back the unit of an amount; a capability without
+// one has none.
+func TestWithUnit(t *testing.T) {
+	d, err := core.Define("pay", "d", noop[transferIn, echoOut], core.WithUnit("amount", "currency"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Definition().Units(); len(got) != 1 || got["amount"] != "currency" {
+		t.Errorf("Units() = %v, want amount: currency", got)
+	}
+	plain, err := core.Define("plain", "d", noop[transferIn, echoOut])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plain.Definition().Units(); got != nil {
+		t.Errorf("Units() without WithUnit = %v", got)
 	}
 }
 

@@ -25,6 +25,21 @@
 // the Agent Auth wire code lives here ([HTTPStatus], [WireCode]) so every
 // transport agrees.
 //
+// # Constraints and units
+//
+// An identity layer such as agentauth grants a capability with
+// constraints on its top-level input fields ("destination_account is
+// acc_456", "amount at most 500"), which a person approves as they read
+// them. A numeric bound means nothing without its unit: "amount at most
+// 500" lets 500 GBP through, some 635 USD, when the caller picks the
+// currency and the handler converts. A capability whose numbers carry a
+// unit must make the unit part of what is granted: name the field that
+// holds it with [WithUnit] (a grant that bounds amount must then
+// constrain currency too, and approval pages show "at most 500 USD"), or
+// fix the unit in the use case itself (the amount is always in the
+// source account's currency) and say so in the description.
+// [WithRequiredConstraints] names the fields every grant must constrain.
+//
 // # Long-running calls
 //
 // Three pieces let transports serve calls that outlive one quick answer,

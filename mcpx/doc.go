@@ -100,7 +100,39 @@
 // principal presenting the session id is refused. Requests whose Origin is
 // neither the endpoint's own nor trusted are refused, and the SDK refuses
 // requests that reach a loopback listener under another host name (DNS
-// rebinding). Bodies are limited to Config.MaxBodyBytes. Sessions live in
+// rebinding). Bodies are limited to Config.MaxBodyBytes and read, before
+// the SDK decodes them, by the strict JSON reader httpx reads execute
+// bodies with: a body that names a member twice in one object, at any
+// depth (two "name" or "arguments" members of a tools/call, two
+// "method"s), or holds invalid UTF-8 is refused with 400 and a JSON-RPC
+// parse error, since the SDK would run the last of two members while a
+// gateway or an audit tap reading the first would see another call.
+// Sessions live in
 // the process: several instances behind a load balancer need sticky
 // routing by the Mcp-Session-Id header.
+//
+// # Session limits
+//
+// A session costs some 20 KB of memory for as long as it lives, and any
+// caller that authenticates can open one (an autonomous agent needs no
+// approval for a capability of approval strength none), so sessions are
+// bounded:
+//
+//   - Config.MaxSessionsPerOwner (default DefaultMaxSessionsPerOwner, 8)
+//     live sessions per session owner: an initialize beyond it closes the
+//     owner's least recently used session.
+//   - Config.MaxSessions (default DefaultMaxSessions, 1000) live sessions
+//     in all: beyond it, a request that would open one more is refused
+//     with 503 temporarily_unavailable and Retry-After (an initialize
+//     that raced past that check gets a JSON-RPC error), unless its
+//     owner is at its own limit and gives up its oldest session instead.
+//   - Config.StreamlessTimeout (default DefaultStreamlessTimeout, 5
+//     minutes) closes a session with no request under way, no open
+//     stream (GET) among them, after that long without one.
+//   - Config.SessionTimeout (default DefaultSessionTimeout, 30 minutes)
+//     closes a session that saw no POST for that long, even with its
+//     stream open.
+//
+// A negative value lifts a limit. A client whose session was closed gets
+// 404 and, as the transport specification asks, opens a new one.
 package mcpx

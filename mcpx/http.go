@@ -1,9 +1,12 @@
 package mcpx
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -12,10 +15,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
 // ownerOf is implemented by principals that name their session owner
@@ -58,6 +63,7 @@ func (s *Server[C, P]) setupHTTP(cfg Config[P]) error {
 	if maxBody == 0 {
 		maxBody = httpx.DefaultMaxBodyBytes
 	}
+	s.maxBody = maxBody
 	timeout := cfg.SessionTimeout
 	switch {
 	case timeout == 0:
@@ -65,6 +71,24 @@ func (s *Server[C, P]) setupHTTP(cfg Config[P]) error {
 	case timeout < 0:
 		timeout = 0
 	}
+	limit := func(v, def int) int {
+		switch {
+		case v == 0:
+			return def
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	idle := cfg.StreamlessTimeout
+	switch {
+	case idle == 0:
+		idle = DefaultStreamlessTimeout
+	case idle < 0:
+		idle = 0
+	}
+	s.sessions = newSessionTable(limit(cfg.MaxSessions, DefaultMaxSessions),
+		limit(cfg.MaxSessionsPerOwner, DefaultMaxSessionsPerOwner), idle)
 	srv := s.newMCPServer(nil)
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Logger:              s.logger,
@@ -97,9 +121,12 @@ type verifiedKey struct{}
 // for the server's stream, DELETE to end a session. Every request is
 // checked, in order, for its Origin (403), authenticated (401 with a
 // Bearer challenge naming the resource metadata, or the authenticator's
-// refusal), and then handed to the SDK, which checks sessions, their
-// owner, content types, the protocol version and the body limit. Mount it
-// at the path of Config.Resource.
+// refusal), refused when it would open a session beyond
+// Config.MaxSessions (503, see the package's session limits), its body
+// read within Config.MaxBodyBytes (413) and checked as strict JSON (400
+// with a JSON-RPC parse error), and then handed to the SDK, which checks
+// sessions, their owner, content types and the protocol version. Mount
+// it at the path of Config.Resource.
 func (s *Server[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.streamable == nil {
 		s.logger.LogAttrs(r.Context(), slog.LevelError, "mcpx: an HTTP request reached a server without Config.Authenticate")
@@ -122,8 +149,78 @@ func (s *Server[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuseAuth(w, r, fmt.Errorf("mcpx: the principal names no session owner: %w", httpx.ErrNotAllowed))
 		return
 	}
+	end, ok := s.trackSession(w, r, owner)
+	if !ok {
+		return
+	}
+	defer end()
+	if !s.readMessage(w, r) {
+		return
+	}
 	ctx := context.WithValue(r.Context(), verifiedKey{}, tokenInfo(owner, principal))
 	s.streamable.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// readMessage reads the body of a POST within the limit and refuses JSON
+// that two readers could take for different messages: a member named
+// twice in one object at any depth (the SDK's decoder keeps the last, a
+// gateway or an audit tap may keep the first, so that they would see
+// another tool, other arguments or another method than the one that
+// runs), invalid UTF-8, lone surrogate escapes. The check is httpx's own
+// reader (internal/jsonvalue), so the MCP endpoint and execute bodies
+// read JSON alike. It answers the request itself and returns false when
+// it refuses; otherwise r's body is the bytes read, for the SDK.
+func (s *Server[C, P]) readMessage(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeEnvelope(w, httpx.ErrorAnswer{Status: http.StatusRequestEntityTooLarge,
+				Body: []byte(`{"error":"request_too_large","message":"the request body is larger than the server accepts"}`)}, nil)
+			return false
+		}
+		writeEnvelope(w, httpx.ErrorAnswer{Status: http.StatusBadRequest,
+			Body: []byte(`{"error":"invalid_request","message":"the request body could not be read"}`)}, nil)
+		return false
+	}
+	var rd jsonvalue.Reader
+	rd.Reset(body)
+	if err = rd.Skip(); err == nil {
+		err = rd.Finish()
+	}
+	if err != nil {
+		msg := "the message is not valid JSON: " + err.Error()
+		var dup *jsonvalue.DuplicateKeyError
+		if errors.As(err, &dup) {
+			// The reader does not know where the object is, so the
+			// message names the key alone.
+			msg = fmt.Sprintf("the message names the member %.40q twice in one object", dup.Key)
+		}
+		writeParseError(w, msg)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
+}
+
+// writeParseError answers a body that is not one message with the
+// JSON-RPC parse error, as the SDK answers one it cannot decode, but in
+// JSON.
+func writeParseError(w http.ResponseWriter, msg string) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": jsonrpc.CodeParseError, "message": msg}})
+	if err != nil {
+		body = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(append(body, '\n'))
 }
 
 // originAllowed refuses browser requests from other origins: the

@@ -411,6 +411,54 @@ func TestStreamableHTTP(t *testing.T) {
 					t.Errorf("oversized body: %d", resp.StatusCode)
 				}
 			})
+
+			t.Run("duplicate members", func(t *testing.T) {
+				resp := post(t, f.resource, "Bearer "+alice(), "", initialize)
+				resp.Body.Close()
+				sid := resp.Header.Get("Mcp-Session-Id")
+				if resp.StatusCode != 200 || sid == "" {
+					t.Fatalf("initialize: %d, session %q", resp.StatusCode, sid)
+				}
+				resp = post(t, f.resource, "Bearer "+alice(), sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+				resp.Body.Close()
+				// A gateway reading the first of two members and the SDK
+				// reading the last would see different calls: every such
+				// message is refused before it reaches the SDK.
+				tests := []struct{ name, session, body string }{
+					{"tool name", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","name":"transfer","arguments":{"message":"hi","amount":5}}}`},
+					{"arguments", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"transfer","arguments":{"amount":5},"arguments":{"amount":50}}}`},
+					{"method", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list","method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`},
+					{"nested in _meta", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},"_meta":{"a":{"b":1,"b":2}}}}`},
+					{"id", sid, `{"jsonrpc":"2.0","id":2,"id":3,"method":"tools/list"}`},
+					{"initialize", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`},
+				}
+				for _, tt := range tests {
+					resp := post(t, f.resource, "Bearer "+alice(), tt.session, tt.body)
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					var msg struct {
+						ID    any `json:"id"`
+						Error struct {
+							Code    int64  `json:"code"`
+							Message string `json:"message"`
+						} `json:"error"`
+					}
+					if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(body, &msg) != nil ||
+						msg.Error.Code != jsonrpc.CodeParseError || msg.ID != nil || !strings.Contains(msg.Error.Message, "twice") {
+						t.Errorf("%s: %d %s, want 400 with a JSON-RPC parse error", tt.name, resp.StatusCode, body)
+					}
+					if tt.session == "" && resp.Header.Get("Mcp-Session-Id") != "" {
+						t.Errorf("%s: a session was opened", tt.name)
+					}
+				}
+				// The same call without the repeated member runs.
+				resp = post(t, f.resource, "Bearer "+alice(), sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`)
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !strings.Contains(string(body), `\"by\":\"alice\"`) {
+					t.Errorf("a well-formed call: %d %s", resp.StatusCode, body)
+				}
+			})
 		})
 	}
 }

@@ -93,16 +93,37 @@ type Config[P any] struct {
 	// browser pages may call the endpoint besides its own. Any other
 	// Origin is refused (403), which also stops DNS rebinding.
 	TrustedOrigins []string
-	// SessionTimeout closes a session that saw no request for this long;
-	// zero means DefaultSessionTimeout, a negative value never closes idle
-	// sessions.
+	// SessionTimeout closes a session that saw no POST for this long,
+	// even one whose stream (GET) is open; zero means
+	// DefaultSessionTimeout, a negative value never closes idle sessions
+	// this way.
 	SessionTimeout time.Duration
+	// StreamlessTimeout closes sooner a session with no request under
+	// way, no open stream among them: after this long without one. Zero
+	// means DefaultStreamlessTimeout; a negative value leaves such
+	// sessions to SessionTimeout.
+	StreamlessTimeout time.Duration
+	// MaxSessionsPerOwner bounds the live sessions of one session owner
+	// (see SessionOwner): an initialize beyond it closes the owner's
+	// least recently used session. Zero means
+	// DefaultMaxSessionsPerOwner; a negative value sets no bound.
+	MaxSessionsPerOwner int
+	// MaxSessions bounds the live sessions of the endpoint: beyond it a
+	// request that would open one is refused (503
+	// temporarily_unavailable with Retry-After, or a JSON-RPC error for
+	// an initialize that raced past that check). Zero means
+	// DefaultMaxSessions; a negative value sets no bound.
+	MaxSessions int
 }
 
-// Defaults of Config.
+// Defaults of Config. A session holds some 20 KB in the process, so the
+// defaults keep sessions under about 20 MB.
 const (
-	DefaultPageSize       = 50
-	DefaultSessionTimeout = 30 * time.Minute
+	DefaultPageSize            = 50
+	DefaultSessionTimeout      = 30 * time.Minute
+	DefaultStreamlessTimeout   = 5 * time.Minute
+	DefaultMaxSessionsPerOwner = 8
+	DefaultMaxSessions         = 1000
 )
 
 // MetaGrantStatus is the _meta key of a listed tool's grant status.
@@ -144,9 +165,11 @@ type Server[C, P any] struct {
 	metadataPath []string
 	metadata     http.Handler
 	challenge    string
+	maxBody      int64
 	trusted      map[string]bool
 	origins      *http.CrossOriginProtection
 	streamable   http.Handler
+	sessions     *sessionTable
 }
 
 // tool is one capability as MCP presents it, rendered once.

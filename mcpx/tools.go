@@ -19,18 +19,26 @@ import (
 
 // Method names the server answers itself.
 const (
-	methodListTools = "tools/list"
-	methodCallTool  = "tools/call"
+	methodInitialize = "initialize"
+	methodListTools  = "tools/list"
+	methodCallTool   = "tools/call"
 )
 
 // middleware answers tools/list and tools/call from the executor and
 // passes every other method (initialize, ping, cancellation, ...) to the
-// SDK. The SDK's own tool table stays empty: which tools exist depends on
-// who asks.
+// SDK, recording over HTTP the session an initialize opens (see
+// sessionTable). The SDK's own tool table stays empty: which tools exist
+// depends on who asks.
 func (s *Server[C, P]) middleware(fixed *P) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
+			case methodInitialize:
+				if fixed == nil {
+					if err := s.openSession(req); err != nil {
+						return nil, err
+					}
+				}
 			case methodListTools:
 				r, ok := req.(*mcp.ListToolsRequest)
 				if !ok {

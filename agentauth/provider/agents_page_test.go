@@ -14,7 +14,7 @@ import (
 // newSignedIn returns a browser signed in as user at e.
 func newSignedIn(t *testing.T, e *env, user string) *browser {
 	b := newBrowser(t, e)
-	if status, _ := b.post("/login", url.Values{"user": {user}, "next": {"/"}}, nil); status != http.StatusSeeOther {
+	if status := b.signIn(user, "/"); status != http.StatusSeeOther {
 		t.Fatalf("sign in as %s: %d", user, status)
 	}
 	return b

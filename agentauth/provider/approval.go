@@ -83,7 +83,17 @@ type RequestedCapability struct {
 	// Constraints are those the grant will carry (the agent's proposal,
 	// narrowed by server policy); nil for an unconstrained grant.
 	Constraints map[string]json.RawMessage
-	Location    string
+	// MissingConstraints are the input fields a grant of the capability
+	// must constrain that Constraints leave out: those it requires
+	// (core.WithRequiredConstraints), and the unit of an amount that
+	// Constraints bound (core.WithUnit). Allowing the capability needs
+	// the user to constrain them (Decision.Constraints). Nil for a call
+	// to confirm.
+	MissingConstraints []string
+	// Units maps each amount field of the capability to the field that
+	// gives its unit (core.WithUnit), for showing bounds with their unit.
+	Units    map[string]string
+	Location string
 }
 
 // NeedsPresence reports whether allowing every capability of a needs
@@ -114,6 +124,13 @@ type Decision struct {
 	// Capabilities, when not nil, allows only those and denies the rest.
 	// Nil allows every requested capability.
 	Capabilities []string
+	// Constraints are limits the user sets on the grants of allowed
+	// capabilities, by capability and then by input field, in the form
+	// of grant constraints. They narrow what the request proposed (see
+	// Narrow), and must constrain every field a capability requires
+	// (RequestedCapability.MissingConstraints): a grant without them
+	// could never be used, so Decide refuses to make one.
+	Constraints map[string]map[string]json.RawMessage
 	// Reason is told to the agent for denied capabilities.
 	Reason string
 	// PresenceConfirmed records that the user passed the extra
@@ -264,7 +281,10 @@ func (p *Provider) startApproval(ctx context.Context, rq approvalRequest) (*appr
 // PendingApproval returns the pending approval request with the user
 // code, for the approval page or an application's own. A CIBA request is
 // addressed to its user and is never found by code: see
-// PendingApprovalByID.
+// PendingApprovalByID. Whoever holds the code gets the request: an
+// application's own page must show it only to the user Decide would let
+// decide it (Approval.UserID for a call to confirm, the user of a linked
+// host), since a call's preview is that user's business.
 func (p *Provider) PendingApproval(ctx context.Context, userCode string) (*Approval, error) {
 	code := NormalizeUserCode(userCode)
 	if code == "" {
@@ -349,6 +369,7 @@ func (p *Provider) approvalView(ctx context.Context, ap *store.Approval, userCod
 		c := RequestedCapability{Name: rc.Name}
 		if def, ok := p.reg.Lookup(rc.Name); ok {
 			c.Description, c.Approval, c.Risk, c.Location = def.Description(), def.Approval(), def.Risk(), def.Location()
+			c.Units = def.Units()
 		}
 		for _, g := range agent.Grants {
 			if g.Capability == rc.Name && v.Call == nil {
@@ -358,26 +379,51 @@ func (p *Provider) approvalView(ctx context.Context, ap *store.Approval, userCod
 				}
 			}
 		}
+		if def, ok := p.reg.Lookup(rc.Name); ok && v.Call == nil {
+			c.MissingConstraints = missingConstraints(def, c.Constraints)
+		}
 		v.Capabilities = append(v.Capabilities, c)
 	}
 	return v, nil
 }
 
-// mayDecideByID reports whether userID may open and decide the request v
-// by its ID: it is addressed to the user, or concerns an agent of the
-// user or of a host linked to the user.
-func (p *Provider) mayDecideByID(ctx context.Context, v *Approval, userID string) (bool, error) {
+// mayDecide reports whether userID may see and decide a request. A
+// personal one (a CIBA request, a call to confirm) is its addressee's.
+// Any other is the user's of its agent and of the agent's host, when they
+// have one, and otherwise (a device authorization from a new host)
+// anyone's who brings its code; a request opened byID, from the user's
+// own list, must moreover concern an agent of the user or of a host
+// linked to the user. Decide refuses everyone else.
+func (p *Provider) mayDecide(ctx context.Context, personal bool, addressee, agentID, userID string, byID bool) (bool, error) {
 	if userID == "" {
 		return false, nil
 	}
-	if v.Method == store.MethodCIBA || v.Kind == KindConfirmation {
-		return v.UserID == userID, nil
+	if personal {
+		return addressee == userID, nil
 	}
-	_, _, err := p.ownAgent(ctx, userID, v.AgentID)
-	if errors.Is(err, ErrNoSuchAgent) {
+	agent, err := p.store.GetAgent(ctx, agentID)
+	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	host, err := p.store.GetHost(ctx, agent.HostID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if (host.UserID != "" && host.UserID != userID) || (agent.UserID != "" && agent.UserID != userID) {
+		return false, nil
+	}
+	return !byID || host.UserID == userID || agent.UserID == userID, nil
+}
+
+// mayDecideByID is mayDecide for a request v opened by its ID.
+func (p *Provider) mayDecideByID(ctx context.Context, v *Approval, userID string) (bool, error) {
+	return p.mayDecide(ctx, v.Method == store.MethodCIBA || v.Kind == KindConfirmation, v.UserID, v.AgentID, userID, true)
 }
 
 // Decide applies a user's decision to the approval request with
@@ -389,6 +435,13 @@ func (p *Provider) mayDecideByID(ctx context.Context, v *Approval, userID string
 // §2.9); the other requested capabilities are denied. Approving a
 // capability request activates the allowed grants. A denied registration
 // rejects the agent.
+//
+// A grant must constrain every input field its capability requires
+// (core.WithRequiredConstraints), or it could never be used: allowing a
+// capability whose grant would leave one unconstrained, after the
+// request's constraints are narrowed by d.Constraints, is
+// ErrInvalidDecision naming the fields, and changes nothing (see
+// RequestedCapability.MissingConstraints).
 func (p *Provider) Decide(ctx context.Context, d Decision) error {
 	if d.UserID == "" {
 		return fmt.Errorf("%w: no user", ErrInvalidDecision)
@@ -439,6 +492,10 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 		}
 		allowed = d.Capabilities
 	}
+	limits, err := p.decisionConstraints(v, d, allowed)
+	if err != nil {
+		return err
+	}
 	if !d.Deny && v.NeedsPresence(allowed) && !d.PresenceConfirmed {
 		return ErrPresenceRequired
 	}
@@ -482,6 +539,11 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 		for _, name := range requested {
 			c := store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusDenied, By: d.UserID, Reason: reason}
 			if slices.Contains(allowed, name) {
+				if cons, ok := limits[name]; ok {
+					if err := p.limitGrant(ctx, agent, name, cons); err != nil {
+						return err
+					}
+				}
 				def, _ := p.reg.Lookup(name)
 				c = store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusActive, By: d.UserID,
 					ExpiresAt: p.grantExpiry(ctx, agent, def, now)}
@@ -524,6 +586,68 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 		return err
 	}
 	return p.closeSiblings(ctx, agent.ID, v.ID, now)
+}
+
+// decisionConstraints checks the constraints of a decision about v that
+// allows allowed, and returns the constraints of each grant the user
+// limited. It refuses (ErrInvalidDecision) constraints on a capability
+// not allowed or on a call to confirm, malformed ones, ones that
+// contradict the request's, and an allowed capability whose grant would
+// leave a field it requires unconstrained.
+func (p *Provider) decisionConstraints(v *Approval, d Decision, allowed []string) (map[string]map[string]json.RawMessage, error) {
+	if d.Deny {
+		return nil, nil
+	}
+	for name, c := range d.Constraints {
+		if len(c) > 0 && (v.Kind == KindConfirmation || !slices.Contains(allowed, name)) {
+			return nil, fmt.Errorf("%w: constraints are set on %s, which is not allowed as a grant", ErrInvalidDecision, name)
+		}
+	}
+	if v.Kind == KindConfirmation {
+		return nil, nil
+	}
+	out := map[string]map[string]json.RawMessage{}
+	for _, c := range v.Capabilities {
+		if !slices.Contains(allowed, c.Name) {
+			continue
+		}
+		def, ok := p.reg.Lookup(c.Name)
+		if !ok {
+			continue
+		}
+		cons := c.Constraints
+		if added := d.Constraints[c.Name]; len(added) > 0 {
+			var err error
+			if cons, err = Narrow(c.Constraints, added); err != nil {
+				return nil, fmt.Errorf("%w: constraints of %s: %v", ErrInvalidDecision, c.Name, err)
+			}
+			out[c.Name] = cons
+		}
+		if missing := missingConstraints(def, cons); len(missing) > 0 {
+			return nil, fmt.Errorf("%w: %s can only be allowed with a constraint on %s", ErrInvalidDecision, c.Name, strings.Join(missing, ", "))
+		}
+	}
+	return out, nil
+}
+
+// missingConstraints returns the fields a grant of def with cons must
+// constrain and does not: those def requires (core.WithRequiredConstraints)
+// and the unit of each amount cons bounds (core.WithUnit), as the
+// verifier reads them.
+func missingConstraints(def *core.Definition, cons map[string]json.RawMessage) []string {
+	return agentauth.MissingConstraints(cons, def.RequiredConstraints(), def.Units())
+}
+
+// limitGrant gives the agent's pending grant of capability the
+// constraints the user set, before Decide activates it.
+func (p *Provider) limitGrant(ctx context.Context, agent *store.Agent, capability string, cons map[string]json.RawMessage) error {
+	for _, g := range agent.Grants {
+		if g.Capability == capability && g.Status == agentauth.StatusPending {
+			g.Constraints = cons
+			return p.store.PutGrants(ctx, agent.ID, []store.Grant{g})
+		}
+	}
+	return nil
 }
 
 // supersededBy is recorded as the deciding user of approval requests

@@ -329,3 +329,95 @@ func TestHumanConfirmationNotifies(t *testing.T) {
 		t.Errorf("notifications %+v", calls)
 	}
 }
+
+// TestConfirmationOnlyForItsUser asks Alice to confirm a call and looks
+// for it as Bob, who has its code and its id: the approval page, the
+// user API and "Your agents" answer him as if there were no such
+// request, and never show him the preview.
+func TestConfirmationOnlyForItsUser(t *testing.T) {
+	e := newConfirmPageEnv(t)
+	a, agentID := e.payer("alice")
+	r := e.pay(a, agentID, 500, "")
+	if r.status != http.StatusAccepted {
+		t.Fatalf("big payment: %d %s", r.status, r.raw)
+	}
+	code := r.body["approval"].(map[string]any)["user_code"].(string)
+	id := strings.TrimPrefix(r.str("status_url"), e.url+provider.PathConfirmation+"?id=")
+
+	alice, bob := newBrowser(t, e), newBrowser(t, e)
+	alice.signIn("alice", "/")
+	bob.signIn("bob", "/")
+	if status, page, _ := alice.get("/approve?code=" + url.QueryEscape(code)); status != 200 || !strings.Contains(page, "Balance after") {
+		t.Fatalf("Alice's review: %d %s", status, page)
+	}
+	unknownCode := "BCDF-GHJK"
+	if unknownCode == code {
+		unknownCode = "CDFG-HJKL"
+	}
+	pairs := []struct{ name, real, unknown string }{
+		{"by code", "/approve?code=" + url.QueryEscape(code), "/approve?code=" + unknownCode},
+		{"by id", "/approve?request=" + url.QueryEscape(id), "/approve?request=apr_unknown"},
+		{"user API", provider.PathUserApprovals + "/" + url.PathEscape(id), provider.PathUserApprovals + "/apr_unknown"},
+	}
+	for _, p := range pairs {
+		status, page, _ := bob.get(p.real)
+		wantStatus, want, _ := bob.get(p.unknown)
+		if status != wantStatus || page != want || status == http.StatusOK {
+			t.Errorf("%s: Bob gets %d\n%s\nwant, as for an unknown request, %d\n%s", p.name, status, page, wantStatus, want)
+		}
+		if strings.Contains(page, "balance_after") || strings.Contains(page, "Balance after") {
+			t.Errorf("%s: Bob sees the preview", p.name)
+		}
+	}
+	// The form answers him as it answers an unknown code.
+	form := func(code string) url.Values {
+		return url.Values{"code": {code}, "csrf": {"x"}, "step": {"review"}, "action": {"allow"}, "capability": {"pay"}}
+	}
+	status, page := bob.post("/approve", form(code), nil)
+	wantStatus, want := bob.post("/approve", form(unknownCode), nil)
+	if status != wantStatus || page != want {
+		t.Errorf("Bob posts the code: %d\n%s\nwant %d\n%s", status, page, wantStatus, want)
+	}
+	if _, page, _ := bob.get(provider.PathUserApprovals); strings.Contains(page, id) {
+		t.Errorf("Bob's waiting requests list Alice's: %s", page)
+	}
+}
+
+// TestConfirmationListedOnlyForItsUser has an agent act for Bob under a
+// host linked to Alice: the call it asks Bob to confirm is not Alice's
+// to see, though the agent runs on her host.
+func TestConfirmationListedOnlyForItsUser(t *testing.T) {
+	e := newConfirmPageEnv(t)
+	ctx := context.Background()
+	_, agentID := e.payer("alice")
+	payer, err := e.st.GetAgent(ctx, agentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newKey(t)
+	bobs := &store.Agent{ID: "agt_bobs", Name: "bob's payer", HostID: payer.HostID, UserID: "bob", Mode: agentauth.ModeDelegated,
+		Status: agentauth.StatusActive, AgentKey: store.AgentKey{PublicKey: k.jwk()},
+		Grants: []store.Grant{{Capability: "pay", Status: agentauth.StatusActive, GrantedBy: "bob"}}}
+	if err := e.st.CreateAgent(ctx, bobs); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.p.HumanConfirmer().RequestHumanConfirmation(ctx, core.HumanConfirmationRequest{
+		Binding:    core.ConfirmationBinding{Subject: bobs.ID, Capability: "pay", Arguments: []byte(`{"to":"carol","amount":500}`), Human: true},
+		Definition: payCapability.Definition(), Preview: []byte(`{"to":"carol","amount":500,"balance_after":500}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for user, want := range map[string]int{"alice": 0, "bob": 1} {
+		waiting, err := e.p.UserApprovals(ctx, user)
+		if err != nil || len(waiting) != want {
+			t.Errorf("%s's waiting requests: %d %v, want %d", user, len(waiting), err, want)
+		}
+	}
+	alice := newBrowser(t, e)
+	alice.signIn("alice", "/")
+	for _, path := range []string{"/agents", provider.PathUserApprovals} {
+		if _, page, _ := alice.get(path); strings.Contains(page, "carol") || strings.Contains(page, "confirm a call") {
+			t.Errorf("%s shows Alice the call Bob must confirm:\n%s", path, page)
+		}
+	}
+}

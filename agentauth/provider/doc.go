@@ -87,6 +87,13 @@
 // linked to a user, its autonomous agents are claimed (§2.10): status
 // claimed, grants revoked, history the user's, and Config.OnClaim told.
 //
+// No grant is made that could never be used: one must constrain every
+// field its capability requires (core.WithRequiredConstraints) and the
+// unit of every amount it bounds (core.WithUnit: "at most 500" with its
+// currency). The approval page asks the user for what a request leaves
+// out, and shows each bound with its unit ("at most 500 USD"); Decide,
+// GrantCapabilities and the user API refuse without it.
+//
 // # The signed-in user's pages and API
 //
 // With Config.SignedInUser set, the Handler serves, besides the approval

@@ -123,7 +123,8 @@ func newEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler, mods ...f
 		// The location's calls go to the provider's trail too.
 		execCfg.Audit.Writer = audit.ForExecutor(cfg.Audit)
 	}
-	exec, err := core.NewExecutor(reg, execCfg)
+	// A test may serve a registry of its own.
+	exec, err := core.NewExecutor(cfg.Registry, execCfg)
 	if err != nil {
 		t.Fatal(err)
 	}

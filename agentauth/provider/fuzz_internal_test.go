@@ -3,8 +3,10 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -88,6 +90,45 @@ func FuzzDisplayText(f *testing.F) {
 		}
 		if n > limit {
 			t.Fatalf("%d runes kept, limit %d", n, limit)
+		}
+	})
+}
+
+type fuzzLimitIn struct {
+	Text   string  `json:"text"`
+	Amount float64 `json:"amount"`
+	Flag   bool    `json:"flag"`
+}
+
+// FuzzConstraintInput reads arbitrary text typed as the approval page's
+// limit on a field of each JSON type: what it accepts is a constraint
+// agentauth accepts, and plain text on a string field is that very text.
+func FuzzConstraintInput(f *testing.F) {
+	def := core.MustDefine("limit", "Limit.",
+		func(_ context.Context, _ struct{}, in fuzzLimitIn) (struct{}, error) { return struct{}{}, nil }).Definition()
+	for _, s := range []string{"acc_456", `"acc_456"`, `{"max": 500}`, `{"in": ["a", "b"]}`, `{"max":`, "500", "true", "12abc",
+		`{"nope": 1}`, `["a"]`, `{"max":"5"}`, "\xed\xa0\x80", `"\ud800"`, "null"} {
+		for _, field := range []string{"text", "amount", "flag"} {
+			f.Add(field, s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, field, text string) {
+		text = strings.TrimSpace(text)
+		if text == "" {
+			return
+		}
+		raw, err := constraintInput(def, field, text)
+		if err != nil {
+			return
+		}
+		if err := agentauth.ValidateConstraints(map[string]json.RawMessage{field: raw}); err != nil {
+			t.Fatalf("%s %q read as %s, which agentauth refuses: %v", field, text, raw, err)
+		}
+		if c := text[0]; fieldType(def, field) == "string" && c != '{' && c != '"' && c != '[' {
+			var s string
+			if json.Unmarshal(raw, &s) != nil || s != text {
+				t.Fatalf("%s %q read as %s, not as the text", field, text, raw)
+			}
 		}
 	})
 }

@@ -74,6 +74,7 @@ var pageFuncs = template.FuncMap{
 	},
 	"risky":      func(r core.Risk) bool { return r == core.RiskHigh || r == core.RiskCritical },
 	"constraint": describeConstraint,
+	"limit":      describeLimit,
 	"when": func(t any) string {
 		switch v := t.(type) {
 		case time.Time:
@@ -86,7 +87,8 @@ var pageFuncs = template.FuncMap{
 		}
 		return ""
 	},
-	"join": strings.Join,
+	"join":            strings.Join,
+	"constraintField": constraintField,
 	// label makes a member name readable: "balance_after" is "Balance after".
 	"label": func(name string) string {
 		s := strings.ReplaceAll(name, "_", " ")

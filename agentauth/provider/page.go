@@ -17,7 +17,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -63,6 +66,45 @@ func describeConstraint(raw json.RawMessage) string {
 	return strings.Join(parts, ", ")
 }
 
+// describeLimit renders the constraint on field among cons for people,
+// an amount with its unit (core.WithUnit, units): "at most 500 USD" when
+// cons pins the unit to one value, "at most 500, in currency one of
+// "USD", "EUR"" when it limits it otherwise, and "at most 500, in any
+// currency" when it leaves the unit free (a request the user must
+// complete, or a grant no call can use).
+func describeLimit(field string, cons map[string]json.RawMessage, units map[string]string) string {
+	text := describeConstraint(cons[field])
+	unit, ok := units[field]
+	if !ok {
+		return text
+	}
+	uc, ok := cons[unit]
+	if !ok {
+		return text + ", in any " + unit
+	}
+	if ops, err := operators(uc); err == nil && len(ops) == 1 && ops["eq"] != nil {
+		var s string
+		if json.Unmarshal(ops["eq"], &s) == nil && plainUnit(s) {
+			return text + " " + s
+		}
+	}
+	return text + ", in " + unit + " " + describeConstraint(uc)
+}
+
+// plainUnit reports a unit short and plain enough to write unquoted
+// after a number: letters and digits only.
+func plainUnit(s string) bool {
+	if s == "" || len(s) > 16 {
+		return false
+	}
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // pageData is what the templates render.
 type pageData struct {
 	Provider string
@@ -79,7 +121,10 @@ type pageData struct {
 	CSRF      string
 	Strong    []string
 	Selected  []string
-	Outcome   string
+	// Limits are the limits the user typed on the review step, carried
+	// to the confirming step.
+	Limits  []formField
+	Outcome string
 }
 
 // ApprovalPage returns the approval page: a server-rendered html/template
@@ -87,7 +132,10 @@ type pageData struct {
 // code, reviews the agent, its host, its mode and each requested
 // capability with its approval strength and constraints, and allows a
 // subset or denies. Capabilities of approval strength webauthn need a
-// second, confirming step (Config.PresenceCheck).
+// second, confirming step (Config.PresenceCheck). A request is shown only
+// to the user who may decide it (the addressee of a CIBA request or of a
+// call to confirm, the user of a linked host or of the agent); to anyone
+// else its code or id answers exactly as an unknown one.
 //
 // The page refuses users whose sign-in is older than Config.FreshAuth
 // (protocol §8.11), and protects its form against cross-site requests:
@@ -133,35 +181,55 @@ func (p *Provider) servePage(w http.ResponseWriter, r *http.Request) {
 		p.renderPage(w, http.StatusOK, d, "Connect an agent", "code", "")
 		return
 	}
-	p.pageReview(w, r, d, approvalTarget{code: code, id: id}, "")
+	p.pageReview(w, r, d, approvalTarget{code: code, id: id}, http.StatusOK, "")
 }
 
 // approvalTarget names the request a page works on: the user code the
 // user typed, or the id of a request on the user's own list.
 type approvalTarget struct{ code, id string }
 
-// approvalFor loads the target for the signed-in user u. A request opened
-// by id must be the user's to decide; any other answers like an unknown
-// one.
+// approvalFor loads the target for the signed-in user u. A request that
+// is not u's to decide (see mayDecide) answers like an unknown one,
+// whether it is pending or closed, so that a code or an id tells nobody
+// else anything, least of all the preview of a call.
 func (p *Provider) approvalFor(ctx context.Context, u *User, t approvalTarget) (*Approval, error) {
+	var (
+		ap       *store.Approval
+		err      error
+		userCode string
+	)
 	if t.code != "" || t.id == "" {
-		return p.PendingApproval(ctx, t.code)
+		code := NormalizeUserCode(t.code)
+		if code == "" {
+			return nil, ErrApprovalNotFound
+		}
+		ap, err = p.store.ApprovalByUserCode(ctx, code)
+		// A CIBA request is addressed to its user and never found by
+		// code.
+		if err == nil && ap.Method == store.MethodCIBA {
+			return nil, ErrApprovalNotFound
+		}
+		userCode = FormatUserCode(code)
+	} else {
+		ap, err = p.store.GetApproval(ctx, t.id)
 	}
-	v, err := p.PendingApprovalByID(ctx, t.id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrApprovalNotFound
+	}
 	if err != nil {
 		return nil, err
 	}
-	ok, err := p.mayDecideByID(ctx, v, u.ID)
+	ok, err := p.mayDecide(ctx, ap.Method == store.MethodCIBA || ap.Call != nil, ap.UserID, ap.AgentID, u.ID, userCode == "")
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, ErrApprovalNotFound
 	}
-	return v, nil
+	return p.approvalView(ctx, ap, userCode)
 }
 
-func (p *Provider) pageReview(w http.ResponseWriter, r *http.Request, d *pageData, target approvalTarget, notice string) {
+func (p *Provider) pageReview(w http.ResponseWriter, r *http.Request, d *pageData, target approvalTarget, status int, notice string) {
 	ap, err := p.approvalFor(r.Context(), d.User, target)
 	if err != nil {
 		p.pageLookupFailed(w, r, d, err)
@@ -176,7 +244,7 @@ func (p *Provider) pageReview(w http.ResponseWriter, r *http.Request, d *pageDat
 	case KindConfirmation:
 		title = "Confirm this call?"
 	}
-	p.renderPage(w, http.StatusOK, d, title, "review", notice)
+	p.renderPage(w, status, d, title, "review", notice)
 }
 
 func (p *Provider) pageLookupFailed(w http.ResponseWriter, r *http.Request, d *pageData, err error) {
@@ -229,6 +297,18 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		p.renderPage(w, http.StatusBadRequest, d, "Bad request", "done", "Choose Allow or Deny.")
 		return
 	}
+	if !dec.Deny && ap.Call == nil {
+		// The limits the user set go with the decision, and the page
+		// says what is wrong with them before it asks for more.
+		var err error
+		if dec.Constraints, d.Limits, err = p.formConstraints(r.PostForm, ap, dec.Capabilities); err == nil {
+			_, err = p.decisionConstraints(ap, dec, dec.Capabilities)
+		}
+		if err != nil {
+			p.pageReview(w, r, d, target, http.StatusUnprocessableEntity, invalidReason(err))
+			return
+		}
+	}
 	if !dec.Deny && ap.NeedsPresence(dec.Capabilities) {
 		if step == "review" {
 			d.Selected = dec.Capabilities
@@ -259,7 +339,7 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		case errors.Is(err, ErrWrongUser):
 			p.renderPage(w, http.StatusForbidden, d, "Not yours to approve", "done", "This agent's host belongs to another user.")
 		case errors.Is(err, ErrInvalidDecision):
-			p.pageReview(w, r, d, target, "Choose among the requested capabilities.")
+			p.pageReview(w, r, d, target, http.StatusUnprocessableEntity, invalidReason(err))
 		default:
 			p.pageLookupFailed(w, r, d, err)
 		}
@@ -278,6 +358,110 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		d.Outcome = fmt.Sprintf("You allowed %s: %s.", ap.AgentName, strings.Join(dec.Capabilities, ", "))
 	}
 	p.renderPage(w, http.StatusOK, d, "Done", "done", "")
+}
+
+// formField is a named value of a form.
+type formField struct{ Name, Value string }
+
+// constraintField names the review form's field where the user limits
+// field of capability: one for each of RequestedCapability's
+// MissingConstraints.
+func constraintField(capability, field string) string {
+	return "constraint:" + capability + ":" + field
+}
+
+// formConstraints reads the limits the user typed on the review form for
+// the fields the allowed capabilities of ap require (see
+// constraintInput), and returns them as Decision.Constraints and as the
+// form fields they came from. A limit that cannot be read is
+// ErrInvalidDecision naming it; Decide reports the ones left empty.
+func (p *Provider) formConstraints(form url.Values, ap *Approval, allowed []string) (map[string]map[string]json.RawMessage, []formField, error) {
+	var (
+		out  map[string]map[string]json.RawMessage
+		kept []formField
+	)
+	for _, c := range ap.Capabilities {
+		def, ok := p.reg.Lookup(c.Name)
+		if !ok || !slices.Contains(allowed, c.Name) {
+			continue
+		}
+		for _, f := range c.MissingConstraints {
+			name := constraintField(c.Name, f)
+			text := strings.TrimSpace(form.Get(name))
+			if text == "" {
+				continue
+			}
+			raw, err := constraintInput(def, f, text)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: the limit on %s of %s: %v", ErrInvalidDecision, f, c.Name, err)
+			}
+			if out == nil {
+				out = map[string]map[string]json.RawMessage{}
+			}
+			if out[c.Name] == nil {
+				out[c.Name] = map[string]json.RawMessage{}
+			}
+			out[c.Name][f] = raw
+			kept = append(kept, formField{Name: name, Value: text})
+		}
+	}
+	return out, kept, nil
+}
+
+// constraintInput reads what a user typed as the limit on field of def:
+// JSON when it starts as an operator object, a JSON string or an array
+// does ({"max": 500}, {"in": ["acc_456", "acc_789"]}, "acc_456");
+// otherwise one exact value, a number or a boolean when the field's
+// schema types it so, else the text itself, so that acc_456 needs no
+// quotes. The result is checked as a grant's constraints are
+// (agentauth.ValidateConstraints).
+func constraintInput(def *core.Definition, field, text string) (json.RawMessage, error) {
+	if !utf8.ValidString(text) {
+		return nil, errors.New("it is not valid UTF-8")
+	}
+	var raw json.RawMessage
+	switch typ := fieldType(def, field); {
+	case text[0] == '{' || text[0] == '"' || text[0] == '[':
+		if !json.Valid([]byte(text)) {
+			return nil, errors.New("it is not valid JSON")
+		}
+		raw = json.RawMessage(text)
+	case typ == "number" || typ == "integer" || typ == "boolean":
+		if !json.Valid([]byte(text)) {
+			return nil, fmt.Errorf("%s takes a %s", field, typ)
+		}
+		raw = json.RawMessage(text)
+	default:
+		raw, _ = json.Marshal(text)
+	}
+	if err := agentauth.ValidateConstraints(map[string]json.RawMessage{field: raw}); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// fieldType is the JSON Schema type of a top-level input field of def,
+// "" when it has none or several.
+func fieldType(def *core.Definition, field string) string {
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(def.InputSchema(), &s) != nil {
+		return ""
+	}
+	t, _ := s.Properties[field].Type.(string)
+	return t
+}
+
+// invalidReason is what the page tells of an ErrInvalidDecision.
+func invalidReason(err error) string {
+	msg, _ := strings.CutPrefix(err.Error(), ErrInvalidDecision.Error()+": ")
+	if msg == "" {
+		return "Choose among the requested capabilities."
+	}
+	return strings.ToUpper(msg[:1]) + msg[1:] + "."
 }
 
 // checkPresence runs the extra confirmation of webauthn-strength
@@ -336,19 +520,9 @@ func sameOriginAs(r *http.Request, origin string) bool {
 }
 
 // csrfToken binds a form to its user, its request and its step, and to
-// the time it was made: issued.mac, with mac = HMAC-SHA256 over the four.
+// the time it was made (see newCSRFToken).
 func (p *Provider) csrfToken(userID, approvalID, step string) string {
-	issued := strconv.FormatInt(p.now().Unix(), 10)
-	return issued + "." + p.csrfMAC(issued, userID, approvalID, step)
-}
-
-func (p *Provider) csrfMAC(issued, userID, approvalID, step string) string {
-	m := hmac.New(sha256.New, p.pageSecret)
-	for _, s := range []string{"approval-page", issued, userID, approvalID, step} {
-		// Length-prefixed, so that no two tuples encode alike.
-		fmt.Fprintf(m, "%d:%s|", len(s), s)
-	}
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	return newCSRFToken(p.pageSecret, p.now(), "approval-page", userID, approvalID, step)
 }
 
 func (p *Provider) checkCSRF(token, userID, approvalID, step string) bool {
@@ -357,6 +531,30 @@ func (p *Provider) checkCSRF(token, userID, approvalID, step string) bool {
 
 // checkCSRFAge is checkCSRF for tokens that live maxAge.
 func (p *Provider) checkCSRFAge(token, userID, approvalID, step string, maxAge time.Duration) bool {
+	return checkCSRFToken(p.pageSecret, p.now(), maxAge, token, "approval-page", userID, approvalID, step)
+}
+
+// newCSRFToken is the CSRF token of the pages, the provider's and
+// DevLogin's: issued.mac, with mac = HMAC-SHA256 under secret over the
+// page's label, the time issued and the fields the form is bound to.
+func newCSRFToken(secret []byte, now time.Time, label string, fields ...string) string {
+	issued := strconv.FormatInt(now.Unix(), 10)
+	return issued + "." + csrfMAC(secret, label, issued, fields...)
+}
+
+func csrfMAC(secret []byte, label, issued string, fields ...string) string {
+	m := hmac.New(sha256.New, secret)
+	for _, s := range append([]string{label, issued}, fields...) {
+		// Length-prefixed, so that no two tuples encode alike.
+		fmt.Fprintf(m, "%d:%s|", len(s), s)
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// checkCSRFToken reports whether token is newCSRFToken's for label and
+// fields, made at most maxAge before now (and not from the future,
+// beyond a minute of clock skew).
+func checkCSRFToken(secret []byte, now time.Time, maxAge time.Duration, token, label string, fields ...string) bool {
 	issued, mac, ok := strings.Cut(token, ".")
 	if !ok {
 		return false
@@ -365,10 +563,10 @@ func (p *Provider) checkCSRFAge(token, userID, approvalID, step string, maxAge t
 	if err != nil {
 		return false
 	}
-	if age := p.now().Sub(time.Unix(sec, 0)); age < -time.Minute || age > maxAge {
+	if age := now.Sub(time.Unix(sec, 0)); age < -time.Minute || age > maxAge {
 		return false
 	}
-	return constantTimeEqual(mac, p.csrfMAC(issued, userID, approvalID, step))
+	return constantTimeEqual(mac, csrfMAC(secret, label, issued, fields...))
 }
 
 func constantTimeEqual(a, b string) bool {

@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -35,7 +36,17 @@ func FuzzApprovalPage(f *testing.F) {
 	handler := e.srv.Config.Handler
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.PostForm(e.url+"/login", url.Values{"user": {"alice"}})
+	resp, err := c.Get(e.url + "/login")
+	if err != nil {
+		f.Fatal(err)
+	}
+	form, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := csrfField.FindSubmatch(form)
+	if m == nil {
+		f.Fatalf("no sign-in form: %s", form)
+	}
+	resp, err = c.PostForm(e.url+"/login", url.Values{"user": {"alice"}, "csrf": {string(m[1])}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -110,7 +121,7 @@ func FuzzApprovalPage(f *testing.F) {
 		w := serve(post, signedIn, query, body, origin, site)
 		switch w.Code {
 		case http.StatusOK, http.StatusSeeOther, http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden,
-			http.StatusNotFound, http.StatusGone:
+			http.StatusNotFound, http.StatusGone, http.StatusUnprocessableEntity:
 		default:
 			t.Fatalf("status %d for post=%v query %q body %q: %s", w.Code, post, query, body, w.Body)
 		}
@@ -153,10 +164,7 @@ func FuzzApprovalPage(f *testing.F) {
 func FuzzDevLoginCookie(f *testing.F) {
 	clk := &clock{t: time.Unix(1_700_000_000, 0)}
 	d := provider.NewDevLogin(provider.User{ID: "alice"}, provider.User{ID: "a.b"}).WithClock(clk.Now)
-	w := httptest.NewRecorder()
-	login := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader("user=alice"))
-	login.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	d.ServeHTTP(w, login)
+	w := devLoginPost(f, d, "alice", "/")
 	var minted string
 	for _, c := range w.Result().Cookies() {
 		if c.Name == provider.DevLoginCookie {

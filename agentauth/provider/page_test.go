@@ -76,6 +76,20 @@ func (b *browser) post(path string, form url.Values, header map[string]string) (
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
+// signIn signs user in through the development sign-in form, as a
+// browser does: it gets the form, then posts it with its CSRF token. It
+// returns the status of the POST.
+func (b *browser) signIn(user, next string) int {
+	b.t.Helper()
+	status, page, _ := b.get("/login?next=" + url.QueryEscape(next))
+	m := csrfField.FindStringSubmatch(page)
+	if status != http.StatusOK || m == nil {
+		b.t.Fatalf("sign-in form: %d %s", status, page)
+	}
+	status, _ = b.post("/login", url.Values{"user": {user}, "next": {next}, "csrf": {m[1]}}, nil)
+	return status
+}
+
 func TestApprovalPageForms(t *testing.T) {
 	e := newPageEnv(t)
 	h := newKey(t)
@@ -89,7 +103,7 @@ func TestApprovalPageForms(t *testing.T) {
 	if status != http.StatusSeeOther || hdr.Get("Location") != "/login?next="+url.QueryEscape("/approve?code="+code) {
 		t.Fatalf("anonymous: %d %q", status, hdr.Get("Location"))
 	}
-	if status, _ := b.post("/login", url.Values{"user": {"alice"}, "next": {"/approve"}}, nil); status != http.StatusSeeOther {
+	if status := b.signIn("alice", "/approve"); status != http.StatusSeeOther {
 		t.Fatalf("sign in: %d", status)
 	}
 	status, page, hdr := b.get("/approve?code=" + code)
@@ -137,7 +151,7 @@ func TestApprovalPageForms(t *testing.T) {
 	}
 	// Bob's session cannot use alice's token.
 	bob := newBrowser(t, e)
-	bob.post("/login", url.Values{"user": {"bob"}}, nil)
+	bob.signIn("bob", "/")
 	f := url.Values{"csrf": {m[1]}}
 	for k, v := range form {
 		f[k] = v

@@ -72,6 +72,10 @@ type UserGrant struct {
 	// Expired marks an active grant past its ExpiresAt: no longer
 	// effective.
 	Expired bool `json:"expired,omitempty"`
+	// Units maps each amount field of the capability to the field that
+	// gives its unit (core.WithUnit), for showing bounds with their
+	// unit.
+	Units map[string]string `json:"-"`
 }
 
 // Effective reports whether the grant can be used now: active and not
@@ -113,7 +117,7 @@ func (p *Provider) userAgentView(a *store.Agent, hostName string) UserAgent {
 			GrantedBy: g.GrantedBy, DeniedBy: g.DeniedBy, Reason: g.Reason, ExpiresAt: g.ExpiresAt,
 			Expired: g.Status == agentauth.StatusActive && g.ExpiresAt != nil && !now.Before(*g.ExpiresAt)}
 		if def, ok := p.reg.Lookup(g.Capability); ok {
-			ug.Description, ug.Approval, ug.Risk = def.Description(), def.Approval(), def.Risk()
+			ug.Description, ug.Approval, ug.Risk, ug.Units = def.Description(), def.Approval(), def.Risk(), def.Units()
 		}
 		v.Grants = append(v.Grants, ug)
 	}
@@ -289,10 +293,8 @@ func (p *Provider) GrantCapabilities(ctx context.Context, userID, agentID string
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidDecision, err)
 		}
-		for _, f := range def.RequiredConstraints() {
-			if _, ok := cons[f]; !ok {
-				return fmt.Errorf("%w: %s can only be granted with a constraint on %s", ErrInvalidDecision, rq.Name, f)
-			}
+		if missing := missingConstraints(def, cons); len(missing) > 0 {
+			return fmt.Errorf("%w: %s can only be granted with a constraint on %s", ErrInvalidDecision, rq.Name, strings.Join(missing, ", "))
 		}
 		if def.Approval() == core.ApprovalWebAuthn && !presenceConfirmed {
 			return ErrPresenceRequired
@@ -393,8 +395,9 @@ func (p *Provider) RevokeHost(ctx context.Context, userID, hostID string) (int, 
 }
 
 // UserApprovals returns the approval requests waiting for userID, oldest
-// first: those addressed to the user (CIBA) and those about an agent of
-// the user or of a host linked to the user.
+// first: those addressed to the user (CIBA, calls to confirm) and those
+// about an agent of the user or of a host linked to the user, which the
+// user may decide.
 func (p *Provider) UserApprovals(ctx context.Context, userID string) ([]*Approval, error) {
 	if userID == "" {
 		return nil, fmt.Errorf("%w: no user", ErrInvalidDecision)
@@ -412,7 +415,16 @@ func (p *Provider) UserApprovals(ctx context.Context, userID string) ([]*Approva
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, v)
+		// The store lists every request about an agent of the user's
+		// hosts; a call to confirm addressed to the agent's own user is
+		// not this user's to see.
+		ok, err := p.mayDecideByID(ctx, v, userID)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, v)
+		}
 	}
 	return out, nil
 }

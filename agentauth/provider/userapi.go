@@ -58,9 +58,17 @@ const userTokenLife = time.Hour
 //	POST   /user/hosts/{host_id}/revoke        revoke the host and its agents
 //	GET    /user/approvals                     requests waiting for them (CIBA, their agents', calls to confirm)
 //	GET    /user/approvals/{approval_id}
-//	POST   /user/approvals/{approval_id}       {"decision": "approve"|"deny", "capabilities", "reason", "presence_code"}
+//	POST   /user/approvals/{approval_id}       {"decision": "approve"|"deny", "capabilities", "constraints", "reason", "presence_code"}
 //	GET    /user/activity                      their audit records, newest first (?agent_id=, ?capability=, ?event=, ?cursor=, ?limit=),
 //	                                           served when there is an activity store (Config.Activity)
+//
+// A request lists, for each capability, the missing_constraints an
+// approval must set: the fields the capability requires a grant to
+// constrain that the agent's proposal leaves out. An approval sets them
+// in "constraints", by capability and field ({"transfer_money":
+// {"destination_account": "acc_456"}}), which narrow the proposal; one
+// that leaves a required field unconstrained is 400 invalid_request
+// naming the field, and changes nothing.
 //
 // Every request is authenticated by Config.SignedInUser (401
 // authentication_required without a user); another user's agent, host or
@@ -396,6 +404,9 @@ type userApprovalCapJSON struct {
 	Approval    core.Approval              `json:"approval_strength,omitempty"`
 	Risk        core.Risk                  `json:"risk,omitempty"`
 	Constraints map[string]json.RawMessage `json:"constraints,omitempty"`
+	// MissingConstraints are the fields the decision must constrain to
+	// allow the capability.
+	MissingConstraints []string `json:"missing_constraints,omitempty"`
 }
 
 func (p *Provider) approvalJSONOf(v *Approval) userApprovalJSON {
@@ -408,7 +419,7 @@ func (p *Provider) approvalJSONOf(v *Approval) userApprovalJSON {
 	}
 	for _, c := range v.Capabilities {
 		out.Capabilities = append(out.Capabilities, userApprovalCapJSON{Name: c.Name, Description: c.Description,
-			Approval: c.Approval, Risk: c.Risk, Constraints: c.Constraints})
+			Approval: c.Approval, Risk: c.Risk, Constraints: c.Constraints, MissingConstraints: c.MissingConstraints})
 	}
 	return out
 }
@@ -443,6 +454,27 @@ func (p *Provider) apiApproval(w http.ResponseWriter, r *http.Request, u *User) 
 	return nil
 }
 
+// readDecisionConstraints reads a decision's "constraints": an object
+// of constraint objects keyed by capability name.
+func readDecisionConstraints(raw json.RawMessage) (map[string]map[string]json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	m, err := parseObject(raw)
+	if err != nil {
+		return nil, badRequest("constraints must be an object of constraints by capability name")
+	}
+	out := make(map[string]map[string]json.RawMessage, len(m))
+	for name, c := range m {
+		cm, err := parseObject(c)
+		if err != nil {
+			return nil, badRequest(fmt.Sprintf("constraints.%s must be an object of constraints by input field", name))
+		}
+		out[name] = cm
+	}
+	return out, nil
+}
+
 func (p *Provider) apiDecide(w http.ResponseWriter, r *http.Request, u *User) error {
 	ctx := r.Context()
 	v, err := p.userApproval(ctx, u, r.PathValue("approval_id"))
@@ -469,6 +501,9 @@ func (p *Provider) apiDecide(w http.ResponseWriter, r *http.Request, u *User) er
 			if json.Unmarshal(raw, &d.Capabilities) != nil || d.Capabilities == nil {
 				return badRequest("capabilities must be an array of the requested capability names")
 			}
+		}
+		if d.Constraints, err = readDecisionConstraints(m["constraints"]); err != nil {
+			return err
 		}
 	default:
 		return badRequest(`decision must be "approve" or "deny"`)

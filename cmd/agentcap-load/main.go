@@ -88,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		keys        keysFlag
 		source      = fs.String("source", "acc_123", "with -directory: the account agents read and debit")
 		destination = fs.String("destination", "acc_456", "with -directory: the account agents credit")
-		maxAmount   = fs.String("max-amount", "5", "the largest transfer a registered agent's grant allows")
+		maxAmount   = fs.String("max-amount", "5", "the largest transfer a registered agent's grant allows, in USD")
 		mixText     = fs.String("mix", "read=60,transfer=15,batch=10,invalid=10,replay=5", "weights of the kinds of request")
 		rate        = fs.Int("rate", 0, "requests a second (open loop); 0 means closed loop at -concurrency")
 		concurrency = fs.Int("concurrency", 16, "requests in flight (closed loop), or initial workers (open loop)")

@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,7 +78,7 @@ func TestAuditTrail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	activity, err := c.post("/login", url.Values{"user": {"user_alice"}, "next": {"/activity"}})
+	activity, err := c.signIn("user_alice", "/activity")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -302,6 +302,14 @@ func newFixture(t *testing.T) *fixture {
 		everyday(alice.NewAgent("agt_alice")).Grant("transfer_money", map[string]any{
 			"destination_account": map[string]any{"not_in": []string{"acc_666"}},
 			"amount":              map[string]any{"max": 1000},
+			"currency":            "USD",
+		}),
+		// Any amount in any currency, to Bob: no bound, so no currency.
+		alice.NewAgent("agt_alice_to_bob").Grant("transfer_money", map[string]any{"destination_account": "acc_456"}),
+		// A bound on the amount without its currency: no use.
+		alice.NewAgent("agt_alice_unitless").Grant("transfer_money", map[string]any{
+			"destination_account": "acc_456",
+			"amount":              map[string]any{"max": 1000},
 		}),
 		alice.NewAgent("agt_alice_currency").Grant("transfer_money", map[string]any{
 			"destination_account": "acc_456",
@@ -666,7 +674,7 @@ func testHappyPaths(t *testing.T, p *bankProcess, token func(string, ...agentaut
 			`{"source_account":"acc_123","destination_account":"acc_456","amount":100,"currency":"USD"}`,
 			`{"transfer_id":"tr_000001","status":"completed","amount":100,"currency":"USD"}`},
 		{"the money arrived", "agt_bob", "check_balance", `{"account_id":"acc_456"}`, `{"account_id":"acc_456","balance":400,"currency":"USD"}`},
-		{"currency in lower case, converted", "agt_alice", "transfer_money",
+		{"currency in lower case, converted", "agt_alice_to_bob", "transfer_money",
 			`{"source_account":"acc_124","destination_account":"acc_456","amount":10.5,"currency":"usd"}`,
 			`{"transfer_id":"tr_000002","status":"completed","amount":10.5,"currency":"USD"}`},
 		// 10.50 USD cost 9.66 EUR.
@@ -747,6 +755,12 @@ func testErrors(t *testing.T, p *bankProcess, f *fixture, token func(string, ...
 		{name: "grant without the required constraint", auth: token("agt_alice_loose"), capability: "transfer_money",
 			args: `{"source_account":"acc_123","destination_account":"acc_456","amount":1,"currency":"USD"}`, status: 403, code: "capability_not_granted",
 			members: map[string]string{"missing_constraints": `["destination_account"]`}},
+		{name: "amount bounded without its currency", auth: token("agt_alice_unitless"), capability: "transfer_money",
+			args: `{"source_account":"acc_123","destination_account":"acc_456","amount":1,"currency":"GBP"}`, status: 403, code: "capability_not_granted",
+			members: map[string]string{"missing_constraints": `["currency"]`}},
+		{name: "another currency than the grant's", auth: token("agt_alice"), capability: "transfer_money",
+			args: `{"source_account":"acc_123","destination_account":"acc_456","amount":500,"currency":"GBP"}`, status: 403, code: "constraint_violated",
+			members: map[string]string{"violations": `[{"field":"currency","constraint":"USD","actual":"GBP"}]`}},
 		{name: "outside the token's capabilities", auth: token("agt_alice", agentauthtest.WithCapabilities("check_balance")), capability: "exchange_rate",
 			args: `{"from":"USD","to":"EUR"}`, status: 403, code: "capability_not_granted"},
 		{name: "autonomous agent acting for a user", auth: token("agt_robot"), capability: "check_balance", args: `{"account_id":"acc_123"}`, status: 403, code: "unauthorized"},

@@ -72,7 +72,7 @@
 //	             "agent_capability_grants": [
 //	               {"capability": "check_balance", "status": "active"},
 //	               {"capability": "transfer_money", "status": "active",
-//	                "constraints": {"destination_account": "acc_456", "amount": {"max": 500}}}]}]}
+//	                "constraints": {"destination_account": "acc_456", "amount": {"max": 500}, "currency": "USD"}}]}]}
 //
 // Unknown members and malformed records stop the bank at start. JWKS URLs
 // on loopback addresses are fetched only with -dev-allow-loopback-jwks.

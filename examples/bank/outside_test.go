@@ -244,7 +244,11 @@ func newOutsideWorld(t *testing.T) *outsideWorld {
 	everyday := []map[string]any{grant("list_accounts", nil), grant("check_balance", nil), grant("exchange_rate", nil)}
 
 	agent("agt_alice", "hst_alice", "delegated", "active", append(slices.Clone(everyday),
-		grant("transfer_money", constraintsJSON(t, `{"destination_account":{"not_in":["acc_666"]},"amount":{"max":1000}}`)))...)
+		grant("transfer_money", constraintsJSON(t, `{"destination_account":{"not_in":["acc_666"]},"amount":{"max":1000},"currency":"USD"}`)))...)
+	// Any amount in any currency but to acc_666: no bound, so no
+	// currency.
+	agent("agt_alice_any", "hst_alice", "delegated", "active",
+		grant("transfer_money", constraintsJSON(t, `{"destination_account":{"not_in":["acc_666"]}}`)))
 	agent("agt_bob", "hst_bob", "delegated", "active",
 		grant("list_accounts", nil), grant("check_balance", nil),
 		grant("transfer_money", constraintsJSON(t, `{"destination_account":"acc_123"}`)))
@@ -262,8 +266,10 @@ func newOutsideWorld(t *testing.T) *outsideWorld {
 		grant("transfer_money", constraintsJSON(t, `{"amount":{"max":10}}`)))
 	agent("agt_bare", "hst_alice", "delegated", "active", grant("transfer_money", nil))
 	agent("agt_two", "hst_alice", "delegated", "active",
-		grant("transfer_money", constraintsJSON(t, `{"destination_account":"acc_456","amount":{"max":10}}`)),
-		grant("transfer_money", constraintsJSON(t, `{"destination_account":"acc_124","amount":{"min":100,"max":1000}}`)))
+		grant("transfer_money", constraintsJSON(t, `{"destination_account":"acc_456","amount":{"max":10},"currency":"USD"}`)),
+		grant("transfer_money", constraintsJSON(t, `{"destination_account":"acc_124","amount":{"min":100,"max":1000},"currency":"USD"}`)))
+	agent("agt_unitless", "hst_alice", "delegated", "active",
+		grant("transfer_money", constraintsJSON(t, `{"destination_account":"acc_456","amount":{"max":500}}`)))
 	agent("agt_ops", "hst_alice", "delegated", "active",
 		grant("transfer_money", constraintsJSON(t, `{"destination_account":{"eq":"acc_456"},"amount":{"min":1,"max":50},"currency":{"in":["USD"]},"source_account":{"not_in":["acc_124"]}}`)))
 	agent("agt_exact_number", "hst_alice", "delegated", "active",
@@ -843,8 +849,8 @@ func outsideTransfers(t *testing.T, b *outsideBank) {
 			agent, source, destination, amount, currency, want string
 		}{
 			{"agt_alice", "acc_123", "acc_456", "100", "USD", "USD"},
-			{"agt_alice", "acc_124", "acc_456", "10.5", "eur", "EUR"},
-			{"agt_alice", "acc_123", "acc_456", "1", "gBp", "GBP"},
+			{"agt_alice_any", "acc_124", "acc_456", "10.5", "eur", "EUR"},
+			{"agt_alice_any", "acc_123", "acc_456", "1", "gBp", "GBP"},
 			{"agt_bob", "acc_456", "acc_123", "5", "Usd", "USD"},
 		} {
 			r := transfer(c.agent, c.source, c.destination, c.amount, c.currency)
@@ -1255,7 +1261,13 @@ func outsideConstraints(t *testing.T, b *outsideBank) {
 			violations: []vio{{"currency", `"eur"`, `"EUR"`}}},
 		{name: "grant without destination_account, amount only", agent: "agt_amount_only", capability: "transfer_money",
 			args: transferArgs("acc_123", "acc_456", "1", "USD"), status: 403, code: "capability_not_granted",
-			members: map[string]string{"missing_constraints": `["destination_account"]`}},
+			members: map[string]string{"missing_constraints": `["currency","destination_account"]`}},
+		{name: "amount bounded without its currency", agent: "agt_unitless", capability: "transfer_money",
+			args: transferArgs("acc_123", "acc_456", "500", "GBP"), status: 403, code: "capability_not_granted",
+			members: map[string]string{"missing_constraints": `["currency"]`}},
+		{name: "another currency than the bound's", agent: "agt_alice", capability: "transfer_money",
+			args: transferArgs("acc_123", "acc_456", "500", "GBP"), status: 403, code: "constraint_violated",
+			violations: []vio{{"currency", `"USD"`, `"GBP"`}}},
 		{name: "grant without constraints", agent: "agt_bare", capability: "transfer_money",
 			args: transferArgs("acc_123", "acc_456", "1", "USD"), status: 403, code: "capability_not_granted",
 			members: map[string]string{"missing_constraints": `["destination_account"]`}},

@@ -35,7 +35,7 @@ func decideOnPage(base, userID, userCode string, refuse bool, caps ...string) (s
 	if err != nil {
 		return "", err
 	}
-	page, err := c.post("/login", url.Values{"user": {userID}, "next": {"/approve?code=" + url.QueryEscape(userCode)}})
+	page, err := c.signIn(userID, "/approve?code="+url.QueryEscape(userCode))
 	if err != nil {
 		return "", err
 	}

@@ -169,7 +169,7 @@ func approveOnAgentsPage(base, user, binding string) error {
 		return err
 	}
 	get, post := c.get, c.post
-	page, err := post("/login", url.Values{"user": {user}, "next": {"/agents"}})
+	page, err := c.signIn(user, "/agents")
 	if err != nil {
 		return err
 	}
@@ -269,6 +269,51 @@ func (c *pageClient) get(path string) (string, error) {
 		return "", err
 	}
 	return c.send(req)
+}
+
+// signIn signs userID in through the development sign-in, as a browser
+// does: it gets the form, posts it with its CSRF token, and follows the
+// redirect to next, whose page it answers.
+func (c *pageClient) signIn(userID, next string) (string, error) {
+	return devSignIn(c.hc, c.base, c.base, userID, next)
+}
+
+// devSignIn signs userID in through the development sign-in at base with
+// hc, which must keep cookies, posting as a page of origin would, and
+// answers the page next that the sign-in leads to.
+func devSignIn(hc *http.Client, base, origin, userID, next string) (string, error) {
+	resp, err := hc.Get(base + "/login?next=" + url.QueryEscape(next))
+	if err != nil {
+		return "", err
+	}
+	form, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return "", err
+	}
+	m := csrfField.FindSubmatch(form)
+	if resp.StatusCode != http.StatusOK || m == nil {
+		return "", fmt.Errorf("GET /login: %d\n%s", resp.StatusCode, form)
+	}
+	post := url.Values{"user": {userID}, "next": {next}, "csrf": {html.UnescapeString(string(m[1]))}}
+	req, err := http.NewRequest(http.MethodPost, base+"/login", strings.NewReader(post.Encode()))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", origin)
+	if resp, err = hc.Do(req); err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("POST /login: %d\n%s", resp.StatusCode, body)
+	}
+	return string(body), nil
 }
 
 func (c *pageClient) post(path string, form url.Values) (string, error) {

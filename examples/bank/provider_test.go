@@ -46,7 +46,7 @@ func approve(base, userID, userCode string, caps ...string) error {
 	page := "/approve?code=" + url.QueryEscape(userCode)
 	// The login redirects to next, the review page, which the client
 	// follows with the new cookie.
-	reviewPage, err := post("/login", url.Values{"user": {userID}, "next": {page}})
+	reviewPage, err := c.signIn(userID, page)
 	if err != nil {
 		return err
 	}

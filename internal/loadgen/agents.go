@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -36,8 +37,8 @@ type Agent struct {
 	// Source is the account it reads and debits; Destination the one its
 	// transfer grant names.
 	Source, Destination string
-	// MaxAmount is the largest transfer its grant allows, in the
-	// account's currency, as the grant writes it ("5").
+	// MaxAmount is the largest transfer its grant allows, in USD, the
+	// currency of the load's transfers, as the grant writes it ("5").
 	MaxAmount string
 
 	agent *client.Agent
@@ -153,21 +154,29 @@ func Register(ctx context.Context, cfg RegisterConfig) ([]*Agent, error) {
 
 // register connects one agent for acc and approves it.
 func register(ctx context.Context, c *client.Client, target string, acc Account, maxAmount string, hc *http.Client) (*Agent, error) {
+	// The load's transfers are in USD, which the grant pins with the
+	// bound: a bound on an amount needs its currency.
 	constraints := map[string]json.RawMessage{
 		"destination_account": mustJSON(acc.Destination),
 		"amount":              json.RawMessage(`{"max":` + maxAmount + `}`),
+		"currency":            json.RawMessage(`"USD"`),
 	}
 	caps := []client.CapabilityRequest{
 		{Name: "list_accounts"}, {Name: "check_balance"},
 		{Name: "transfer_money", Constraints: constraints},
 	}
 	var approveErr error
+	// A refused approval stays pending until it expires: stop polling.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	a, st, err := c.Connect(ctx, target, client.ConnectOptions{
 		Name:         "load agent",
 		Mode:         agentauth.ModeDelegated,
 		Capabilities: caps,
 		OnApproval: func(ap client.Approval) {
-			approveErr = ApprovePage(ctx, hc, target, acc.User, ap.UserCode)
+			if approveErr = ApprovePage(ctx, hc, target, acc.User, ap.UserCode); approveErr != nil {
+				cancel()
+			}
 		},
 	})
 	if approveErr != nil {
@@ -232,16 +241,34 @@ func ApprovePage(ctx context.Context, hc *http.Client, target, user, userCode st
 		return string(body), nil
 	}
 	page := "/approve?code=" + url.QueryEscape(userCode)
-	// The sign-in redirects to the review page, which the client follows.
-	review, err := post("/login", url.Values{"user": {user}, "next": {page}})
+	// The sign-in form carries a CSRF token bound to a cookie it sets.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+"/login?next="+url.QueryEscape(page), nil)
 	if err != nil {
 		return err
 	}
-	m := csrfField.FindStringSubmatch(review)
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	signIn, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	m := csrfField.FindSubmatch(signIn)
+	if resp.StatusCode != http.StatusOK || m == nil {
+		return fmt.Errorf("GET /login: %s", resp.Status)
+	}
+	// The sign-in redirects to the review page, which the client follows.
+	review, err := post("/login", url.Values{"user": {user}, "next": {page}, "csrf": {html.UnescapeString(string(m[1]))}})
+	if err != nil {
+		return err
+	}
+	m = csrfField.FindSubmatch([]byte(review))
 	if m == nil {
 		return fmt.Errorf("no approval form for %s", userCode)
 	}
-	form := url.Values{"csrf": {m[1]}, "code": {userCode}, "step": {"review"}, "action": {"allow"}}
+	form := url.Values{"csrf": {string(m[1])}, "code": {userCode}, "step": {"review"}, "action": {"allow"}}
 	for _, name := range regexp.MustCompile(`name="capability" value="([^"]+)"`).FindAllStringSubmatch(review, -1) {
 		form.Add("capability", name[1])
 	}

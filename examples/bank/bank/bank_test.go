@@ -440,12 +440,19 @@ func TestAgentAuthPath(t *testing.T) {
 		t.Errorf("transformed: %d %s", r.Status, r.Body)
 	}
 
-	// The grant must constrain the destination.
+	// The grant must constrain the destination, and a grant that
+	// bounds the amount its currency too: "at most 100" of what?
 	r = agentauthtest.Execute(t, exec, bank.HTTPOptions(), "transfer_money",
 		map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25, "currency": "USD"},
 		map[string]any{"amount": map[string]any{"max": 100}}, alice)
-	if r.Status != 403 || r.Code != "capability_not_granted" || string(r.Member("missing_constraints")) != `["destination_account"]` {
-		t.Errorf("missing constraint: %d %s", r.Status, r.Body)
+	if r.Status != 403 || r.Code != "capability_not_granted" || string(r.Member("missing_constraints")) != `["currency","destination_account"]` {
+		t.Errorf("missing constraints: %d %s", r.Status, r.Body)
+	}
+	r = agentauthtest.Execute(t, exec, bank.HTTPOptions(), "transfer_money",
+		map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25, "currency": "GBP"},
+		map[string]any{"destination_account": "acc_456", "amount": map[string]any{"max": 100}}, alice)
+	if r.Status != 403 || r.Code != "capability_not_granted" || string(r.Member("missing_constraints")) != `["currency"]` {
+		t.Errorf("an amount bounded without its currency: %d %s", r.Status, r.Body)
 	}
 
 	// An autonomous agent is refused before its grants are looked at.

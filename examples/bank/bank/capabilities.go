@@ -162,12 +162,16 @@ var (
 		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser, core.WithReadOnly())
 
 	TransferMoney = core.MustDefine("transfer_money",
-		"Send money from one of the user's accounts to another account. The amount is converted at the bank's fixed rates when the accounts hold another currency. Preview it to see the balances it leaves; every transfer must be confirmed, and one of more than 1000 in the source account's currency by the account's owner.",
+		"Send money from one of the user's accounts to another account. The amount is in the currency the call names, converted at the bank's fixed rates when the accounts hold another; a grant that limits the amount must therefore limit the currency too. Preview it to see the balances it leaves; every transfer must be confirmed, and one of more than 1000 in the source account's currency by the account's owner.",
 		transferMoney,
 		core.WithInputSchema([]byte(transferSchema)),
 		core.WithPreview(previewTransfer), core.WithConfirmation(), core.WithHumanConfirmation(ownerMustConfirm),
 		core.WithApproval(core.ApprovalWebAuthn), core.WithRisk(core.RiskHigh),
 		core.WithRequiredConstraints("destination_account"),
+		// A bound on the amount means nothing without its currency: "at
+		// most 500" lets 500 GBP through, some 635 USD, if the caller
+		// picks the currency.
+		core.WithUnit("amount", "currency"),
 		core.WithScope("payments:write"), core.WithTags(TagActsForUser), actsForUser)
 
 	ExchangeRate = core.MustDefine("exchange_rate",
