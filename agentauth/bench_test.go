@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/internal/benchcpu"
@@ -55,23 +56,30 @@ func benchTransfer(_ context.Context, user string, in benchTransferIn) (benchTra
 
 type benchWorld struct {
 	agent   *agentauthtest.Agent
-	handler *httpx.Handler[string, agentauth.Caller[string]]
-	exec    *core.Executor[string, agentauth.Caller[string]]
+	handler *httpx.Handler
+	exec    *core.Executor
 	v       *agentauth.Verifier
+	// location is the verifier the handler authenticates with.
+	location auth.Verifier
 }
 
-func newBenchWorld(b *testing.B, mods ...func(*httpx.Config[agentauth.Caller[string]])) *benchWorld {
+func newBenchWorld(b *testing.B, mods ...func(*httpx.Config)) *benchWorld {
 	b.Helper()
-	return newBenchWorldConfirming(b, core.ConfirmationConfig[agentauth.Caller[string]]{}, mods...)
+	return newBenchWorldConfirming(b, core.ConfirmationConfig{}, mods...)
+}
+
+// benchContext is the application context of the benchmarked transfer:
+// the user the agent acts for.
+func benchContext(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (string, error) {
+	return id.UserID, nil
 }
 
 // newBenchWorldConfirming is newBenchWorld whose executor confirms calls
 // as conf says.
-func newBenchWorldConfirming(b *testing.B, conf core.ConfirmationConfig[agentauth.Caller[string]], mods ...func(*httpx.Config[agentauth.Caller[string]])) *benchWorld {
+func newBenchWorldConfirming(b *testing.B, conf core.ConfirmationConfig, mods ...func(*httpx.Config)) *benchWorld {
 	b.Helper()
-	host := agentauthtest.NewHost("hst_bench", agentauthtest.WithUser("user_alice"),
-		agentauthtest.WithRandom(rand.NewChaCha8([32]byte{42})), agentauthtest.WithClock(htClock))
-	agent := host.NewAgent("agt_bench").Grant("transfer", map[string]any{
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_bench", UserID: "user_alice", Rand: rand.NewChaCha8([32]byte{42}), Clock: htClock})
+	agent := host.NewAgent(agentauthtest.Agent{ID: "agt_bench"}).Grant("transfer", map[string]any{
 		"destination_account": "acc_456",
 		"amount":              map[string]any{"max": 1000},
 	})
@@ -85,21 +93,16 @@ func newBenchWorldConfirming(b *testing.B, conf core.ConfirmationConfig[agentaut
 	}
 	transfer := core.MustDefine("transfer", "Transfer money.", benchTransfer,
 		core.WithRequiredConstraints("destination_account"))
-	exec := core.MustExecutor(core.MustRegistry(transfer), core.ExecutorConfig[string, agentauth.Caller[string]]{
-		CreateContext: func(_ context.Context, c agentauth.Caller[string], _ *core.Definition, _ any) (string, error) {
-			return c.Principal, nil
-		},
-		Confirmation: conf,
-	})
-	cfg, err := agentauth.HTTPConfig(agentauth.HTTPOptions[string]{
-		Sessions:  v,
-		Principal: func(_ context.Context, s *agentauth.Session) (string, error) { return s.Host.UserID, nil },
-		Issuer:    htIssuer,
-		Now:       htClock,
+	exec := core.MustExecutor(core.MustRegistry(transfer), benchContext, core.Config{Confirmation: conf})
+	location, err := agentauth.New(agentauth.Config{
+		Sessions: v,
+		Issuer:   htIssuer,
+		Now:      htClock,
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
+	cfg := httpx.Config{Verifier: location}
 	for _, m := range mods {
 		m(&cfg)
 	}
@@ -107,7 +110,7 @@ func newBenchWorldConfirming(b *testing.B, conf core.ConfirmationConfig[agentaut
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchWorld{agent: agent, handler: h, exec: exec, v: v}
+	return &benchWorld{agent: agent, handler: h, exec: exec, v: v, location: location}
 }
 
 // tokens mints n tokens with distinct ids before the timer starts: a
@@ -115,7 +118,7 @@ func newBenchWorldConfirming(b *testing.B, conf core.ConfirmationConfig[agentaut
 func (w *benchWorld) tokens(n int) []string {
 	out := make([]string, n)
 	for i := range out {
-		out[i] = w.agent.Token(htAudience, agentauthtest.WithJTI(fmt.Sprintf("jti-%d", i)))
+		out[i] = w.agent.Token(agentauthtest.Token{Audience: htAudience, JTI: fmt.Sprintf("jti-%d", i)})
 	}
 	return out
 }
@@ -269,25 +272,18 @@ func BenchmarkVerifiedExecuteStages(b *testing.B) {
 	})
 	b.Run("execute_authorized", func(b *testing.B) {
 		w := newBenchWorld(b)
-		s, err := w.v.Session(context.Background(), w.tokens(1)[0])
+		// The identity the location builds for the agent: its Authorizer
+		// runs AuthorizeCall with the call's arguments and decoded input.
+		id, err := w.location.Verify(context.Background(), &auth.Request{Authorization: "Bearer " + w.tokens(1)[0]})
 		if err != nil {
 			b.Fatal(err)
 		}
-		caller := agentauth.Caller[string]{Session: s, Principal: "user_alice"}
 		args := []byte(`{"source_account":"acc_123","destination_account":"acc_456","amount":250.75,"currency":"EUR"}`)
-		authorize := func(_ context.Context, inv *core.Invocation) error {
-			return agentauth.AuthorizeCall(s, agentauth.Call{
-				Capability:          inv.Definition.Name(),
-				RequiredConstraints: inv.Definition.RequiredConstraints(),
-				Arguments:           inv.Arguments,
-				Normalized:          inv.Normalized,
-			}, htNow)
-		}
 		ctx := context.Background()
 		b.ReportAllocs()
 		defer benchcpu.Report(b)()
 		for b.Loop() {
-			if _, err := w.exec.ExecuteDynamic(ctx, "transfer", caller, args, authorize); err != nil {
+			if _, err := w.exec.Execute(ctx, "transfer", id, args); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -298,7 +294,7 @@ func BenchmarkVerifiedExecuteStages(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		call := agentauth.Call{
+		call := &auth.Call{
 			Capability:          "transfer",
 			RequiredConstraints: []string{"destination_account"},
 			Arguments: map[string]json.RawMessage{

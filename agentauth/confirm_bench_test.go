@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
 )
@@ -26,9 +25,8 @@ func BenchmarkVerifiedExecuteConfirmed(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := newBenchWorldConfirming(b, core.ConfirmationConfig[agentauth.Caller[string]]{
+	w := newBenchWorldConfirming(b, core.ConfirmationConfig{
 		Confirmer: mgr,
-		Subject:   func(c agentauth.Caller[string]) string { return c.Session.Agent.ID },
 		Audience:  audience,
 		Rule:      func(*core.Definition) bool { return true },
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 )
 
@@ -31,7 +32,7 @@ func raws(m map[string]string) map[string]json.RawMessage {
 	return out
 }
 
-func simplify(vs []agentauth.ConstraintViolation) []violation {
+func simplify(vs []agentcap.ConstraintViolation) []violation {
 	var out []violation
 	for _, v := range vs {
 		out = append(out, violation{v.Field, string(v.Constraint), string(v.Actual)})

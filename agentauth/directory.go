@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/agentcap/agentcap"
 )
 
 // MaxDirectoryFileBytes bounds a directory fixture read by ParseDirectory.
@@ -168,7 +170,7 @@ func validateHost(h *Host) error {
 		return errors.New("id is empty")
 	}
 	switch h.Status {
-	case StatusActive, StatusPending, StatusRevoked, StatusRejected:
+	case agentcap.StatusActive, agentcap.StatusPending, agentcap.StatusRevoked, agentcap.StatusRejected:
 	default:
 		return fmt.Errorf("status %q is not one of active, pending, revoked, rejected", h.Status)
 	}
@@ -191,12 +193,12 @@ func validateAgent(a *Agent) error {
 		return errors.New("host_id is empty")
 	}
 	switch a.Mode {
-	case ModeDelegated, ModeAutonomous:
+	case agentcap.ModeDelegated, agentcap.ModeAutonomous:
 	default:
 		return fmt.Errorf("mode %q is not one of delegated, autonomous", a.Mode)
 	}
 	switch a.Status {
-	case StatusPending, StatusActive, StatusExpired, StatusRevoked, StatusRejected, StatusClaimed:
+	case agentcap.StatusPending, agentcap.StatusActive, agentcap.StatusExpired, agentcap.StatusRevoked, agentcap.StatusRejected, agentcap.StatusClaimed:
 	default:
 		return fmt.Errorf("status %q is not one of pending, active, expired, revoked, rejected, claimed", a.Status)
 	}
@@ -244,7 +246,7 @@ func validateGrant(g Grant) error {
 		return errors.New("capability is empty")
 	}
 	switch g.Status {
-	case StatusActive, StatusPending, StatusDenied:
+	case agentcap.StatusActive, agentcap.StatusPending, agentcap.StatusDenied:
 	default:
 		return fmt.Errorf("status %q is not one of active, pending, denied", g.Status)
 	}

@@ -15,6 +15,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 )
 
@@ -30,14 +31,14 @@ func TestMemoryDirectoryPut(t *testing.T) {
 		return b
 	}
 	host := func(mod func(*agentauth.Host)) *agentauth.Host {
-		h := &agentauth.Host{ID: "h", PublicKey: key.jwk, Status: agentauth.StatusActive}
+		h := &agentauth.Host{ID: "h", PublicKey: key.jwk, Status: agentcap.StatusActive}
 		if mod != nil {
 			mod(h)
 		}
 		return h
 	}
 	agent := func(mod func(*agentauth.Agent)) *agentauth.Agent {
-		a := &agentauth.Agent{ID: "a", HostID: "h", Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive, PublicKey: other.jwk}
+		a := &agentauth.Agent{ID: "a", HostID: "h", Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive, PublicKey: other.jwk}
 		if mod != nil {
 			mod(a)
 		}
@@ -50,9 +51,9 @@ func TestMemoryDirectoryPut(t *testing.T) {
 	}{
 		{"inline key", host(nil), ""},
 		{"JWKS URL", host(func(h *agentauth.Host) { h.PublicKey = nil; h.JWKSURL = "https://keys.example/host.json" }), ""},
-		{"every status", host(func(h *agentauth.Host) { h.Status = agentauth.StatusRejected }), ""},
+		{"every status", host(func(h *agentauth.Host) { h.Status = agentcap.StatusRejected }), ""},
 		{"no id", host(func(h *agentauth.Host) { h.ID = "" }), "id is empty"},
-		{"agent status", host(func(h *agentauth.Host) { h.Status = agentauth.StatusClaimed }), `status "claimed"`},
+		{"agent status", host(func(h *agentauth.Host) { h.Status = agentcap.StatusClaimed }), `status "claimed"`},
 		{"no status", host(func(h *agentauth.Host) { h.Status = "" }), `status ""`},
 		{"two key sources", host(func(h *agentauth.Host) { h.JWKSURL = "https://keys.example/host.json" }), "exactly one"},
 		{"no key source", host(func(h *agentauth.Host) { h.PublicKey = nil }), "exactly one"},
@@ -87,28 +88,28 @@ func TestMemoryDirectoryPut(t *testing.T) {
 		{"JWKS URL and kid", agent(func(a *agentauth.Agent) { a.PublicKey = nil; a.JWKSURL = "https://keys.example/a.json"; a.KID = "k1" }), ""},
 		{"grants", agent(func(a *agentauth.Agent) {
 			a.Grants = []agentauth.Grant{
-				{Capability: "transfer", Status: agentauth.StatusActive, ExpiresAt: &expires, Constraints: map[string]json.RawMessage{"amount": json.RawMessage(`{"max":100}`)}},
-				{Capability: "transfer", Status: agentauth.StatusDenied},
-				{Capability: "close", Status: agentauth.StatusPending},
+				{Capability: "transfer", Status: agentcap.StatusActive, ExpiresAt: &expires, Constraints: map[string]json.RawMessage{"amount": json.RawMessage(`{"max":100}`)}},
+				{Capability: "transfer", Status: agentcap.StatusDenied},
+				{Capability: "close", Status: agentcap.StatusPending},
 			}
 		}), ""},
-		{"autonomous claimed", agent(func(a *agentauth.Agent) { a.Mode = agentauth.ModeAutonomous; a.Status = agentauth.StatusClaimed }), ""},
+		{"autonomous claimed", agent(func(a *agentauth.Agent) { a.Mode = agentcap.ModeAutonomous; a.Status = agentcap.StatusClaimed }), ""},
 		{"no id", agent(func(a *agentauth.Agent) { a.ID = "" }), "id is empty"},
 		{"no host id", agent(func(a *agentauth.Agent) { a.HostID = "" }), "host_id is empty"},
 		{"unknown host", agent(func(a *agentauth.Agent) { a.HostID = "nope" }), `host "nope" is not in the directory`},
 		{"bad mode", agent(func(a *agentauth.Agent) { a.Mode = "supervised" }), `mode "supervised"`},
-		{"bad status", agent(func(a *agentauth.Agent) { a.Status = agentauth.StatusDenied }), `status "denied"`},
+		{"bad status", agent(func(a *agentauth.Agent) { a.Status = agentcap.StatusDenied }), `status "denied"`},
 		{"two key sources", agent(func(a *agentauth.Agent) { a.JWKSURL = "https://keys.example/a.json"; a.KID = "k1" }), "exactly one"},
 		{"no key source", agent(func(a *agentauth.Agent) { a.PublicKey = nil }), "exactly one"},
 		{"JWKS URL without kid", agent(func(a *agentauth.Agent) { a.PublicKey = nil; a.JWKSURL = "https://keys.example/a.json" }), "kid is required"},
 		{"kid without JWKS URL", agent(func(a *agentauth.Agent) { a.KID = "k1" }), "kid is only meaningful"},
 		{"private JWK", agent(func(a *agentauth.Agent) { a.PublicKey = privJWK }), "only public keys"},
-		{"grant without capability", agent(func(a *agentauth.Agent) { a.Grants = []agentauth.Grant{{Status: agentauth.StatusActive}} }), "agent_capability_grants[0]: capability is empty"},
+		{"grant without capability", agent(func(a *agentauth.Agent) { a.Grants = []agentauth.Grant{{Status: agentcap.StatusActive}} }), "agent_capability_grants[0]: capability is empty"},
 		{"grant bad status", agent(func(a *agentauth.Agent) {
-			a.Grants = []agentauth.Grant{{Capability: "x", Status: agentauth.StatusRevoked}}
+			a.Grants = []agentauth.Grant{{Capability: "x", Status: agentcap.StatusRevoked}}
 		}), `status "revoked"`},
 		{"grant bad constraint JSON", agent(func(a *agentauth.Agent) {
-			a.Grants = []agentauth.Grant{{Capability: "x", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{"f": json.RawMessage(`{`)}}}
+			a.Grants = []agentauth.Grant{{Capability: "x", Status: agentcap.StatusActive, Constraints: map[string]json.RawMessage{"f": json.RawMessage(`{`)}}}
 		}), `constraints["f"] is not valid JSON`},
 	}
 	for _, tt := range agentTests {
@@ -143,11 +144,11 @@ func vfCheckErr(t *testing.T, err error, want string) {
 func TestMemoryDirectoryCopies(t *testing.T) {
 	key := vfNewKey(t)
 	d := agentauth.NewMemoryDirectory()
-	h := &agentauth.Host{ID: "h", PublicKey: append(json.RawMessage(nil), key.jwk...), Status: agentauth.StatusActive, DefaultCapabilities: []string{"a"}}
+	h := &agentauth.Host{ID: "h", PublicKey: append(json.RawMessage(nil), key.jwk...), Status: agentcap.StatusActive, DefaultCapabilities: []string{"a"}}
 	exp := vfNow
 	a := &agentauth.Agent{
-		ID: "a", HostID: "h", Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive, PublicKey: key.jwk,
-		Grants: []agentauth.Grant{{Capability: "c", Status: agentauth.StatusActive, ExpiresAt: &exp, Constraints: map[string]json.RawMessage{"f": json.RawMessage(`1`)}}},
+		ID: "a", HostID: "h", Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive, PublicKey: key.jwk,
+		Grants: []agentauth.Grant{{Capability: "c", Status: agentcap.StatusActive, ExpiresAt: &exp, Constraints: map[string]json.RawMessage{"f": json.RawMessage(`1`)}}},
 	}
 	if err := d.PutHost(h); err != nil {
 		t.Fatal(err)
@@ -180,7 +181,7 @@ func TestMemoryDirectoryCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantExp := vfNow
-	wantAgent.Grants = []agentauth.Grant{{Capability: "c", Status: agentauth.StatusActive, ExpiresAt: &wantExp, Constraints: map[string]json.RawMessage{"f": json.RawMessage(`1`)}}}
+	wantAgent.Grants = []agentauth.Grant{{Capability: "c", Status: agentcap.StatusActive, ExpiresAt: &wantExp, Constraints: map[string]json.RawMessage{"f": json.RawMessage(`1`)}}}
 	wantAgent.PublicKey = key.jwk
 	if diff := cmp.Diff(&wantAgent, gotAgent); diff != "" {
 		t.Errorf("agent (-want +got):\n%s", diff)
@@ -200,7 +201,7 @@ func TestMemoryDirectoryNotFound(t *testing.T) {
 func TestMemoryDirectoryConcurrent(t *testing.T) {
 	key := vfNewKey(t)
 	d := agentauth.NewMemoryDirectory()
-	if err := d.PutHost(&agentauth.Host{ID: "h", PublicKey: key.jwk, Status: agentauth.StatusActive}); err != nil {
+	if err := d.PutHost(&agentauth.Host{ID: "h", PublicKey: key.jwk, Status: agentcap.StatusActive}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -209,8 +210,8 @@ func TestMemoryDirectoryConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 50 {
-				a := &agentauth.Agent{ID: fmt.Sprintf("a%d", i%5), HostID: "h", Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive, PublicKey: key.jwk,
-					Grants: []agentauth.Grant{{Capability: fmt.Sprint(w), Status: agentauth.StatusActive}}}
+				a := &agentauth.Agent{ID: fmt.Sprintf("a%d", i%5), HostID: "h", Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive, PublicKey: key.jwk,
+					Grants: []agentauth.Grant{{Capability: fmt.Sprint(w), Status: agentcap.StatusActive}}}
 				if err := d.PutAgent(a); err != nil {
 					t.Error(err)
 				}

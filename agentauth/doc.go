@@ -1,7 +1,7 @@
 // Package agentauth makes a Go application a location where Agent Auth
 // agents execute capabilities: it verifies agent JWTs, resolves the agent,
 // its host and its grants, and maps every failure to the protocol's error
-// codes as a *core.AppError.
+// codes as a *agentcap.Error.
 //
 // # Sessions
 //
@@ -14,7 +14,11 @@
 //     or its JWKS key, the agent's and host's states, iss, aud, iat, exp
 //     and jti, in the order documented on Verifier.Session. Token ids are
 //     recorded in a ReplayCache: MemoryReplayCache for one process,
-//     package redisreplay for several.
+//     package redisreplay for several. Both are OwnerReplayCaches, charged
+//     to the token's agent and host, so that no agent or host can fill
+//     the cache the others rely on. A location without a provider in
+//     front limits each agent's and host's requests with
+//     VerifierConfig.Limiter, counted before the jti is recorded.
 //   - IntrospectionSource asks the provider's introspection endpoint. Its
 //     sessions are usually Compact: the provider's answer carries no
 //     grant constraints, so capabilities that need them must be refused.
@@ -24,19 +28,34 @@
 //
 // # Serving capabilities
 //
-// HTTPConfig wires a SessionSource into an httpx handler: the bearer
-// token becomes a Caller (the session and the application's principal),
-// every execute and batch item goes through AuthorizeCall with the
-// capability's required constraints and units (a grant that bounds an
-// amount must constrain its unit, core.WithUnit), and listings carry
-// grant_status.
-// DiscoveryHandler serves the discovery document at DiscoveryPath.
+// New returns the auth.Verifier of a capability location, which every
+// transport takes (httpx.Config.Verifier, mcpx.Config.Verifier); the
+// package itself imports no transport. It reads
+// "Authorization: Bearer <agent JWT>", has Config.Sessions verify it and
+// returns the agent's auth.Identity: Subject and AgentID the agent's id,
+// HostID its host's, UserID the user the agent acts for (ActsFor: its own
+// user, else its host's, none for an autonomous agent) and Claims the
+// *Session (SessionOf). Every refusal is a *agentcap.Error in the
+// protocol's codes, and the verifier's challenge (auth.Challenger), sent
+// with every 401, points agents at the issuer's discovery document.
 //
-// With HTTPOptions.Hosts set (a HostVerifier over the Directory, or a
-// provider's own), list and describe also take host JWTs (protocol §5.2):
-// the Caller then carries the verified Host instead of a Session, sees
-// what HostPrincipal's principal may see, gets no grant_status, and never
-// executes.
+// The identity's Authorizer decides each call: Config.Authorize first,
+// for the application's own refusals, then AuthorizeCall with the
+// capability's required constraints and units (a grant that bounds an
+// amount must constrain its unit, core.WithUnit), the raw arguments and
+// the decoded input. It reports grant_status for listings, and rechecks the agent and
+// its host for long streams when the SessionSource can
+// (SessionRechecker). Config.AllowAnonymousDiscovery lets list and
+// describe run without a token, as the nil identity. DiscoveryHandler and
+// NewDiscoveryEndpoint serve the discovery document at
+// agentcap.DiscoveryPath.
+//
+// With Config.Hosts set (a HostVerifier over the Directory, or a
+// provider's own), list and describe also take host JWTs (protocol §5.2).
+// The identity is then the host's: Subject "host:" and its id, HostID,
+// UserID its linked user (none while it is pending) and Claims the *Host
+// (HostOf). It sees what that user may see, gets no grant_status, and its
+// Authorizer refuses every call: a host never runs a capability.
 //
 // # Directories
 //

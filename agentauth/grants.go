@@ -5,42 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 )
-
-// Grant statuses reported by GrantStatus.
-const (
-	GrantStatusGranted    = "granted"
-	GrantStatusNotGranted = "not_granted"
-)
-
-// Call is what the authorizer knows about one invocation.
-type Call struct {
-	Capability string
-	// RequiredConstraints are the top-level input fields that a grant
-	// must constrain, from the capability definition.
-	RequiredConstraints []string
-	// Units maps a top-level input field to the field that gives its
-	// unit, from the capability definition (core.WithUnit): a grant that
-	// constrains the first must constrain the second, since a bound on an
-	// amount means nothing without its unit.
-	Units map[string]string
-	// Arguments are the raw top-level values as received, before parsing.
-	Arguments map[string]json.RawMessage
-	// Normalized returns the JSON encoding of a top-level field of the
-	// parsed input (after decoding and normalisation), and false when the
-	// parsed input does not have the field, so that constrained fields
-	// changed by decoding are detected. A nil Normalized means the raw
-	// arguments reach the capability unchanged.
-	Normalized func(field string) (json.RawMessage, bool)
-}
 
 // AuthorizeCall decides whether s may run call at now. It returns nil or a
-// *core.AppError carrying the protocol's status and code. The checks run
+// *agentcap.Error carrying the protocol's status and code. The checks run
 // in this order:
 //
 //  1. The token's capabilities claim, when present, must list the
@@ -55,7 +28,7 @@ type Call struct {
 //  4. Each effective grant is evaluated. A grant is satisfied when its
 //     constraints are well formed, the arguments violate none of them, and
 //     it constrains every required field, and the unit field of every
-//     field it constrains that has one (Call.Units). One satisfied grant
+//     field it constrains that has one (auth.Call.Units). One satisfied grant
 //     is enough.
 //  5. The arguments that run must be the ones that were checked: for the
 //     fields a satisfied grant constrains, the raw value and the decoded
@@ -88,13 +61,13 @@ type Call struct {
 // capability without required constraints runs on grants whose scope is
 // unknown; give every capability whose grants may be scoped required
 // constraints, so that such sessions fail closed for it.
-func AuthorizeCall(s *Session, call Call, now time.Time) error {
+func AuthorizeCall(s *Session, call *auth.Call, now time.Time) error {
 	if s == nil || s.Agent == nil {
-		return core.NewAppError(http.StatusInternalServerError, CodeInternalError, "internal error").
+		return agentcap.NewError(agentcap.CodeInternalError, "internal error").
 			WithCause(errors.New("agentauth: AuthorizeCall without an agent session"))
 	}
 	if s.Claims.Capabilities != nil && !slices.Contains(s.Claims.Capabilities, call.Capability) {
-		return core.NewAppError(http.StatusForbidden, CodeCapabilityNotGranted,
+		return agentcap.NewError(agentcap.CodeCapabilityNotGranted,
 			fmt.Sprintf("the token's capabilities claim does not include %q", call.Capability))
 	}
 
@@ -106,7 +79,7 @@ func AuthorizeCall(s *Session, call Call, now time.Time) error {
 		}
 	}
 	if len(grants) == 0 {
-		return core.NewAppError(http.StatusForbidden, CodeCapabilityNotGranted,
+		return agentcap.NewError(agentcap.CodeCapabilityNotGranted,
 			fmt.Sprintf("the agent holds no active grant for %q", call.Capability))
 	}
 
@@ -161,23 +134,23 @@ func AuthorizeCall(s *Session, call Call, now time.Time) error {
 
 	switch {
 	case firstSatisfied != nil:
-		return core.NewAppError(http.StatusBadRequest, CodeInvalidRequest,
+		return agentcap.NewError(agentcap.CodeInvalidRequest,
 			"constrained arguments changed when decoded; send them in the form the capability's input uses").
 			With("transformed_fields", firstChanged)
 	case unknown != nil:
-		return core.NewAppError(http.StatusBadRequest, CodeUnknownConstraintOperator,
+		return agentcap.NewError(agentcap.CodeUnknownConstraintOperator,
 			"a grant for this capability holds constraint operators this server does not know").
 			With("unknown_operators", unknown.unknownOps).
 			With("operators", slices.Clone(unknown.unknownOps)).
 			WithCause(unknown.err)
 	case violated != nil:
-		return core.NewAppError(http.StatusForbidden, CodeConstraintViolated,
+		return agentcap.NewError(agentcap.CodeConstraintViolated,
 			"the arguments violate the grant's constraints").
 			With("violations", violated.violations)
 	case missing != nil:
 		return missingConstraintsError(call.Capability, missing.missing)
 	default:
-		return core.NewAppError(http.StatusInternalServerError, CodeInternalError, "internal error").
+		return agentcap.NewError(agentcap.CodeInternalError, "internal error").
 			WithCause(malformed.err)
 	}
 }
@@ -189,22 +162,22 @@ func AuthorizeCall(s *Session, call Call, now time.Time) error {
 // the constraints.
 func GrantStatus(s *Session, capability string, now time.Time) string {
 	if s == nil || s.Agent == nil {
-		return GrantStatusNotGranted
+		return agentcap.GrantStatusNotGranted
 	}
 	if s.Claims.Capabilities != nil && !slices.Contains(s.Claims.Capabilities, capability) {
-		return GrantStatusNotGranted
+		return agentcap.GrantStatusNotGranted
 	}
 	for _, g := range s.Agent.Grants {
 		if g.Capability == capability && g.Effective(now) {
-			return GrantStatusGranted
+			return agentcap.GrantStatusGranted
 		}
 	}
-	return GrantStatusNotGranted
+	return agentcap.GrantStatusNotGranted
 }
 
 // MissingConstraints returns, sorted, the fields a grant with
 // constraints lacks a constraint on: the required ones, and the unit
-// field of each constrained field that has one in units (see Call).
+// field of each constrained field that has one in units (see auth.Call).
 func MissingConstraints(constraints map[string]json.RawMessage, required []string, units map[string]string) []string {
 	var lacks []string
 	for _, f := range required {
@@ -226,12 +199,12 @@ func MissingConstraints(constraints map[string]json.RawMessage, required []strin
 type grantFailure struct {
 	err        error
 	unknownOps []string
-	violations []ConstraintViolation
+	violations []agentcap.ConstraintViolation
 	missing    []string
 }
 
-func missingConstraintsError(capability string, missing []string) *core.AppError {
-	return core.NewAppError(http.StatusForbidden, CodeCapabilityNotGranted,
+func missingConstraintsError(capability string, missing []string) *agentcap.Error {
+	return agentcap.NewError(agentcap.CodeCapabilityNotGranted,
 		fmt.Sprintf("no grant for %q constrains every field the capability requires", capability)).
 		With("missing_constraints", missing)
 }
@@ -257,7 +230,7 @@ func unknownOperators(err error) []string {
 
 // transformedFields lists, sorted, the fields g constrains whose decoded
 // value differs from the raw one.
-func transformedFields(g *Grant, call Call) []string {
+func transformedFields(g *Grant, call *auth.Call) []string {
 	if call.Normalized == nil || len(g.Constraints) == 0 {
 		return nil
 	}

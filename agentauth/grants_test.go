@@ -11,8 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/auth"
 )
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -28,8 +29,8 @@ func expiring(g agentauth.Grant, at time.Time) agentauth.Grant {
 
 func session(grants ...agentauth.Grant) *agentauth.Session {
 	return &agentauth.Session{
-		Agent: &agentauth.Agent{ID: "agt_1", HostID: "hst_1", Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive, Grants: grants},
-		Host:  &agentauth.Host{ID: "hst_1", Status: agentauth.StatusActive, DefaultCapabilities: []string{"transfer"}},
+		Agent: &agentauth.Agent{ID: "agt_1", HostID: "hst_1", Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive, Grants: grants},
+		Host:  &agentauth.Host{ID: "hst_1", Status: agentcap.StatusActive, DefaultCapabilities: []string{"transfer"}},
 	}
 }
 
@@ -49,7 +50,7 @@ func compactSession(s *agentauth.Session) *agentauth.Session {
 // outcome is the caller-visible part of an authorization error.
 type outcome struct {
 	Status int
-	Code   string
+	Code   agentcap.Code
 	Fields map[string]any
 }
 
@@ -58,30 +59,30 @@ func outcomeOf(t *testing.T, err error) *outcome {
 	if err == nil {
 		return nil
 	}
-	var ae *core.AppError
+	var ae *agentcap.Error
 	if !errors.As(err, &ae) {
-		t.Fatalf("error %v (%T) is not a *core.AppError", err, err)
+		t.Fatalf("error %v (%T) is not a *agentcap.Error", err, err)
 	}
 	if ae.Message == "" {
 		t.Errorf("error %v has no public message", err)
 	}
-	return &outcome{Status: ae.Status, Code: ae.Code, Fields: ae.Fields}
+	return &outcome{Status: ae.HTTPStatus(), Code: ae.Code, Fields: ae.Fields}
 }
 
 func notGranted(fields map[string]any) *outcome {
-	return &outcome{http.StatusForbidden, agentauth.CodeCapabilityNotGranted, fields}
+	return &outcome{http.StatusForbidden, agentcap.CodeCapabilityNotGranted, fields}
 }
 
 func violated(vs ...violation) *outcome {
-	var out []agentauth.ConstraintViolation
+	var out []agentcap.ConstraintViolation
 	for _, v := range vs {
-		out = append(out, agentauth.ConstraintViolation{Field: v.Field, Constraint: json.RawMessage(v.Constraint), Actual: json.RawMessage(v.Actual)})
+		out = append(out, agentcap.ConstraintViolation{Field: v.Field, Constraint: json.RawMessage(v.Constraint), Actual: json.RawMessage(v.Actual)})
 	}
-	return &outcome{http.StatusForbidden, agentauth.CodeConstraintViolated, map[string]any{"violations": out}}
+	return &outcome{http.StatusForbidden, agentcap.CodeConstraintViolated, map[string]any{"violations": out}}
 }
 
 func unknownOps(names ...string) *outcome {
-	return &outcome{http.StatusBadRequest, agentauth.CodeUnknownConstraintOperator, map[string]any{"unknown_operators": names, "operators": names}}
+	return &outcome{http.StatusBadRequest, agentcap.CodeUnknownConstraintOperator, map[string]any{"unknown_operators": names, "operators": names}}
 }
 
 func missingConstraints(fields ...string) *outcome {
@@ -89,10 +90,10 @@ func missingConstraints(fields ...string) *outcome {
 }
 
 func transformed(fields ...string) *outcome {
-	return &outcome{http.StatusBadRequest, agentauth.CodeInvalidRequest, map[string]any{"transformed_fields": fields}}
+	return &outcome{http.StatusBadRequest, agentcap.CodeInvalidRequest, map[string]any{"transformed_fields": fields}}
 }
 
-var internalError = &outcome{http.StatusInternalServerError, agentauth.CodeInternalError, nil}
+var internalError = &outcome{http.StatusInternalServerError, agentcap.CodeInternalError, nil}
 
 // normalized builds Call.Normalized from a map; fields not in it are absent.
 func normalized(m map[string]string) func(string) (json.RawMessage, bool) {
@@ -311,7 +312,7 @@ func TestAuthorizeCall(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			call := agentauth.Call{Capability: "transfer", RequiredConstraints: tc.required, Arguments: raws(tc.args)}
+			call := &auth.Call{Capability: "transfer", RequiredConstraints: tc.required, Arguments: raws(tc.args)}
 			if tc.norm != nil {
 				call.Normalized = normalized(tc.norm)
 			}
@@ -358,7 +359,7 @@ func TestAuthorizeCallUnits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			call := agentauth.Call{Capability: "transfer", RequiredConstraints: []string{"destination_account"}, Units: units, Arguments: raws(args)}
+			call := &auth.Call{Capability: "transfer", RequiredConstraints: []string{"destination_account"}, Units: units, Arguments: raws(args)}
 			err := agentauth.AuthorizeCall(tc.session, call, now)
 			if diff := cmp.Diff(tc.want, outcomeOf(t, err), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("AuthorizeCall (-want +got):\n%s\nerror: %v", diff, err)
@@ -370,16 +371,16 @@ func TestAuthorizeCallUnits(t *testing.T) {
 func TestAuthorizeCallCauses(t *testing.T) {
 	// Unknown operators keep the typed error as the hidden cause.
 	err := agentauth.AuthorizeCall(session(grant("transfer", "active", map[string]string{"amount": `{"lt":5}`})),
-		agentauth.Call{Capability: "transfer"}, now)
+		&auth.Call{Capability: "transfer"}, now)
 	var uo *agentauth.UnknownOperatorError
 	if !errors.As(err, &uo) || uo.Field != "amount" {
 		t.Errorf("AuthorizeCall error %v does not wrap the UnknownOperatorError", err)
 	}
 	// A malformed grant's details stay hidden in the cause.
 	err = agentauth.AuthorizeCall(session(grant("transfer", "active", map[string]string{"amount": `{"min":"0"}`})),
-		agentauth.Call{Capability: "transfer"}, now)
+		&auth.Call{Capability: "transfer"}, now)
 	var ce *agentauth.ConstraintError
-	var ae *core.AppError
+	var ae *agentcap.Error
 	if !errors.As(err, &ce) || !errors.As(err, &ae) || ae.Message != "internal error" {
 		t.Errorf("AuthorizeCall error %v: want a redacted internal error wrapping the ConstraintError", err)
 	}
@@ -387,8 +388,8 @@ func TestAuthorizeCallCauses(t *testing.T) {
 
 func TestAuthorizeCallEnvelopeJSON(t *testing.T) {
 	err := agentauth.AuthorizeCall(session(grant("transfer", "active", map[string]string{"amount": `{"max": 1000}`})),
-		agentauth.Call{Capability: "transfer", Arguments: raws(map[string]string{"amount": "5000"})}, now)
-	var ae *core.AppError
+		&auth.Call{Capability: "transfer", Arguments: raws(map[string]string{"amount": "5000"})}, now)
+	var ae *agentcap.Error
 	if !errors.As(err, &ae) {
 		t.Fatal(err)
 	}
@@ -430,16 +431,16 @@ func TestGrantStatus(t *testing.T) {
 
 func ExampleAuthorizeCall() {
 	s := &agentauth.Session{
-		Agent: &agentauth.Agent{ID: "agt_1", Status: agentauth.StatusActive, Grants: []agentauth.Grant{{
+		Agent: &agentauth.Agent{ID: "agt_1", Status: agentcap.StatusActive, Grants: []agentauth.Grant{{
 			Capability: "transfer_money",
-			Status:     agentauth.StatusActive,
+			Status:     agentcap.StatusActive,
 			Constraints: map[string]json.RawMessage{
 				"amount":   json.RawMessage(`{"min": 0, "max": 1000}`),
 				"currency": json.RawMessage(`{"in": ["USD", "EUR"]}`),
 			},
 		}}},
 	}
-	call := agentauth.Call{
+	call := &auth.Call{
 		Capability:          "transfer_money",
 		RequiredConstraints: []string{"amount"},
 		Arguments: map[string]json.RawMessage{
@@ -448,10 +449,10 @@ func ExampleAuthorizeCall() {
 		},
 	}
 	err := agentauth.AuthorizeCall(s, call, time.Now())
-	var ae *core.AppError
+	var ae *agentcap.Error
 	if errors.As(err, &ae) {
 		body, _ := json.Marshal(ae.Fields["violations"])
-		fmt.Println(ae.Status, ae.Code, string(body))
+		fmt.Println(ae.HTTPStatus(), ae.Code, string(body))
 	}
 	// Output:
 	// 403 constraint_violated [{"field":"amount","constraint":{"max":1000},"actual":5000}]
@@ -494,8 +495,8 @@ func ExampleValidateConstraints() {
 
 func ExampleGrantStatus() {
 	s := &agentauth.Session{Agent: &agentauth.Agent{ID: "agt_1", Grants: []agentauth.Grant{
-		{Capability: "read_balance", Status: agentauth.StatusActive},
-		{Capability: "transfer_money", Status: agentauth.StatusPending},
+		{Capability: "read_balance", Status: agentcap.StatusActive},
+		{Capability: "transfer_money", Status: agentcap.StatusPending},
 	}}}
 	now := time.Now()
 	fmt.Println(agentauth.GrantStatus(s, "read_balance", now))

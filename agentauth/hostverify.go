@@ -7,12 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap"
 )
 
 // HostReplayKeyPrefix starts every key recorded in a ReplayCache for a
@@ -36,7 +35,7 @@ const (
 
 // HostSource verifies host JWTs (typ host+jwt) presented to list and
 // describe capabilities (protocol §5.2, §5.2.1) and returns the host each
-// one proves. Errors are *core.AppError values in the protocol's codes.
+// one proves. Errors are *agentcap.Error values in the protocol's codes.
 //
 // The host returned is the caller's to read, never to change. A pending
 // host is returned without its user: until it is approved, nobody's
@@ -86,7 +85,8 @@ var _ HostSource = (*HostVerifier)(nil)
 
 // NewHostVerifier checks cfg and returns a HostVerifier.
 func NewHostVerifier(cfg HostVerifierConfig) (*HostVerifier, error) {
-	v, err := NewVerifier(VerifierConfig(cfg))
+	v, err := NewVerifier(VerifierConfig{Directory: cfg.Directory, Audiences: cfg.Audiences, Skew: cfg.Skew,
+		MaxAge: cfg.MaxAge, Replay: cfg.Replay, KeyFetch: cfg.KeyFetch, Now: cfg.Now})
 	if err != nil {
 		return nil, fmt.Errorf("agentauth: host verifier: %w", err)
 	}
@@ -115,7 +115,7 @@ type HostJWT struct {
 }
 
 func invalidHostToken(cause error) error {
-	return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgInvalidHostToken).WithCause(cause)
+	return agentcap.NewError(agentcap.CodeInvalidJWT, msgInvalidHostToken).WithCause(cause)
 }
 
 // VerifyHost verifies a host JWT and returns its host. The checks run in
@@ -142,8 +142,10 @@ func invalidHostToken(cause error) error {
 //     iat at most Skew ahead, age at most MaxAge + Skew, 0 < exp - iat
 //     <= MaxAge, now before exp with no skew; jti present.
 //  7. jti replay, recorded last under ReplayKey(HostReplayKeyPrefix, iss,
-//     jti), so that a token failing another check does not use up its id;
-//     a cache error is 503 temporarily_unavailable.
+//     jti), so that a token failing another check does not use up its id,
+//     and charged to the host when the cache is an OwnerReplayCache (429
+//     rate_limited past the host's share); a cache error is 503
+//     temporarily_unavailable.
 //  8. Status: revoked or rejected is 403 host_revoked; a pending host is
 //     returned without its user.
 func (hv *HostVerifier) VerifyHost(ctx context.Context, token string) (*Host, error) {
@@ -153,7 +155,7 @@ func (hv *HostVerifier) VerifyHost(ctx context.Context, token string) (*Host, er
 		return nil, err
 	}
 	if !audienceMatches(tok.Audience, v.audiences) {
-		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgHostAudience).
+		return nil, agentcap.NewError(agentcap.CodeInvalidJWT, msgHostAudience).
 			WithCause(fmt.Errorf("agentauth: host JWT aud %q", tok.Audience))
 	}
 	host, byThumb, err := hv.lookup(ctx, tok.Issuer)
@@ -182,7 +184,7 @@ func (hv *HostVerifier) VerifyHost(ctx context.Context, token string) (*Host, er
 		if tok.Kid == "" {
 			return nil, invalidHostToken(fmt.Errorf("agentauth: host %q uses a JWKS URL and the token has no kid", host.ID))
 		}
-		if host.Status != StatusActive && host.Status != StatusPending {
+		if host.Status != agentcap.StatusActive && host.Status != agentcap.StatusPending {
 			// Refused whatever its signature: no fetch (see verifyCached).
 			if err := v.verifyCached(tok.SigningInput, tok.Signature, host.JWKSURL, tok.Kid); err != nil {
 				return nil, invalidHostToken(fmt.Errorf("agentauth: host %q is %s: %w", host.ID, host.Status, err))
@@ -209,17 +211,17 @@ func (hv *HostVerifier) VerifyHost(ctx context.Context, token string) (*Host, er
 	if err := v.checkHostTimes(tok); err != nil {
 		return nil, err
 	}
-	fresh, err := v.replay.CheckAndSet(ctx, ReplayKey(HostReplayKeyPrefix, tok.Issuer, tok.ID), v.maxAge+2*v.skew)
+	fresh, err := checkAndSet(ctx, v.replay, ReplayKey(HostReplayKeyPrefix, tok.Issuer, tok.ID), v.maxAge+2*v.skew, "", host.ID)
 	if err != nil {
-		return nil, Unavailable(msgReplayDown, fmt.Errorf("agentauth: replay cache: %w", err))
+		return nil, replayRefused(err, "host")
 	}
 	if !fresh {
-		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgHostReplayed)
+		return nil, agentcap.NewError(agentcap.CodeInvalidJWT, msgHostReplayed)
 	}
 	switch host.Status {
-	case StatusActive:
+	case agentcap.StatusActive:
 		return cloneHost(host), nil
-	case StatusPending:
+	case agentcap.StatusPending:
 		h := cloneHost(host)
 		h.UserID = ""
 		return h, nil
@@ -267,7 +269,7 @@ func (v *Verifier) checkHostTimes(tok *HostJWT) error {
 	default:
 		return nil
 	}
-	return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msg)
+	return agentcap.NewError(agentcap.CodeInvalidJWT, msg)
 }
 
 var hostB64 = base64.RawURLEncoding.Strict()
@@ -316,8 +318,8 @@ func ParseHostJWT(token string) (*HostJWT, error) {
 	switch {
 	case err1 != nil || err2 != nil || err3 != nil:
 		return nil, invalidHostToken(errors.New("header member of the wrong type"))
-	case typ != TypeHostJWT:
-		return nil, invalidHostToken(fmt.Errorf("typ %q is not %s", typ, TypeHostJWT))
+	case typ != agentcap.TypeHostJWT:
+		return nil, invalidHostToken(fmt.Errorf("typ %q is not %s", typ, agentcap.TypeHostJWT))
 	case alg != "EdDSA":
 		return nil, invalidHostToken(fmt.Errorf("alg %q is not EdDSA", alg))
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
@@ -17,32 +18,29 @@ import (
 // to a user sees that user's capabilities before it has any agent.
 func ExampleNewHostVerifier() {
 	const issuer = "https://app.example"
-	linked := agentauthtest.NewHost("hst_1", agentauthtest.WithUser("user_1"), agentauthtest.WithClock(exampleNow))
-	stranger := agentauthtest.NewHost("hst_2", agentauthtest.WithClock(exampleNow))
+	linked := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", UserID: "user_1", Clock: exampleNow})
+	stranger := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_2", Clock: exampleNow})
 	dir, _ := agentauthtest.NewDirectory([]*agentauthtest.Host{linked, stranger}, nil)
 	agents, _ := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: dir, Audiences: []string{issuer + "/capability/execute"}, Now: exampleNow})
 	hosts, _ := agentauth.NewHostVerifier(agentauth.HostVerifierConfig{Directory: dir, Audiences: []string{issuer}, Now: exampleNow})
 
-	forUsers := core.VisibleTo(func(_ context.Context, c agentauth.Caller[string]) bool { return c.Principal != "" })
+	// The identity of a host caller names its linked user, if any.
+	forUsers := core.WithVisibility(func(_ context.Context, id *auth.Identity, _ bool) bool { return id != nil && id.UserID != "" })
 	inbox := core.MustDefine("inbox", "Read the user's inbox.",
 		func(context.Context, struct{}, core.NoInput) (greetOut, error) { return greetOut{}, nil }, forUsers)
-	exec := core.MustExecutor(core.MustRegistry(inbox), core.ExecutorConfig[struct{}, agentauth.Caller[string]]{
-		CreateContext: func(context.Context, agentauth.Caller[string], *core.Definition, any) (struct{}, error) {
-			return struct{}{}, nil
-		},
+	exec := core.MustExecutor(core.MustRegistry(inbox),
+		func(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+		core.Config{})
+	verifier, _ := agentauth.New(agentauth.Config{
+		Sessions: agents,
+		Hosts:    hosts,
+		Issuer:   issuer,
 	})
-	cfg, _ := agentauth.HTTPConfig(agentauth.HTTPOptions[string]{
-		Sessions:      agents,
-		Principal:     func(_ context.Context, s *agentauth.Session) (string, error) { return s.Agent.UserID, nil },
-		Hosts:         hosts,
-		HostPrincipal: func(_ context.Context, h *agentauth.Host) (string, error) { return h.UserID, nil },
-		Issuer:        issuer,
-	})
-	h, _ := httpx.New(exec, cfg)
+	h, _ := httpx.New(exec, httpx.Config{Verifier: verifier})
 
 	for _, host := range []*agentauthtest.Host{linked, stranger} {
 		req := httptest.NewRequest(http.MethodGet, "/capability/list", nil)
-		req.Header.Set("Authorization", "Bearer "+host.Token(issuer))
+		req.Header.Set("Authorization", "Bearer "+host.Token(agentauthtest.Token{Audience: issuer}))
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		fmt.Print(host.ID, " ", rec.Code, " ", rec.Body)

@@ -13,7 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
@@ -24,17 +26,17 @@ import (
 type hostWorld struct {
 	alice, pending, revoked, unlinked, stranger *agentauthtest.Host
 	verifier                                    *agentauth.HostVerifier
-	handler                                     *httpx.Handler[htApp, htCaller]
+	handler                                     *httpx.Handler
 }
 
 func newHostWorld(t *testing.T) *hostWorld {
 	t.Helper()
 	w := &hostWorld{
-		alice:    htHost("hst_alice", 1, agentauthtest.WithUser("user_alice"), agentauthtest.WithDefaultCapabilities("pay")),
-		pending:  htHost("hst_pending", 3, agentauthtest.WithUser("user_p"), agentauthtest.WithStatus(agentauth.StatusPending)),
-		revoked:  htHost("hst_revoked", 2, agentauthtest.WithUser("user_r"), agentauthtest.WithStatus(agentauth.StatusRevoked)),
-		unlinked: htHost("hst_robots", 4),
-		stranger: htHost("hst_stranger", 5),
+		alice:    htHost(1, agentauthtest.Host{ID: "hst_alice", UserID: "user_alice", DefaultCapabilities: []string{"pay"}}),
+		pending:  htHost(3, agentauthtest.Host{ID: "hst_pending", UserID: "user_p", Status: agentcap.StatusPending}),
+		revoked:  htHost(2, agentauthtest.Host{ID: "hst_revoked", UserID: "user_r", Status: agentcap.StatusRevoked}),
+		unlinked: htHost(4, agentauthtest.Host{ID: "hst_robots"}),
+		stranger: htHost(5, agentauthtest.Host{ID: "hst_stranger"}),
 	}
 	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{w.alice, w.pending, w.revoked, w.unlinked}, nil)
 	if err != nil {
@@ -52,36 +54,25 @@ func newHostWorld(t *testing.T) *hostWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := htOptions(agents, nil)
-	o.Hosts = w.verifier
-	o.HostPrincipal = func(_ context.Context, h *agentauth.Host) (htUser, error) { return htUser{id: h.UserID}, nil }
-	cfg, err := agentauth.HTTPConfig(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := core.MustRegistry(htPay, htPublic, hostAware)
-	exec := core.MustExecutor(reg, core.ExecutorConfig[htApp, htCaller]{
-		CreateContext: func(context.Context, htCaller, *core.Definition, any) (htApp, error) { return htApp{}, nil },
-	})
-	if w.handler, err = httpx.New(exec, cfg); err != nil {
-		t.Fatal(err)
-	}
+	cfg := htConfig(agents, nil)
+	cfg.Hosts = w.verifier
+	w.handler = htHandler(t, core.MustExecutor(core.MustRegistry(htPay, htPublic, hostAware), htContext, core.Config{}), cfg)
 	return w
 }
 
 // hostAware is visible to callers acting for a user, agents and hosts
-// alike: the application's visibility reads the principal HostPrincipal
-// mapped.
+// alike: the application's visibility reads the identity's user, which
+// for a host is its linked user.
 var hostAware = core.MustDefine("accounts", "Acts for the linked user.",
 	func(context.Context, htApp, core.NoInput) (emptyOut, error) { return emptyOut{OK: true}, nil },
-	core.VisibleTo(func(_ context.Context, c htCaller) bool { return c.Principal.id != "" }))
+	core.WithVisibility(func(_ context.Context, id *auth.Identity, _ bool) bool { return id != nil && id.UserID != "" }))
 
 // TestHostVerifier runs the host JWT checks of protocol §4.5.1 against a
 // directory, in the order VerifyHost documents.
 func TestHostVerifier(t *testing.T) {
 	w := newHostWorld(t)
 	other := ed25519.NewKeyFromSeed(make([]byte, 32))
-	replayed := w.alice.Token(htIssuer)
+	replayed := w.alice.Token(agentauthtest.Token{Audience: htIssuer})
 	if _, err := w.verifier.VerifyHost(context.Background(), replayed); err != nil {
 		t.Fatal(err)
 	}
@@ -89,30 +80,30 @@ func TestHostVerifier(t *testing.T) {
 		name     string
 		token    string
 		status   int
-		code     string
+		code     agentcap.Code
 		wantUser string
 	}{
-		{"by key thumbprint", w.alice.Token(htIssuer), 200, "", "user_alice"},
-		{"by host id", w.alice.Token(htIssuer, agentauthtest.WithIssuer("hst_alice")), 200, "", "user_alice"},
-		{"aud array naming the issuer", w.alice.Token(htIssuer, agentauthtest.WithClaim("aud", []string{"x", htIssuer})), 200, "", "user_alice"},
-		{"pending host without its user", w.pending.Token(htIssuer), 200, "", ""},
-		{"unlinked host", w.unlinked.Token(htIssuer), 200, "", ""},
-		{"revoked host", w.revoked.Token(htIssuer), 403, agentauth.CodeHostRevoked, ""},
-		{"unknown host", w.stranger.Token(htIssuer), 401, agentauth.CodeInvalidJWT, ""},
-		{"agent typ", w.alice.Token(htIssuer, agentauthtest.WithType("agent+jwt")), 401, agentauth.CodeInvalidJWT, ""},
-		{"alg none", w.alice.Token(htIssuer, agentauthtest.WithAlgorithm("none")), 401, agentauth.CodeInvalidJWT, ""},
-		{"jwk header", w.alice.Token(htIssuer, agentauthtest.WithHeader("jwk", json.RawMessage(w.alice.PublicJWK()))), 401, agentauth.CodeInvalidJWT, ""},
-		{"other audience", w.alice.Token("https://elsewhere.test"), 401, agentauth.CodeInvalidJWT, ""},
-		{"location as audience", w.alice.Token(htAudience), 401, agentauth.CodeInvalidJWT, ""},
-		{"iss of another host", w.alice.Token(htIssuer, agentauthtest.WithIssuer(w.unlinked.Thumbprint())), 401, agentauth.CodeInvalidJWT, ""},
-		{"signed by another key", w.alice.Token(htIssuer, agentauthtest.WithSigningKey(other)), 401, agentauth.CodeInvalidJWT, ""},
-		{"expired", w.alice.Token(htIssuer, agentauthtest.WithIssuedAt(htNow.Add(-2*time.Minute))), 401, agentauth.CodeInvalidJWT, ""},
-		{"issued in the future", w.alice.Token(htIssuer, agentauthtest.WithIssuedAt(htNow.Add(time.Minute))), 401, agentauth.CodeInvalidJWT, ""},
-		{"lifetime too long", w.alice.Token(htIssuer, agentauthtest.WithLifetime(time.Hour)), 401, agentauth.CodeInvalidJWT, ""},
-		{"no jti", w.alice.Token(htIssuer, agentauthtest.WithoutClaim("jti")), 401, agentauth.CodeInvalidJWT, ""},
-		{"no iss", w.alice.Token(htIssuer, agentauthtest.WithoutClaim("iss")), 401, agentauth.CodeInvalidJWT, ""},
-		{"replayed", replayed, 401, agentauth.CodeInvalidJWT, ""},
-		{"garbage", "a.b.c", 401, agentauth.CodeInvalidJWT, ""},
+		{"by key thumbprint", w.alice.Token(agentauthtest.Token{Audience: htIssuer}), 200, "", "user_alice"},
+		{"by host id", w.alice.Token(agentauthtest.Token{Audience: htIssuer, Issuer: "hst_alice"}), 200, "", "user_alice"},
+		{"aud array naming the issuer", w.alice.Token(agentauthtest.Token{Audience: htIssuer, Claims: map[string]any{"aud": []string{"x", htIssuer}}}), 200, "", "user_alice"},
+		{"pending host without its user", w.pending.Token(agentauthtest.Token{Audience: htIssuer}), 200, "", ""},
+		{"unlinked host", w.unlinked.Token(agentauthtest.Token{Audience: htIssuer}), 200, "", ""},
+		{"revoked host", w.revoked.Token(agentauthtest.Token{Audience: htIssuer}), 403, agentcap.CodeHostRevoked, ""},
+		{"unknown host", w.stranger.Token(agentauthtest.Token{Audience: htIssuer}), 401, agentcap.CodeInvalidJWT, ""},
+		{"agent typ", w.alice.Token(agentauthtest.Token{Audience: htIssuer, Type: "agent+jwt"}), 401, agentcap.CodeInvalidJWT, ""},
+		{"alg none", w.alice.Token(agentauthtest.Token{Audience: htIssuer, Algorithm: "none"}), 401, agentcap.CodeInvalidJWT, ""},
+		{"jwk header", w.alice.Token(agentauthtest.Token{Audience: htIssuer, Header: map[string]any{"jwk": json.RawMessage(w.alice.PublicJWK())}}), 401, agentcap.CodeInvalidJWT, ""},
+		{"other audience", w.alice.Token(agentauthtest.Token{Audience: "https://elsewhere.test"}), 401, agentcap.CodeInvalidJWT, ""},
+		{"location as audience", w.alice.Token(agentauthtest.Token{Audience: htAudience}), 401, agentcap.CodeInvalidJWT, ""},
+		{"iss of another host", w.alice.Token(agentauthtest.Token{Audience: htIssuer, Issuer: w.unlinked.Thumbprint()}), 401, agentcap.CodeInvalidJWT, ""},
+		{"signed by another key", w.alice.Token(agentauthtest.Token{Audience: htIssuer, SigningKey: other}), 401, agentcap.CodeInvalidJWT, ""},
+		{"expired", w.alice.Token(agentauthtest.Token{Audience: htIssuer, IssuedAt: htNow.Add(-2 * time.Minute)}), 401, agentcap.CodeInvalidJWT, ""},
+		{"issued in the future", w.alice.Token(agentauthtest.Token{Audience: htIssuer, IssuedAt: htNow.Add(time.Minute)}), 401, agentcap.CodeInvalidJWT, ""},
+		{"lifetime too long", w.alice.Token(agentauthtest.Token{Audience: htIssuer, Lifetime: time.Hour}), 401, agentcap.CodeInvalidJWT, ""},
+		{"no jti", w.alice.Token(agentauthtest.Token{Audience: htIssuer, Claims: map[string]any{"jti": nil}}), 401, agentcap.CodeInvalidJWT, ""},
+		{"no iss", w.alice.Token(agentauthtest.Token{Audience: htIssuer, Claims: map[string]any{"iss": nil}}), 401, agentcap.CodeInvalidJWT, ""},
+		{"replayed", replayed, 401, agentcap.CodeInvalidJWT, ""},
+		{"garbage", "a.b.c", 401, agentcap.CodeInvalidJWT, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,8 +117,8 @@ func TestHostVerifier(t *testing.T) {
 				}
 				return
 			}
-			var ae *core.AppError
-			if !errors.As(err, &ae) || ae.HTTPStatus() != tt.status || ae.WireCode() != tt.code {
+			var ae *agentcap.Error
+			if !errors.As(err, &ae) || ae.HTTPStatus() != tt.status || ae.Code != tt.code {
 				t.Fatalf("VerifyHost: %v, want %d %s", err, tt.status, tt.code)
 			}
 		})
@@ -153,7 +144,7 @@ func (replayDown) CheckAndSet(context.Context, string, time.Duration) (bool, err
 // be checked with 503 temporarily_unavailable and a Retry-After of a
 // second: never let through, and told apart from an internal error.
 func TestHostVerifierStoresDown(t *testing.T) {
-	host := htHost("hst_alice", 1, agentauthtest.WithUser("user_alice"))
+	host := htHost(1, agentauthtest.Host{ID: "hst_alice", UserID: "user_alice"})
 	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{host}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -173,13 +164,13 @@ func TestHostVerifierStoresDown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := v.VerifyHost(context.Background(), host.Token(htIssuer, agentauthtest.WithIssuer("hst_alice")))
-			var ae *core.AppError
+			h, err := v.VerifyHost(context.Background(), host.Token(agentauthtest.Token{Audience: htIssuer, Issuer: "hst_alice"}))
+			var ae *agentcap.Error
 			if h != nil || !errors.As(err, &ae) {
 				t.Fatalf("VerifyHost: %v, %v", h, err)
 			}
-			got := []any{ae.HTTPStatus(), ae.WireCode(), ae.Message, ae.RetryAfter, ae.Fields["retry_after"], ae.Cause != nil}
-			want := []any{503, agentauth.CodeTemporarilyUnavailable, tt.message, time.Second, 1, true}
+			got := []any{ae.HTTPStatus(), ae.Code, ae.Message, ae.RetryAfter, ae.Fields["retry_after"], ae.Unwrap() != nil}
+			want := []any{503, agentcap.CodeTemporarilyUnavailable, tt.message, time.Second, 1, true}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("refusal (-want +got):\n%s", diff)
 			}
@@ -212,41 +203,46 @@ func TestHostJWTOnListAndDescribe(t *testing.T) {
 		}
 		return out
 	}
-	status, caps, body := list(w.alice.Token(htIssuer))
+	status, caps, body := list(w.alice.Token(agentauthtest.Token{Audience: htIssuer}))
 	if status != 200 {
 		t.Fatalf("list with alice's host JWT: %d %s", status, body)
 	}
 	if diff := cmp.Diff([]string{"accounts", "public_info"}, names(caps)); diff != "" {
 		t.Errorf("alice's host sees (-want +got):\n%s", diff)
 	}
-	status, caps, body = list(w.unlinked.Token(htIssuer))
+	status, caps, body = list(w.unlinked.Token(agentauthtest.Token{Audience: htIssuer}))
 	if status != 200 {
 		t.Fatalf("list with an unlinked host's JWT: %d %s", status, body)
 	}
 	if diff := cmp.Diff([]string{"public_info"}, names(caps)); diff != "" {
 		t.Errorf("an unlinked host sees (-want +got):\n%s", diff)
 	}
-	if status, _, body = list(w.pending.Token(htIssuer)); status != 200 {
-		t.Errorf("pending host: %d %s", status, body)
+	// A pending host acts for nobody yet, whoever it is linked to.
+	status, caps, body = list(w.pending.Token(agentauthtest.Token{Audience: htIssuer}))
+	if status != 200 {
+		t.Fatalf("list with a pending host's JWT: %d %s", status, body)
 	}
-	if status, _, body = list(w.revoked.Token(htIssuer)); status != 403 {
+	if diff := cmp.Diff([]string{"public_info"}, names(caps)); diff != "" {
+		t.Errorf("a pending host sees (-want +got):\n%s", diff)
+	}
+	if status, _, body = list(w.revoked.Token(agentauthtest.Token{Audience: htIssuer})); status != 403 {
 		t.Errorf("revoked host: %d %s", status, body)
 	}
-	if status, _, body = list(w.stranger.Token(htIssuer)); status != 401 {
+	if status, _, body = list(w.stranger.Token(agentauthtest.Token{Audience: htIssuer})); status != 401 {
 		t.Errorf("unknown host: %d %s", status, body)
 	}
 
-	d := call(t, w.handler, http.MethodGet, "/capability/describe?name=accounts", w.alice.Token(htIssuer), "")
+	d := call(t, w.handler, http.MethodGet, "/capability/describe?name=accounts", w.alice.Token(agentauthtest.Token{Audience: htIssuer}), "")
 	var desc map[string]any
 	if err := json.Unmarshal([]byte(d.Body), &desc); err != nil || d.Status != 200 || desc["name"] != "accounts" || desc["grant_status"] != nil {
 		t.Errorf("describe with a host JWT: %d %s", d.Status, d.Body)
 	}
-	if d := call(t, w.handler, http.MethodGet, "/capability/describe?name=accounts", w.unlinked.Token(htIssuer), ""); d.Status != 404 {
+	if d := call(t, w.handler, http.MethodGet, "/capability/describe?name=accounts", w.unlinked.Token(agentauthtest.Token{Audience: htIssuer}), ""); d.Status != 404 {
 		t.Errorf("describe hidden from an unlinked host: %d %s", d.Status, d.Body)
 	}
 
-	ex := call(t, w.handler, http.MethodPost, "/capability/execute", w.alice.Token(htIssuer), `{"capability":"public_info"}`)
-	if ex.Status != 401 || !jsonHasCode(ex.Body, agentauth.CodeInvalidJWT) {
+	ex := call(t, w.handler, http.MethodPost, "/capability/execute", w.alice.Token(agentauthtest.Token{Audience: htIssuer}), `{"capability":"public_info"}`)
+	if ex.Status != 401 || !jsonHasCode(ex.Body, agentcap.CodeInvalidJWT) {
 		t.Errorf("execute with a host JWT: %d %s", ex.Status, ex.Body)
 	}
 }
@@ -255,18 +251,18 @@ func TestHostJWTOnListAndDescribe(t *testing.T) {
 // is configured: a host JWT is not an agent JWT.
 func TestHostJWTWithoutHostSource(t *testing.T) {
 	w := newHTWorld(t)
-	host := htHost("hst_alice", 1, agentauthtest.WithUser("user_alice"))
-	r := call(t, w.handler, http.MethodGet, "/capability/list", host.Token(htIssuer), "")
-	if r.Status != 401 || !jsonHasCode(r.Body, agentauth.CodeInvalidJWT) {
+	host := htHost(1, agentauthtest.Host{ID: "hst_alice", UserID: "user_alice"})
+	r := call(t, w.handler, http.MethodGet, "/capability/list", host.Token(agentauthtest.Token{Audience: htIssuer}), "")
+	if r.Status != 401 || !jsonHasCode(r.Body, agentcap.CodeInvalidJWT) {
 		t.Errorf("%d %s", r.Status, r.Body)
 	}
 }
 
 func TestTokenType(t *testing.T) {
-	host := htHost("hst_alice", 1)
+	host := htHost(1, agentauthtest.Host{ID: "hst_alice"})
 	for _, tt := range []struct{ token, want string }{
-		{host.Token(htIssuer), agentauth.TypeHostJWT},
-		{host.NewAgent("agt").Token(htAudience), agentauth.TypeAgentJWT},
+		{host.Token(agentauthtest.Token{Audience: htIssuer}), agentcap.TypeHostJWT},
+		{host.NewAgent(agentauthtest.Agent{ID: "agt"}).Token(agentauthtest.Token{Audience: htAudience}), agentcap.TypeAgentJWT},
 		{"not a token", ""},
 		{"%%%.x.y", ""},
 	} {
@@ -276,9 +272,9 @@ func TestTokenType(t *testing.T) {
 	}
 }
 
-func jsonHasCode(body, code string) bool {
+func jsonHasCode(body string, code agentcap.Code) bool {
 	var m map[string]any
-	return json.Unmarshal([]byte(body), &m) == nil && m["error"] == code
+	return json.Unmarshal([]byte(body), &m) == nil && m["error"] == string(code)
 }
 
 type hostCall struct {

@@ -9,19 +9,19 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
-	"github.com/agentcap/agentcap/httpx"
 )
 
 func TestDiscoveryDocument(t *testing.T) {
-	h := agentauth.DiscoveryHandler(agentauth.Discovery{
+	h := agentauth.DiscoveryHandler(agentcap.Discovery{
 		ProviderName:    "bank",
 		Description:     "Accounts & transfers",
 		Issuer:          "https://bank.test",
 		DefaultLocation: "https://bank.test/capability/execute",
 		Endpoints:       agentauth.LocationEndpoints(""),
 	})
-	req := httptest.NewRequest(http.MethodGet, agentauth.DiscoveryPath, nil)
+	req := httptest.NewRequest(http.MethodGet, agentcap.DiscoveryPath, nil)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 
@@ -62,48 +62,68 @@ func TestDiscoveryDocument(t *testing.T) {
 
 	// HEAD: the same headers, no body.
 	rec = httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodHead, agentauth.DiscoveryPath, nil))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodHead, agentcap.DiscoveryPath, nil))
 	if rec.Code != http.StatusOK || rec.Body.Len() != 0 || rec.Header().Get("Cache-Control") != "public, max-age=300" {
 		t.Errorf("HEAD: %d %q %q", rec.Code, rec.Header().Get("Cache-Control"), rec.Body)
 	}
 
 	// Other methods.
 	rec = httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, agentauth.DiscoveryPath, strings.NewReader("{}")))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, agentcap.DiscoveryPath, strings.NewReader("{}")))
 	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" ||
 		rec.Header().Get("Cache-Control") != "no-store" || !strings.Contains(rec.Body.String(), `"error":"method_not_allowed"`) {
 		t.Errorf("POST: %d %v %s", rec.Code, rec.Header(), rec.Body)
 	}
 }
 
-func TestDiscoveryServeMatchesServeHTTP(t *testing.T) {
-	e, err := agentauth.NewDiscoveryEndpoint(agentauth.Discovery{
+// TestDiscoveryEndpointAnswers pins every byte of the answers: GET the
+// rendered document, HEAD its headers alone, any other method 405 with
+// the error envelope.
+func TestDiscoveryEndpointAnswers(t *testing.T) {
+	e, err := agentauth.NewDiscoveryEndpoint(agentcap.Discovery{
 		ProviderName:    "p",
 		Issuer:          "http://127.0.0.1:8080",
-		Modes:           []string{agentauth.ModeDelegated},
+		Modes:           []string{agentcap.ModeDelegated},
 		ApprovalMethods: []string{"device_authorization"},
-		Endpoints:       agentauth.Endpoints{Execute: "/x/capability/execute", Introspect: "https://auth.test/agent/introspect"},
+		Endpoints:       agentcap.Endpoints{Execute: "/x/capability/execute", Introspect: "https://auth.test/agent/introspect"},
 		JWKSURI:         "https://auth.test/jwks.json",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodDelete} {
-		rec := httptest.NewRecorder()
-		e.ServeHTTP(rec, httptest.NewRequest(method, "/", nil))
-		resp := e.Serve(&httpx.Request{Method: method})
-		wantBody := resp.Body
-		if method == http.MethodHead {
-			wantBody = nil
-		}
-		if rec.Code != resp.Status || !cmp.Equal(rec.Header(), resp.Header) || rec.Body.String() != string(wantBody) {
-			t.Errorf("%s: ServeHTTP %d %v %q, Serve %d %v %q", method, rec.Code, rec.Header(), rec.Body, resp.Status, resp.Header, resp.Body)
-		}
+	document := `{"version":"1.0-draft","provider_name":"p","issuer":"http://127.0.0.1:8080","algorithms":["Ed25519"],"modes":["delegated"],"approval_methods":["device_authorization"],"endpoints":{"execute":"/x/capability/execute","introspect":"https://auth.test/agent/introspect"},"jwks_uri":"https://auth.test/jwks.json"}` + "\n"
+	if string(e.Body()) != document {
+		t.Errorf("Body:\n%s\nwant\n%s", e.Body(), document)
 	}
-	resp := e.Serve(&httpx.Request{Method: http.MethodGet})
-	resp.Body[0] = 'X'
-	if e.Body()[0] != '{' {
-		t.Error("a response body aliases the rendered document")
+	ok := http.Header{
+		"Content-Type":           {"application/json"},
+		"X-Content-Type-Options": {"nosniff"},
+		"Cache-Control":          {"public, max-age=300"},
+	}
+	refused := http.Header{
+		"Content-Type":           {"application/json"},
+		"X-Content-Type-Options": {"nosniff"},
+		"Cache-Control":          {"no-store"},
+		"Allow":                  {"GET, HEAD"},
+	}
+	methodNotAllowed := `{"error":"method_not_allowed","message":"use GET for this endpoint"}` + "\n"
+	tests := []struct {
+		method string
+		status int
+		header http.Header
+		body   string
+	}{
+		{http.MethodGet, 200, ok, document},
+		{http.MethodHead, 200, ok, ""},
+		{http.MethodDelete, 405, refused, methodNotAllowed},
+		{http.MethodPost, 405, refused, methodNotAllowed},
+	}
+	for _, tt := range tests {
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(tt.method, "/", nil))
+		if rec.Code != tt.status || !cmp.Equal(rec.Header(), tt.header) || rec.Body.String() != tt.body {
+			t.Errorf("%s: %d %v %q; want %d %v %q", tt.method, rec.Code, rec.Header(), rec.Body, tt.status, tt.header, tt.body)
+		}
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(e.Body(), &doc); err != nil {
@@ -118,22 +138,22 @@ func TestDiscoveryServeMatchesServeHTTP(t *testing.T) {
 }
 
 func TestDiscoveryValidation(t *testing.T) {
-	ok := agentauth.Discovery{ProviderName: "p", Issuer: "https://bank.test"}
+	ok := agentcap.Discovery{ProviderName: "p", Issuer: "https://bank.test"}
 	cases := []struct {
 		name   string
-		change func(*agentauth.Discovery)
+		change func(*agentcap.Discovery)
 	}{
-		{"no provider name", func(d *agentauth.Discovery) { d.ProviderName = " " }},
-		{"no issuer", func(d *agentauth.Discovery) { d.Issuer = "" }},
-		{"relative issuer", func(d *agentauth.Discovery) { d.Issuer = "/bank" }},
-		{"issuer with credentials", func(d *agentauth.Discovery) { d.Issuer = "https://a:b@bank.test" }},
-		{"bad default location", func(d *agentauth.Discovery) { d.DefaultLocation = "ftp://bank.test/x" }},
-		{"bad jwks uri", func(d *agentauth.Discovery) { d.JWKSURI = "jwks.json" }},
-		{"unsupported algorithm", func(d *agentauth.Discovery) { d.Algorithms = []string{"ES256"} }},
-		{"unknown mode", func(d *agentauth.Discovery) { d.Modes = []string{"supervised"} }},
-		{"empty approval method", func(d *agentauth.Discovery) { d.ApprovalMethods = []string{""} }},
-		{"endpoint without a slash", func(d *agentauth.Discovery) { d.Endpoints.Execute = "capability/execute" }},
-		{"scheme-relative endpoint", func(d *agentauth.Discovery) { d.Endpoints.Register = "//evil.test/agent/register" }},
+		{"no provider name", func(d *agentcap.Discovery) { d.ProviderName = " " }},
+		{"no issuer", func(d *agentcap.Discovery) { d.Issuer = "" }},
+		{"relative issuer", func(d *agentcap.Discovery) { d.Issuer = "/bank" }},
+		{"issuer with credentials", func(d *agentcap.Discovery) { d.Issuer = "https://a:b@bank.test" }},
+		{"bad default location", func(d *agentcap.Discovery) { d.DefaultLocation = "ftp://bank.test/x" }},
+		{"bad jwks uri", func(d *agentcap.Discovery) { d.JWKSURI = "jwks.json" }},
+		{"unsupported algorithm", func(d *agentcap.Discovery) { d.Algorithms = []string{"ES256"} }},
+		{"unknown mode", func(d *agentcap.Discovery) { d.Modes = []string{"supervised"} }},
+		{"empty approval method", func(d *agentcap.Discovery) { d.ApprovalMethods = []string{""} }},
+		{"endpoint without a slash", func(d *agentcap.Discovery) { d.Endpoints.Execute = "capability/execute" }},
+		{"scheme-relative endpoint", func(d *agentcap.Discovery) { d.Endpoints.Register = "//evil.test/agent/register" }},
 	}
 	if _, err := agentauth.NewDiscoveryEndpoint(ok); err != nil {
 		t.Fatalf("the base document is refused: %v", err)

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
@@ -35,107 +37,94 @@ func post(h http.Handler, token, body string) {
 	fmt.Print(rec.Code, " ", rec.Body)
 }
 
-func ExampleHTTPConfig() {
+func ExampleNew() {
 	const location = "https://app.example/capability/execute"
 
 	// The directory the location trusts: one agent acting for user_1,
 	// allowed to greet Ada or Grace.
-	host := agentauthtest.NewHost("hst_1", agentauthtest.WithUser("user_1"), agentauthtest.WithClock(exampleNow))
-	agent := host.NewAgent("agt_1").Grant("greet", map[string]any{"name": map[string]any{"in": []string{"Ada", "Grace"}}})
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", UserID: "user_1", Clock: exampleNow})
+	agent := host.NewAgent(agentauthtest.Agent{ID: "agt_1"}).Grant("greet", map[string]any{"name": map[string]any{"in": []string{"Ada", "Grace"}}})
 	dir, _ := agentauthtest.NewDirectory([]*agentauthtest.Host{host}, []*agentauthtest.Agent{agent})
-	verifier, _ := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: dir, Audiences: []string{location}, Now: exampleNow})
+	sessions, _ := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: dir, Audiences: []string{location}, Now: exampleNow})
 
-	// The application: its principal is a user id.
+	// The application: its context is the user the agent acts for.
 	greet := core.MustDefine("greet", "Greet someone.",
 		func(_ context.Context, user string, in greetIn) (greetOut, error) {
 			return greetOut{Greeting: "Hello, " + in.Name + ", from " + user}, nil
 		}, core.WithRequiredConstraints("name"))
-	exec := core.MustExecutor(core.MustRegistry(greet), core.ExecutorConfig[string, agentauth.Caller[string]]{
-		CreateContext: func(_ context.Context, c agentauth.Caller[string], _ *core.Definition, _ any) (string, error) {
-			return c.Principal, nil
-		},
-	})
+	exec := core.MustExecutor(core.MustRegistry(greet),
+		func(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (string, error) {
+			return id.UserID, nil
+		}, core.Config{})
 
-	cfg, err := agentauth.HTTPConfig(agentauth.HTTPOptions[string]{
-		Sessions:  verifier,
-		Principal: func(_ context.Context, s *agentauth.Session) (string, error) { return s.Agent.UserID, nil },
-		Issuer:    "https://app.example",
-		Now:       exampleNow,
+	verifier, err := agentauth.New(agentauth.Config{
+		Sessions: sessions,
+		Issuer:   "https://app.example",
+		Now:      exampleNow,
 	})
 	if err != nil {
 		panic(err)
 	}
-	h, err := httpx.New(exec, cfg)
+	h, err := httpx.New(exec, httpx.Config{Verifier: verifier})
 	if err != nil {
 		panic(err)
 	}
 
-	post(h, agent.Token(location), `{"capability":"greet","arguments":{"name":"Ada"}}`)
-	post(h, agent.Token(location), `{"capability":"greet","arguments":{"name":"Mallory"}}`)
+	post(h, agent.Token(agentauthtest.Token{Audience: location}), `{"capability":"greet","arguments":{"name":"Ada"}}`)
+	post(h, agent.Token(agentauthtest.Token{Audience: location}), `{"capability":"greet","arguments":{"name":"Mallory"}}`)
 	// Output:
 	// 200 {"data":{"greeting":"Hello, Ada, from user_1"}}
 	// 403 {"error":"constraint_violated","message":"the arguments violate the grant's constraints","violations":[{"field":"name","constraint":{"in":["Ada","Grace"]},"actual":"Mallory"}]}
 }
 
-func ExampleCaller_Executing() {
+// ExampleConfig_authorize keeps a capability that acts for a user out of
+// the listings of agents that act for nobody, yet lets them see it while
+// executing, so that Config.Authorize refuses them in precise words
+// rather than as an unknown capability.
+func ExampleConfig_authorize() {
 	const location = "https://app.example/capability/execute"
-	host := agentauthtest.NewHost("hst_1", agentauthtest.WithClock(exampleNow))
-	robot := host.NewAgent("agt_robot", agentauthtest.WithMode(agentauth.ModeAutonomous)).Grant("inbox", nil)
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", Clock: exampleNow})
+	robot := host.NewAgent(agentauthtest.Agent{ID: "agt_robot", Mode: agentcap.ModeAutonomous}).Grant("inbox", nil)
 	dir, _ := agentauthtest.NewDirectory([]*agentauthtest.Host{host}, []*agentauthtest.Agent{robot})
-	verifier, _ := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: dir, Audiences: []string{location}, Now: exampleNow})
+	sessions, _ := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: dir, Audiences: []string{location}, Now: exampleNow})
 
-	hasUser := func(c agentauth.Caller[string]) bool { return c.Principal != "" }
 	inbox := core.MustDefine("inbox", "Read the user's inbox.",
 		func(context.Context, struct{}, core.NoInput) (greetOut, error) { return greetOut{}, nil },
 		// Listed to agents with a user; visible to every agent executing
 		// it, so that the authorizer below can refuse with a precise code.
-		core.VisibleTo(func(_ context.Context, c agentauth.Caller[string]) bool {
-			return c.Session != nil && (hasUser(c) || c.Executing())
+		core.WithVisibility(func(_ context.Context, id *auth.Identity, executing bool) bool {
+			return agentauth.SessionOf(id) != nil && (id.UserID != "" || executing)
 		}))
-	exec := core.MustExecutor(core.MustRegistry(inbox), core.ExecutorConfig[struct{}, agentauth.Caller[string]]{
-		CreateContext: func(context.Context, agentauth.Caller[string], *core.Definition, any) (struct{}, error) {
-			return struct{}{}, nil
-		},
-	})
-	cfg, _ := agentauth.HTTPConfig(agentauth.HTTPOptions[string]{
-		Sessions:  verifier,
-		Principal: func(_ context.Context, s *agentauth.Session) (string, error) { return s.Agent.UserID, nil },
-		Authorize: func(_ context.Context, c agentauth.Caller[string], _ *core.Invocation) error {
-			if !hasUser(c) {
-				return core.Forbidden(agentauth.CodeUnauthorized, "this capability acts for a user")
+	exec := core.MustExecutor(core.MustRegistry(inbox),
+		func(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+		core.Config{})
+	verifier, _ := agentauth.New(agentauth.Config{
+		Sessions: sessions,
+		Authorize: func(_ context.Context, id *auth.Identity, _ *auth.Call) error {
+			if id.UserID == "" {
+				return agentcap.NewError(agentcap.CodeUnauthorized, "this capability acts for a user")
 			}
 			return nil
 		},
 		Issuer: "https://app.example",
 		Now:    exampleNow,
 	})
-	h, _ := httpx.New(exec, cfg)
+	h, _ := httpx.New(exec, httpx.Config{Verifier: verifier})
 
 	req := httptest.NewRequest(http.MethodGet, "/capability/list", nil)
-	req.Header.Set("Authorization", "Bearer "+robot.Token(location))
+	req.Header.Set("Authorization", "Bearer "+robot.Token(agentauthtest.Token{Audience: location}))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	fmt.Print(rec.Code, " ", rec.Body)
-	post(h, robot.Token(location), `{"capability":"inbox"}`)
+	post(h, robot.Token(agentauthtest.Token{Audience: location}), `{"capability":"inbox"}`)
 	// Output:
 	// 200 {"capabilities":[],"has_more":false,"next_cursor":null}
 	// 403 {"error":"unauthorized","message":"this capability acts for a user"}
 }
 
-func ExampleBearerToken() {
-	for _, header := range []string{"Bearer eyJh.eyJz.c2ln", "Basic dXNlcg==", "Bearer two tokens"} {
-		token, err := agentauth.BearerToken(header)
-		fmt.Printf("%q %v\n", token, err)
-	}
-	// Output:
-	// "eyJh.eyJz.c2ln" <nil>
-	// "" agentauth: Authorization scheme is not Bearer: httpx: no credentials
-	// "" invalid_jwt: the Authorization header must be Bearer followed by an agent JWT
-}
-
 func ExampleDiscoveryHandler() {
 	mux := http.NewServeMux()
-	mux.Handle(agentauth.DiscoveryPath, agentauth.DiscoveryHandler(agentauth.Discovery{
+	mux.Handle(agentcap.DiscoveryPath, agentauth.DiscoveryHandler(agentcap.Discovery{
 		ProviderName:    "bank",
 		Issuer:          "https://bank.example",
 		DefaultLocation: "https://bank.example/capability/execute",
@@ -152,19 +141,19 @@ func ExampleDiscoveryHandler() {
 }
 
 func ExampleNewDiscoveryEndpoint() {
-	_, err := agentauth.NewDiscoveryEndpoint(agentauth.Discovery{ProviderName: "bank", Issuer: "bank.example"})
+	_, err := agentauth.NewDiscoveryEndpoint(agentcap.Discovery{ProviderName: "bank", Issuer: "bank.example"})
 	fmt.Println(err)
 
-	e, err := agentauth.NewDiscoveryEndpoint(agentauth.Discovery{ProviderName: "bank", Issuer: "https://bank.example"})
+	e, err := agentauth.NewDiscoveryEndpoint(agentcap.Discovery{ProviderName: "bank", Issuer: "https://bank.example"})
 	if err != nil {
 		panic(err)
 	}
-	// Serve answers routers that are not net/http.
-	resp := e.Serve(&httpx.Request{Method: http.MethodGet, Path: agentauth.DiscoveryPath})
-	fmt.Println(resp.Status, resp.Header.Get("Content-Type"))
+	// Body is the rendered document, for routers that write answers
+	// themselves.
+	fmt.Print(string(e.Body()))
 	// Output:
 	// agentauth: discovery document: issuer: "bank.example" is not an absolute http(s) URL without credentials or fragment
-	// 200 application/json
+	// {"version":"1.0-draft","provider_name":"bank","issuer":"https://bank.example","algorithms":["Ed25519"],"modes":["delegated","autonomous"],"approval_methods":[],"endpoints":{}}
 }
 
 func ExampleLocationEndpoints() {

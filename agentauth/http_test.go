@@ -21,7 +21,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/labstack/echo/v4"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/echox"
 	"github.com/agentcap/agentcap/fiberx"
@@ -43,13 +45,9 @@ var htNow = time.Unix(1767268800, 0).UTC()
 
 func htClock() time.Time { return htNow }
 
-// htApp is the application context of the test capabilities.
+// htApp is the application context of the test capabilities: the user
+// the caller acts for.
 type htApp struct{ user string }
-
-// htUser is the test principal: the user an agent acts for.
-type htUser struct{ id string }
-
-type htCaller = agentauth.Caller[htUser]
 
 // upperCode decodes any letter case and holds upper case, the kind of
 // normalisation that makes a constrained argument change when decoded.
@@ -76,84 +74,92 @@ type emptyOut struct {
 	OK bool `json:"ok"`
 }
 
-func sessionUser(s *agentauth.Session) string {
-	if s == nil || s.Agent.Mode == agentauth.ModeAutonomous {
-		return ""
-	}
-	if s.Agent.UserID != "" {
-		return s.Agent.UserID
-	}
-	return s.Host.UserID
+// Codes of the test application, answered with the status of the kit
+// code each is declared like.
+var (
+	codeInsufficientFunds = agentcap.NewCode("insufficient_funds", agentcap.CodeConflict)
+	codeUserSuspended     = agentcap.NewCode("user_suspended", agentcap.CodeUnauthorized)
+)
+
+// agentsOnly admits the identities of agents: not anonymous callers, not
+// host JWT callers.
+func agentsOnly(_ context.Context, id *auth.Identity, _ bool) bool {
+	return agentauth.SessionOf(id) != nil
 }
 
 var (
 	htPay = core.MustDefine("pay", "Pay someone.",
 		func(_ context.Context, a htApp, in payIn) (payOut, error) {
 			if in.Amount > 1000 {
-				return payOut{}, core.Conflict("insufficient_funds", "not enough money").With("available", 1000)
+				return payOut{}, agentcap.NewError(codeInsufficientFunds, "not enough money").With("available", 1000)
 			}
 			return payOut{To: in.To, Amount: in.Amount, User: a.user}, nil
 		},
 		core.WithRequiredConstraints("to"), core.WithApproval(core.ApprovalWebAuthn), core.WithRisk(core.RiskHigh),
-		core.VisibleTo(func(_ context.Context, c htCaller) bool { return c.Session != nil }))
+		core.WithVisibility(agentsOnly))
 
 	htPublic = core.MustDefine("public_info", "Anyone may see this.",
 		func(context.Context, htApp, core.NoInput) (emptyOut, error) { return emptyOut{OK: true}, nil })
 
+	// htNeedsUser is listed to agents acting for a user, and visible to
+	// every agent executing it, so that Config.Authorize can refuse an
+	// autonomous agent in precise words.
 	htNeedsUser = core.MustDefine("needs_user", "Acts for a user.",
 		func(context.Context, htApp, core.NoInput) (emptyOut, error) { return emptyOut{OK: true}, nil },
-		core.VisibleTo(func(_ context.Context, c htCaller) bool {
-			return c.Session != nil && (sessionUser(c.Session) != "" || c.Executing())
+		core.WithVisibility(func(_ context.Context, id *auth.Identity, executing bool) bool {
+			return agentauth.SessionOf(id) != nil && (id.UserID != "" || executing)
 		}))
 
 	htBoom = core.MustDefine("boom", "Fails inside.",
 		func(context.Context, htApp, core.NoInput) (emptyOut, error) {
 			return emptyOut{}, errors.New("ledger: dial " + htSecret + ": connection refused")
 		},
-		core.VisibleTo(func(_ context.Context, c htCaller) bool { return c.Session != nil }))
+		core.WithVisibility(agentsOnly))
 
 	htRefuse = core.MustDefine("refuse_plain", "Refused by the application with a plain error.",
 		func(context.Context, htApp, core.NoInput) (emptyOut, error) { return emptyOut{OK: true}, nil },
-		core.VisibleTo(func(_ context.Context, c htCaller) bool { return c.Session != nil }))
+		core.WithVisibility(agentsOnly))
 )
 
-func htExecutor(t testing.TB, hooks ...core.Hook) *core.Executor[htApp, htCaller] {
+// htContext is the application's context function: the user the caller
+// acts for, read from the identity. Two agents stand for an application
+// whose own records refuse the user, in its own words or by failing.
+func htContext(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (htApp, error) {
+	if id == nil {
+		return htApp{}, nil
+	}
+	switch id.AgentID {
+	case "agt_context_fails":
+		return htApp{}, errors.New("loading the user: " + htSecret)
+	case "agt_suspended":
+		return htApp{}, agentcap.NewError(codeUserSuspended, "the user is suspended")
+	}
+	return htApp{user: id.UserID}, nil
+}
+
+func htExecutor(t testing.TB, hooks ...core.Hook) *core.Executor {
 	t.Helper()
 	reg, err := core.NewRegistry(htPay, htPublic, htNeedsUser, htBoom, htRefuse)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := core.NewExecutor(reg, core.ExecutorConfig[htApp, htCaller]{
-		CreateContext: func(_ context.Context, c htCaller, _ *core.Definition, _ any) (htApp, error) {
-			return htApp{user: c.Principal.id}, nil
-		},
-		Hooks: hooks,
-	})
+	exec, err := core.NewExecutor(reg, htContext, core.Config{Hooks: hooks})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return exec
 }
 
-// htOptions is the application's wiring: principal mapping, and a
-// refusal that does not depend on grants.
-func htOptions(sessions agentauth.SessionSource, logger *slog.Logger) agentauth.HTTPOptions[htUser] {
-	return agentauth.HTTPOptions[htUser]{
+// htConfig is the application's Agent Auth wiring: a refusal that does
+// not depend on grants, and anonymous listings.
+func htConfig(sessions agentauth.SessionSource, logger *slog.Logger) agentauth.Config {
+	return agentauth.Config{
 		Sessions: sessions,
-		Principal: func(_ context.Context, s *agentauth.Session) (htUser, error) {
-			switch s.Agent.ID {
-			case "agt_principal_fails":
-				return htUser{}, errors.New("loading the user: " + htSecret)
-			case "agt_suspended":
-				return htUser{}, core.Forbidden("user_suspended", "the user is suspended")
-			}
-			return htUser{id: sessionUser(s)}, nil
-		},
-		Authorize: func(_ context.Context, c htCaller, inv *core.Invocation) error {
-			switch inv.Definition.Name() {
+		Authorize: func(_ context.Context, id *auth.Identity, call *auth.Call) error {
+			switch call.Capability {
 			case "needs_user":
-				if sessionUser(c.Session) == "" {
-					return core.Forbidden(agentauth.CodeUnauthorized, "this capability acts for a user")
+				if id.UserID == "" {
+					return agentcap.NewError(agentcap.CodeUnauthorized, "this capability acts for a user")
 				}
 			case "refuse_plain":
 				return errors.New("policy says no: " + htSecret)
@@ -167,9 +173,24 @@ func htOptions(sessions agentauth.SessionSource, logger *slog.Logger) agentauth.
 	}
 }
 
+// htHandler serves exec through httpx, verified by agentauth.New(cfg);
+// both log to cfg.Logger.
+func htHandler(t testing.TB, exec core.Source, cfg agentauth.Config) *httpx.Handler {
+	t.Helper()
+	v, err := agentauth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := httpx.New(exec, httpx.Config{Verifier: v, Logger: cfg.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // htWorld is a location with its directory of test agents.
 type htWorld struct {
-	handler *httpx.Handler[htApp, htCaller]
+	handler *httpx.Handler
 	agents  map[string]*agentauthtest.Agent
 	logs    *bytes.Buffer
 	replays *countingReplay
@@ -186,49 +207,53 @@ func (c *countingReplay) CheckAndSet(ctx context.Context, key string, ttl time.D
 	return c.inner.CheckAndSet(ctx, key, ttl)
 }
 
-func htHost(id string, seed byte, opts ...agentauthtest.HostOption) *agentauthtest.Host {
-	opts = append([]agentauthtest.HostOption{
-		agentauthtest.WithRandom(rand.NewChaCha8([32]byte{seed})),
-		agentauthtest.WithClock(htClock),
-	}, opts...)
-	return agentauthtest.NewHost(id, opts...)
+// htHost makes a host of h whose keys come from seed and whose tokens are
+// minted at htNow.
+func htHost(seed byte, h agentauthtest.Host) *agentauthtest.Host {
+	h.Rand = rand.NewChaCha8([32]byte{seed})
+	h.Clock = htClock
+	return agentauthtest.NewHost(h)
 }
 
 func newHTWorld(t testing.TB) *htWorld {
 	t.Helper()
-	alice := htHost("hst_alice", 1, agentauthtest.WithUser("user_alice"), agentauthtest.WithDefaultCapabilities("pay", "public_info"))
-	revokedHost := htHost("hst_revoked", 2, agentauthtest.WithUser("user_r"), agentauthtest.WithStatus(agentauth.StatusRevoked))
-	pendingHost := htHost("hst_pending", 3, agentauthtest.WithUser("user_p"), agentauthtest.WithStatus(agentauth.StatusPending))
-	robots := htHost("hst_robots", 4)
+	alice := htHost(1, agentauthtest.Host{ID: "hst_alice", UserID: "user_alice", DefaultCapabilities: []string{"pay", "public_info"}})
+	revokedHost := htHost(2, agentauthtest.Host{ID: "hst_revoked", UserID: "user_r", Status: agentcap.StatusRevoked})
+	pendingHost := htHost(3, agentauthtest.Host{ID: "hst_pending", UserID: "user_p", Status: agentcap.StatusPending})
+	robots := htHost(4, agentauthtest.Host{ID: "hst_robots"})
 
 	expired := htNow.Add(-time.Hour)
 	agents := []*agentauthtest.Agent{
-		alice.NewAgent("agt_alice").
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_alice"}).
 			Grant("pay", map[string]any{"to": map[string]any{"in": []string{"bob", "carol"}}, "amount": map[string]any{"max": 500}}).
 			Grant("public_info", nil).Grant("needs_user", nil).Grant("boom", nil).Grant("refuse_plain", nil),
 		// Two grants for one capability: the call passes when one is satisfied.
-		alice.NewAgent("agt_two_grants").
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_two_grants"}).
 			Grant("pay", map[string]any{"to": "bob", "amount": map[string]any{"max": 10}}).
 			Grant("pay", map[string]any{"to": "carol", "amount": map[string]any{"max": 900}}),
-		alice.NewAgent("agt_unconstrained").Grant("pay", nil),
-		alice.NewAgent("agt_bad_operator").Grant("pay", map[string]any{"to": "bob", "amount": map[string]any{"between": []int{1, 9}}}),
-		alice.NewAgent("agt_currency").Grant("pay", map[string]any{"to": "bob", "currency": map[string]any{"not_in": []string{"GBP"}}}),
-		alice.NewAgent("agt_no_grants"),
-		alice.NewAgent("agt_stale_grants", agentauthtest.WithGrants(
-			agentauth.Grant{Capability: "pay", Status: agentauth.StatusActive, ExpiresAt: &expired,
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_unconstrained"}).Grant("pay", nil),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_bad_operator"}).Grant("pay", map[string]any{"to": "bob", "amount": map[string]any{"between": []int{1, 9}}}),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_currency"}).Grant("pay", map[string]any{"to": "bob", "currency": map[string]any{"not_in": []string{"GBP"}}}),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_no_grants"}),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_stale_grants", Grants: []agentauth.Grant{
+			{Capability: "pay", Status: agentcap.StatusActive, ExpiresAt: &expired,
 				Constraints: map[string]json.RawMessage{"to": json.RawMessage(`"bob"`)}},
-			agentauth.Grant{Capability: "public_info", Status: agentauth.StatusPending})),
-		alice.NewAgent("agt_revoked", agentauthtest.WithStatus(agentauth.StatusRevoked)).Grant("public_info", nil),
-		alice.NewAgent("agt_expired", agentauthtest.WithStatus(agentauth.StatusExpired)).Grant("public_info", nil),
-		alice.NewAgent("agt_pending", agentauthtest.WithStatus(agentauth.StatusPending)).Grant("public_info", nil),
-		alice.NewAgent("agt_rejected", agentauthtest.WithStatus(agentauth.StatusRejected)).Grant("public_info", nil),
-		alice.NewAgent("agt_claimed", agentauthtest.WithStatus(agentauth.StatusClaimed)).Grant("public_info", nil),
-		alice.NewAgent("agt_principal_fails").Grant("public_info", nil),
-		alice.NewAgent("agt_suspended").Grant("public_info", nil),
-		revokedHost.NewAgent("agt_of_revoked_host").Grant("public_info", nil),
-		pendingHost.NewAgent("agt_of_pending_host").Grant("public_info", nil),
-		robots.NewAgent("agt_robot", agentauthtest.WithMode(agentauth.ModeAutonomous)).
+			{Capability: "public_info", Status: agentcap.StatusPending},
+		}}),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_revoked", Status: agentcap.StatusRevoked}).Grant("public_info", nil),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_expired", Status: agentcap.StatusExpired}).Grant("public_info", nil),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_pending", Status: agentcap.StatusPending}).Grant("public_info", nil),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_rejected", Status: agentcap.StatusRejected}).Grant("public_info", nil),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_claimed", Status: agentcap.StatusClaimed}).Grant("public_info", nil),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_context_fails"}).Grant("public_info", nil),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_suspended"}).Grant("public_info", nil),
+		revokedHost.NewAgent(agentauthtest.Agent{ID: "agt_of_revoked_host"}).Grant("public_info", nil),
+		pendingHost.NewAgent(agentauthtest.Agent{ID: "agt_of_pending_host"}).Grant("public_info", nil),
+		robots.NewAgent(agentauthtest.Agent{ID: "agt_robot", Mode: agentcap.ModeAutonomous}).
 			Grant("public_info", nil).Grant("needs_user", nil),
+		// An autonomous agent of a host linked to a user still acts for
+		// nobody, and holds no grant for needs_user.
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_alice_robot", Mode: agentcap.ModeAutonomous}).Grant("public_info", nil),
 	}
 	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{alice, revokedHost, pendingHost, robots}, agents)
 	if err != nil {
@@ -248,25 +273,28 @@ func newHTWorld(t testing.TB) *htWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(w.logs, nil))
-	cfg, err := agentauth.HTTPConfig(htOptions(v, logger))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.handler, err = httpx.New(htExecutor(t), cfg); err != nil {
-		t.Fatal(err)
-	}
+	w.handler = htHandler(t, htExecutor(t), htConfig(v, slog.New(slog.NewTextHandler(w.logs, nil))))
 	return w
 }
 
 // token mints a token of the named agent for the test location.
-func (w *htWorld) token(t testing.TB, agent string, opts ...agentauthtest.TokenOption) string {
+func (w *htWorld) token(t testing.TB, agent string) string {
+	t.Helper()
+	return w.tokenWith(t, agent, agentauthtest.Token{})
+}
+
+// tokenWith mints the token tok describes, of the named agent, for the
+// test location unless tok names another audience.
+func (w *htWorld) tokenWith(t testing.TB, agent string, tok agentauthtest.Token) string {
 	t.Helper()
 	a, ok := w.agents[agent]
 	if !ok {
 		t.Fatalf("no agent %q", agent)
 	}
-	return a.Token(htAudience, opts...)
+	if tok.Audience == "" {
+		tok.Audience = htAudience
+	}
+	return a.Token(tok)
 }
 
 // htAnswer is what the tests compare: status, code and the members asked
@@ -356,23 +384,23 @@ func TestHTTPExecuteErrorCodes(t *testing.T) {
 
 	type tc struct {
 		name string
-		// agent signs the bearer token, with tokenOpts; empty agent sends
+		// agent signs the bearer token tok describes; empty agent sends
 		// auth as the Authorization header instead.
-		agent     string
-		tokenOpts []agentauthtest.TokenOption
-		auth      string
-		body      string
-		members   []string
-		want      htAnswer
+		agent   string
+		tok     agentauthtest.Token
+		auth    string
+		body    string
+		members []string
+		want    htAnswer
 	}
-	bearer := func(agent string, opts ...agentauthtest.TokenOption) string {
-		return "Bearer " + w.token(t, agent, opts...)
+	bearer := func(agent string, tok agentauthtest.Token) string {
+		return "Bearer " + w.tokenWith(t, agent, tok)
 	}
 	payBob := execBody("pay", `{"to":"bob","amount":20}`)
 	cases := []tc{
 		{name: "ok", agent: "agt_alice", body: payBob, members: []string{"data"},
 			want: htAnswer{Status: 200, Members: map[string]any{"data": jsonOf(t, `{"to":"bob","amount":20,"user":"user_alice"}`)}}},
-		{name: "ok with the issuer as audience", auth: bearer("agt_alice", agentauthtest.WithClaim("aud", htIssuer)), body: payBob,
+		{name: "ok with the issuer as audience", auth: bearer("agt_alice", agentauthtest.Token{Claims: map[string]any{"aud": htIssuer}}), body: payBob,
 			want: htAnswer{Status: 200}},
 		{name: "ok with one of several grants", agent: "agt_two_grants", body: execBody("pay", `{"to":"carol","amount":800}`),
 			want: htAnswer{Status: 200}},
@@ -410,19 +438,19 @@ func TestHTTPExecuteErrorCodes(t *testing.T) {
 			want: htAnswer{Status: 401, Code: "invalid_jwt", Challenge: htChallenge}},
 		{name: "not a JWT", auth: "Bearer not-a-jwt", body: payBob,
 			want: htAnswer{Status: 401, Code: "invalid_jwt", Challenge: htChallenge}},
-		{name: "bad signature", agent: "agt_alice", tokenOpts: []agentauthtest.TokenOption{agentauthtest.WithSigningKey(otherKey)}, body: payBob,
+		{name: "bad signature", agent: "agt_alice", tok: agentauthtest.Token{SigningKey: otherKey}, body: payBob,
 			want: htAnswer{Status: 401, Code: "invalid_jwt", Challenge: htChallenge}},
-		{name: "expired", agent: "agt_alice", tokenOpts: []agentauthtest.TokenOption{agentauthtest.WithIssuedAt(htNow.Add(-5 * time.Minute))}, body: payBob,
+		{name: "expired", agent: "agt_alice", tok: agentauthtest.Token{IssuedAt: htNow.Add(-5 * time.Minute)}, body: payBob,
 			want: htAnswer{Status: 401, Code: "invalid_jwt", Challenge: htChallenge}},
-		{name: "wrong audience", agent: "agt_alice", tokenOpts: []agentauthtest.TokenOption{agentauthtest.WithClaim("aud", "https://other.test/capability/execute")}, body: payBob,
+		{name: "wrong audience", agent: "agt_alice", tok: agentauthtest.Token{Claims: map[string]any{"aud": "https://other.test/capability/execute"}}, body: payBob,
 			want: htAnswer{Status: 401, Code: "invalid_jwt", Challenge: htChallenge}},
-		{name: "host JWT", auth: "Bearer " + w.agents["agt_alice"].Host.Token(htIssuer), body: payBob,
+		{name: "host JWT", auth: "Bearer " + w.agents["agt_alice"].Host.Token(agentauthtest.Token{Audience: htIssuer}), body: payBob,
 			want: htAnswer{Status: 401, Code: "invalid_jwt", Challenge: htChallenge}},
-		{name: "agent JWT typed host+jwt", agent: "agt_alice", tokenOpts: []agentauthtest.TokenOption{agentauthtest.WithType("host+jwt")}, body: payBob,
+		{name: "agent JWT typed host+jwt", agent: "agt_alice", tok: agentauthtest.Token{Type: "host+jwt"}, body: payBob,
 			want: htAnswer{Status: 401, Code: "invalid_jwt", Challenge: htChallenge}},
-		{name: "alg none", agent: "agt_alice", tokenOpts: []agentauthtest.TokenOption{agentauthtest.WithAlgorithm("none")}, body: payBob,
+		{name: "alg none", agent: "agt_alice", tok: agentauthtest.Token{Algorithm: "none"}, body: payBob,
 			want: htAnswer{Status: 401, Code: "invalid_jwt", Challenge: htChallenge}},
-		{name: "HMAC keyed with the public key", agent: "agt_alice", tokenOpts: []agentauthtest.TokenOption{agentauthtest.WithAlgorithm("HS256")}, body: payBob,
+		{name: "HMAC keyed with the public key", agent: "agt_alice", tok: agentauthtest.Token{Algorithm: "HS256"}, body: payBob,
 			want: htAnswer{Status: 401, Code: "invalid_jwt", Challenge: htChallenge}},
 
 		// 403 capability_not_granted
@@ -433,13 +461,13 @@ func TestHTTPExecuteErrorCodes(t *testing.T) {
 		{name: "grant without the required constraints", agent: "agt_unconstrained", body: payBob, members: []string{"missing_constraints"},
 			want: htAnswer{Status: 403, Code: "capability_not_granted", Members: map[string]any{"missing_constraints": []any{"to"}}}},
 		{name: "capabilities claim excludes it, host defaults notwithstanding", agent: "agt_alice",
-			tokenOpts: []agentauthtest.TokenOption{agentauthtest.WithCapabilities("public_info")}, body: payBob,
+			tok: agentauthtest.Token{Capabilities: []string{"public_info"}}, body: payBob,
 			want: htAnswer{Status: 403, Code: "capability_not_granted"}},
 		{name: "empty capabilities claim", agent: "agt_alice",
-			tokenOpts: []agentauthtest.TokenOption{agentauthtest.WithCapabilities()}, body: execBody("public_info", ""),
+			tok: agentauthtest.Token{Capabilities: []string{}}, body: execBody("public_info", ""),
 			want: htAnswer{Status: 403, Code: "capability_not_granted"}},
 		{name: "capabilities claim includes it", agent: "agt_alice",
-			tokenOpts: []agentauthtest.TokenOption{agentauthtest.WithCapabilities("pay")}, body: payBob,
+			tok: agentauthtest.Token{Capabilities: []string{"pay"}}, body: payBob,
 			want: htAnswer{Status: 200}},
 
 		// 403 constraint_violated
@@ -465,7 +493,10 @@ func TestHTTPExecuteErrorCodes(t *testing.T) {
 			want: htAnswer{Status: 403, Code: "unauthorized"}},
 		{name: "application refuses with a plain error", agent: "agt_alice", body: execBody("refuse_plain", ""),
 			want: htAnswer{Status: 403, Code: "unauthorized"}},
-		{name: "principal refuses in its own words", agent: "agt_suspended", body: execBody("public_info", ""),
+		{name: "application refusal wins over capability_not_granted", agent: "agt_alice_robot", body: execBody("needs_user", ""),
+			members: []string{"message"},
+			want:    htAnswer{Status: 403, Code: "unauthorized", Members: map[string]any{"message": "this capability acts for a user"}}},
+		{name: "application context refuses in its own words", agent: "agt_suspended", body: execBody("public_info", ""),
 			want: htAnswer{Status: 403, Code: "user_suspended"}},
 		// 404 capability_not_found
 		{name: "unknown capability", agent: "agt_alice", body: execBody("no_such_thing", ""),
@@ -474,14 +505,14 @@ func TestHTTPExecuteErrorCodes(t *testing.T) {
 		// 500 internal_error
 		{name: "capability fails inside", agent: "agt_alice", body: execBody("boom", ""),
 			want: htAnswer{Status: 500, Code: "internal_error"}},
-		{name: "principal fails", agent: "agt_principal_fails", body: execBody("public_info", ""),
+		{name: "application context fails", agent: "agt_context_fails", body: execBody("public_info", ""),
 			want: htAnswer{Status: 500, Code: "internal_error"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			auth := c.auth
 			if c.agent != "" {
-				auth = bearer(c.agent, c.tokenOpts...)
+				auth = bearer(c.agent, c.tok)
 			}
 			rec, m := serve(t, w.handler, http.MethodPost, "/capability/execute", auth, c.body)
 			if diff := cmp.Diff(c.want, answerOf(rec, m, c.members)); diff != "" {
@@ -501,8 +532,8 @@ func TestHTTPExecuteErrorCodes(t *testing.T) {
 }
 
 func TestHTTPApplicationErrorPassesThrough(t *testing.T) {
-	h := htHost("hst_dave", 7, agentauthtest.WithUser("user_dave"))
-	a := h.NewAgent("agt_dave").Grant("pay", map[string]any{"to": "dave"})
+	h := htHost(7, agentauthtest.Host{ID: "hst_dave", UserID: "user_dave"})
+	a := h.NewAgent(agentauthtest.Agent{ID: "agt_dave"}).Grant("pay", map[string]any{"to": "dave"})
 	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{h}, []*agentauthtest.Agent{a})
 	if err != nil {
 		t.Fatal(err)
@@ -511,15 +542,8 @@ func TestHTTPApplicationErrorPassesThrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := agentauth.HTTPConfig(htOptions(v, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	handler, err := httpx.New(htExecutor(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, m := serve(t, handler, http.MethodPost, "/capability/execute", "Bearer "+a.Token(htAudience), execBody("pay", `{"to":"dave","amount":5000}`))
+	handler := htHandler(t, htExecutor(t), htConfig(v, nil))
+	rec, m := serve(t, handler, http.MethodPost, "/capability/execute", "Bearer "+a.Token(agentauthtest.Token{Audience: htAudience}), execBody("pay", `{"to":"dave","amount":5000}`))
 	want := htAnswer{Status: 409, Code: "insufficient_funds", Members: map[string]any{"message": "not enough money", "available": float64(1000)}}
 	if diff := cmp.Diff(want, answerOf(rec, m, []string{"message", "available"})); diff != "" {
 		t.Errorf("answer (-want +got):\n%s", diff)
@@ -554,7 +578,7 @@ func TestHTTPBatch(t *testing.T) {
 	before := w.replays.calls.Load()
 	// The agent holds a grant for needs_user, but the token's claim
 	// leaves it out.
-	tok := "Bearer " + w.token(t, "agt_alice", agentauthtest.WithCapabilities("pay", "public_info", "no_such_thing", "refuse_plain", "boom"))
+	tok := "Bearer " + w.tokenWith(t, "agt_alice", agentauthtest.Token{Capabilities: []string{"pay", "public_info", "no_such_thing", "refuse_plain", "boom"}})
 	rec, m := serve(t, w.handler, http.MethodPost, "/capability/batch-execute", tok, body)
 	if rec.Code != 200 {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
@@ -665,7 +689,7 @@ func TestHTTPListAndDescribe(t *testing.T) {
 			{Name: "public_info", ApprovalStrength: "none", GrantStatus: "granted"},
 			{Name: "refuse_plain", ApprovalStrength: "none", GrantStatus: "granted"},
 		}},
-		{"capabilities claim narrows grant status", "Bearer " + w.token(t, "agt_alice", agentauthtest.WithCapabilities("pay")), []htListEntry{
+		{"capabilities claim narrows grant status", "Bearer " + w.tokenWith(t, "agt_alice", agentauthtest.Token{Capabilities: []string{"pay"}}), []htListEntry{
 			{Name: "boom", ApprovalStrength: "none", GrantStatus: "not_granted"},
 			{Name: "needs_user", ApprovalStrength: "none", GrantStatus: "not_granted"},
 			{Name: "pay", ApprovalStrength: "webauthn", RequiredConstraints: []string{"to"}, GrantStatus: "granted"},
@@ -736,16 +760,9 @@ func TestHTTPAnonymousDiscoveryOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := htOptions(v, nil)
-	o.AllowAnonymousDiscovery = false
-	cfg, err := agentauth.HTTPConfig(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := httpx.New(htExecutor(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := htConfig(v, nil)
+	cfg.AllowAnonymousDiscovery = false
+	h := htHandler(t, htExecutor(t), cfg)
 	for _, path := range []string{"/capability/list", "/capability/describe?name=public_info"} {
 		rec, m := serve(t, h, http.MethodGet, path, "", "")
 		if diff := cmp.Diff(htAnswer{Status: 401, Code: "authentication_required", Challenge: htChallenge}, answerOf(rec, m, nil)); diff != "" {
@@ -778,23 +795,16 @@ func TestHTTPSessionSourceFailures(t *testing.T) {
 		{"plain error is redacted", failingSessions{errors.New("introspection: " + htSecret)},
 			htAnswer{Status: 500, Code: "internal_error"}, true, "internal error"},
 		{"server-side app error keeps its words, cause logged",
-			failingSessions{core.NewAppError(500, "internal_error", "internal error").WithCause(errors.New(htSecret))},
+			failingSessions{agentcap.NewError(agentcap.CodeInternalError, "internal error").WithCause(errors.New(htSecret))},
 			htAnswer{Status: 500, Code: "internal_error"}, true, "internal error"},
-		{"client app error passes", failingSessions{core.NewAppError(401, "invalid_jwt", "invalid agent JWT")},
+		{"client app error passes", failingSessions{agentcap.NewError(agentcap.CodeInvalidJWT, "invalid agent JWT")},
 			htAnswer{Status: 401, Code: "invalid_jwt", Challenge: htChallenge}, false, "invalid agent JWT"},
 		{"incomplete session", nilSessions{}, htAnswer{Status: 500, Code: "internal_error"}, true, "internal error"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			cfg, err := agentauth.HTTPConfig(htOptions(c.source, slog.New(slog.NewTextHandler(&logs, nil))))
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := httpx.New(htExecutor(t), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := htHandler(t, htExecutor(t), htConfig(c.source, slog.New(slog.NewTextHandler(&logs, nil))))
 			rec, m := serve(t, h, http.MethodPost, "/capability/execute", "Bearer a.b.c", execBody("public_info", ""))
 			if diff := cmp.Diff(c.want, answerOf(rec, m, nil)); diff != "" {
 				t.Errorf("answer (-want +got):\n%s", diff)
@@ -810,112 +820,6 @@ func TestHTTPSessionSourceFailures(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestHTTPConfigErrors(t *testing.T) {
-	src := failingSessions{}
-	cases := []struct {
-		name string
-		o    agentauth.HTTPOptions[htUser]
-	}{
-		{"no sessions", agentauth.HTTPOptions[htUser]{Issuer: htIssuer}},
-		{"no issuer", agentauth.HTTPOptions[htUser]{Sessions: src}},
-		{"relative issuer", agentauth.HTTPOptions[htUser]{Sessions: src, Issuer: "/bank"}},
-		{"ftp issuer", agentauth.HTTPOptions[htUser]{Sessions: src, Issuer: "ftp://bank.test"}},
-		{"issuer with credentials", agentauth.HTTPOptions[htUser]{Sessions: src, Issuer: "https://u:p@bank.test"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if _, err := agentauth.HTTPConfig(c.o); err == nil {
-				t.Error("HTTPConfig accepted the options")
-			}
-		})
-	}
-}
-
-func TestHTTPChallengeUsesTheIssuerOrigin(t *testing.T) {
-	cfg, err := agentauth.HTTPConfig(agentauth.HTTPOptions[htUser]{Sessions: failingSessions{}, Issuer: "http://127.0.0.1:8080/api/auth/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `AgentAuth discovery="http://127.0.0.1:8080/.well-known/agent-configuration"`; cfg.Challenge != want {
-		t.Errorf("challenge %q, want %q", cfg.Challenge, want)
-	}
-}
-
-func TestHTTPTypedCallerWithoutSession(t *testing.T) {
-	cfg, err := agentauth.HTTPConfig(agentauth.HTTPOptions[htUser]{Sessions: failingSessions{}, Issuer: htIssuer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv := &core.Invocation{Definition: htPublic.Definition()}
-	err = cfg.Authorize(context.Background(), htCaller{}, inv)
-	var ae *core.AppError
-	if !errors.As(err, &ae) || ae.Code != agentauth.CodeAuthenticationRequired || ae.Status != 401 {
-		t.Errorf("Authorize without a session: %v", err)
-	}
-	if got := cfg.GrantStatus(context.Background(), htCaller{}, htPublic.Definition()); got != "" {
-		t.Errorf("GrantStatus without a session: %q", got)
-	}
-}
-
-func TestBearerToken(t *testing.T) {
-	cases := []struct {
-		header string
-		token  string
-		code   string // "" ok, "none" no credentials, else the AppError code
-	}{
-		{"Bearer abc.def.ghi", "abc.def.ghi", ""},
-		{"bearer abc", "abc", ""},
-		{"BEARER   abc  ", "abc", ""},
-		{"", "", "none"},
-		{"   ", "", "none"},
-		{"Basic dXNlcjpwYXNz", "", "none"},
-		{"Bearerabc", "", "none"},
-		{"Bearer", "", "invalid_jwt"},
-		{"Bearer    ", "", "invalid_jwt"},
-		{"Bearer a b", "", "invalid_jwt"},
-		{"Bearer a\tb", "", "invalid_jwt"},
-	}
-	for _, c := range cases {
-		tok, err := agentauth.BearerToken(c.header)
-		var code string
-		var ae *core.AppError
-		switch {
-		case err == nil:
-		case errors.Is(err, httpx.ErrNoCredentials):
-			code = "none"
-		case errors.As(err, &ae):
-			code = ae.Code
-		default:
-			code = "unexpected: " + err.Error()
-		}
-		if tok != c.token || code != c.code {
-			t.Errorf("BearerToken(%q) = %q, %q; want %q, %q", c.header, tok, code, c.token, c.code)
-		}
-	}
-}
-
-// FuzzBearerToken feeds arbitrary Authorization values to the parser: it
-// must never panic, must refuse with a known error, and a token it
-// returns is non-empty and free of blanks.
-func FuzzBearerToken(f *testing.F) {
-	for _, s := range []string{"", "Bearer a.b.c", "bearer\tx", "Basic x", "Bearer a b", "Bearer \x00", "Bearer é"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, header string) {
-		tok, err := agentauth.BearerToken(header)
-		if err != nil {
-			var ae *core.AppError
-			if !errors.Is(err, httpx.ErrNoCredentials) && !(errors.As(err, &ae) && ae.Code == agentauth.CodeInvalidJWT) {
-				t.Fatalf("unexpected error %v", err)
-			}
-			return
-		}
-		if tok == "" || strings.ContainsAny(tok, " \t") {
-			t.Fatalf("token %q from %q", tok, header)
-		}
-	})
 }
 
 // TestHTTPThroughRouters mounts one Agent Auth handler on Gin, Echo and

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap"
 )
 
 // Limits of remote introspection.
@@ -202,12 +202,12 @@ func (s *IntrospectionSource) Session(ctx context.Context, token string) (*Sessi
 	}
 	c := tok.claims
 	if !audienceMatches(c.Audience, s.audiences) {
-		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgAudience).
+		return nil, agentcap.NewError(agentcap.CodeInvalidJWT, msgAudience).
 			WithCause(fmt.Errorf("agentauth: aud %q matches none of %q", c.Audience, s.audiences))
 	}
 	now := s.now()
 	if tok.hasExp && now.After(c.ExpiresAt.Add(introspectionExpLeeway)) {
-		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgExpired).
+		return nil, agentcap.NewError(agentcap.CodeInvalidJWT, msgExpired).
 			WithCause(fmt.Errorf("agentauth: exp %v passed", c.ExpiresAt))
 	}
 	if s.replay != nil {
@@ -219,7 +219,7 @@ func (s *IntrospectionSource) Session(ctx context.Context, token string) (*Sessi
 		case c.ExpiresAt.After(now.Add(DefaultMaxAge + MaxSkew)):
 			// A record kept for introspectionReplayTTL would expire
 			// while the token still passes the exp check.
-			return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgLifetime).
+			return nil, agentcap.NewError(agentcap.CodeInvalidJWT, msgLifetime).
 				WithCause(fmt.Errorf("agentauth: exp %v is more than %v after now %v", c.ExpiresAt, DefaultMaxAge+MaxSkew, now))
 		}
 	}
@@ -243,16 +243,16 @@ func (s *IntrospectionSource) Session(ctx context.Context, token string) (*Sessi
 		return nil, internal(fmt.Errorf("agentauth: introspection: agent_id %q differs from the token's sub %q", resp.agentID, c.Subject))
 	}
 	if resp.expiresAt != nil && !s.now().Before(*resp.expiresAt) {
-		return nil, core.NewAppError(http.StatusForbidden, CodeAgentExpired, msgAgentExpired).
+		return nil, agentcap.NewError(agentcap.CodeAgentExpired, msgAgentExpired).
 			WithCause(fmt.Errorf("agentauth: introspection: agent %q session expired at %v", resp.agentID, resp.expiresAt))
 	}
 	if s.replay != nil {
-		fresh, err := s.replay.CheckAndSet(ctx, ReplayKey(ReplayKeyPrefix, resp.agentID, c.ID), introspectionReplayTTL)
+		fresh, err := checkAndSet(ctx, s.replay, ReplayKey(ReplayKeyPrefix, resp.agentID, c.ID), introspectionReplayTTL, resp.agentID, resp.hostID)
 		if err != nil {
-			return nil, Unavailable(msgReplayDown, fmt.Errorf("agentauth: replay cache: %w", err))
+			return nil, replayRefused(err, "agent")
 		}
 		if !fresh {
-			return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgReplayed).
+			return nil, agentcap.NewError(agentcap.CodeInvalidJWT, msgReplayed).
 				WithCause(fmt.Errorf("agentauth: jti %q of agent %q was already used", c.ID, resp.agentID))
 		}
 	}
@@ -262,10 +262,10 @@ func (s *IntrospectionSource) Session(ctx context.Context, token string) (*Sessi
 			HostID: resp.hostID,
 			UserID: resp.userID,
 			Mode:   resp.mode,
-			Status: StatusActive,
+			Status: agentcap.StatusActive,
 			Grants: resp.grants,
 		},
-		Host:    &Host{ID: resp.hostID, UserID: resp.userID, Status: StatusActive},
+		Host:    &Host{ID: resp.hostID, UserID: resp.userID, Status: agentcap.StatusActive},
 		Claims:  c,
 		Compact: !resp.fullGrants,
 	}, nil
@@ -356,7 +356,7 @@ func parseIntrospection(data []byte) (*introspection, error) {
 	if in.mode, err = optString(m, "mode"); err != nil {
 		return nil, err
 	}
-	if in.mode != ModeDelegated && in.mode != ModeAutonomous {
+	if in.mode != agentcap.ModeDelegated && in.mode != agentcap.ModeAutonomous {
 		return nil, fmt.Errorf(`"mode" %q is not one of delegated, autonomous`, in.mode)
 	}
 	if in.expiresAt, err = optTime(m, "expires_at"); err != nil {

@@ -19,8 +19,8 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
-	"github.com/agentcap/agentcap/core"
 )
 
 // itProvider is a loopback stand-in for a provider's introspect endpoint.
@@ -142,13 +142,13 @@ func TestIntrospectionGrantsWithConstraints(t *testing.T) {
 	if diff := cmp.Diff(want, sess.Agent.Grants); diff != "" {
 		t.Errorf("grants (-want +got):\n%s", diff)
 	}
-	if sess.Agent.UserID != "" || sess.Agent.Mode != agentauth.ModeAutonomous {
+	if sess.Agent.UserID != "" || sess.Agent.Mode != agentcap.ModeAutonomous {
 		t.Errorf("agent = %+v", sess.Agent)
 	}
 }
 
 func TestIntrospectionFailures(t *testing.T) {
-	invalid := vfOutcome{401, agentauth.CodeInvalidJWT, "invalid agent JWT"}
+	invalid := vfOutcome{401, agentcap.CodeInvalidJWT, "invalid agent JWT"}
 	tests := []struct {
 		name     string
 		status   int
@@ -177,7 +177,7 @@ func TestIntrospectionFailures(t *testing.T) {
 		{name: "expires_at not a time", status: 200, body: strings.Replace(itActive, `2999-01-01T00:00:00Z`, `soon`, 1), want: vfInternal},
 		{name: "agent differs from sub", status: 200, body: strings.Replace(itActive, `"agt_1"`, `"agt_2"`, 1), want: vfInternal},
 		{name: "agent session expired", status: 200, body: strings.Replace(itActive, `2999-01-01T00:00:00Z`, `2020-01-01T00:00:00Z`, 1),
-			want: vfOutcome{403, agentauth.CodeAgentExpired, "agent expired"}},
+			want: vfOutcome{403, agentcap.CodeAgentExpired, "agent expired"}},
 		{name: "response too large", status: 200, body: `{"active":false,"pad":"` + strings.Repeat("x", agentauth.MaxIntrospectionResponseBytes) + `"}`, want: vfInternal},
 		{name: "host token", token: func(t *testing.T) string {
 			return vfRaw(vfNewKey(t).priv, `{"alg":"EdDSA","typ":"host+jwt"}`, `{"sub":"agt_1"}`)
@@ -218,7 +218,7 @@ func TestIntrospectionFailures(t *testing.T) {
 		}, want: vfOK},
 		{name: "long expired", token: func(t *testing.T) string {
 			return itToken(t, func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() })
-		}, want: vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT expired"}, noRemote: true},
+		}, want: vfOutcome{401, agentcap.CodeInvalidJWT, "agent JWT expired"}, noRemote: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,7 +272,7 @@ func (c *itRecordingCache) recorded() []itReplayCall {
 }
 
 func TestIntrospectionReplay(t *testing.T) {
-	replayed := vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT already used"}
+	replayed := vfOutcome{401, agentcap.CodeInvalidJWT, "agent JWT already used"}
 	ttl := agentauth.DefaultMaxAge + 2*agentauth.MaxSkew
 	key := agentauth.ReplayKeyPrefix + "agt_1:it-1"
 
@@ -316,7 +316,7 @@ func TestIntrospectionReplay(t *testing.T) {
 			{200, `{"active":false}`, vfInvalid},
 			{503, `{"error":"unavailable"}`, vfInternal},
 			{200, strings.Replace(itActive, `"agt_1"`, `"agt_2"`, 1), vfInternal},
-			{200, strings.Replace(itActive, `2999-01-01T00:00:00Z`, `2020-01-01T00:00:00Z`, 1), vfOutcome{403, agentauth.CodeAgentExpired, "agent expired"}},
+			{200, strings.Replace(itActive, `2999-01-01T00:00:00Z`, `2020-01-01T00:00:00Z`, 1), vfOutcome{403, agentcap.CodeAgentExpired, "agent expired"}},
 		} {
 			p.respond(answer.status, answer.body)
 			_, err := src.Session(context.Background(), tok)
@@ -533,7 +533,7 @@ func FuzzIntrospectionResponse(f *testing.F) {
 			return
 		}
 		if sess.Agent.ID != "agt_1" || sess.Agent.HostID == "" || sess.Host.ID != sess.Agent.HostID ||
-			(sess.Agent.Mode != agentauth.ModeDelegated && sess.Agent.Mode != agentauth.ModeAutonomous) || sess.Agent.Grants == nil {
+			(sess.Agent.Mode != agentcap.ModeDelegated && sess.Agent.Mode != agentcap.ModeAutonomous) || sess.Agent.Grants == nil {
 			t.Fatalf("session from %q: %+v", body, sess.Agent)
 		}
 		for _, g := range sess.Agent.Grants {
@@ -627,8 +627,8 @@ func TestIntrospectionConcurrencyBounded(t *testing.T) {
 	}()
 	select {
 	case err := <-over:
-		var ae *core.AppError
-		if !errors.As(err, &ae) || ae.HTTPStatus() != http.StatusServiceUnavailable || ae.WireCode() != agentauth.CodeTemporarilyUnavailable || ae.RetryAfter <= 0 {
+		var ae *agentcap.Error
+		if !errors.As(err, &ae) || ae.HTTPStatus() != http.StatusServiceUnavailable || ae.Code != agentcap.CodeTemporarilyUnavailable || ae.RetryAfter <= 0 {
 			t.Errorf("a token past the bound: %v", err)
 		}
 	case <-arrived:

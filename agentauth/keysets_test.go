@@ -18,7 +18,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap"
 )
 
 // ksClock is a settable clock for key set tests.
@@ -124,7 +124,7 @@ func newKSWorld(t testing.TB, policy FetchPolicy) *ksWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := dir.PutHost(&Host{ID: "hst_1", PublicKey: jwk, Status: StatusActive}); err != nil {
+	if err := dir.PutHost(&Host{ID: "hst_1", PublicKey: jwk, Status: agentcap.StatusActive}); err != nil {
 		t.Fatal(err)
 	}
 	policy.AllowLoopback = true
@@ -138,7 +138,7 @@ func newKSWorld(t testing.TB, policy FetchPolicy) *ksWorld {
 // agent puts an agent keyed by url with kid "k1" and the status given.
 func (w *ksWorld) agent(t testing.TB, id, url, status string) {
 	t.Helper()
-	if err := w.dir.PutAgent(&Agent{ID: id, HostID: "hst_1", Mode: ModeAutonomous, Status: status, JWKSURL: url, KID: "k1"}); err != nil {
+	if err := w.dir.PutAgent(&Agent{ID: id, HostID: "hst_1", Mode: agentcap.ModeAutonomous, Status: status, JWKSURL: url, KID: "k1"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -181,7 +181,7 @@ func TestKeySetsMemoryBounded(t *testing.T) {
 	srv := newKSServer(t, bodySize)
 	w := newKSWorld(t, FetchPolicy{CacheBytes: budget})
 	for i := range agents {
-		w.agent(t, fmt.Sprintf("agt_%d", i), srv.url(fmt.Sprintf("/jwks/%d.json", i)), StatusActive)
+		w.agent(t, fmt.Sprintf("agt_%d", i), srv.url(fmt.Sprintf("/jwks/%d.json", i)), agentcap.StatusActive)
 	}
 	before := heapInUse()
 	for i := range agents {
@@ -341,15 +341,15 @@ func FuzzCompactJWKS(f *testing.F) {
 }
 
 // ksOutcome is the HTTP status and code of a refusal, 0 and "" for none.
-func ksOutcome(err error) (int, string) {
+func ksOutcome(err error) (int, agentcap.Code) {
 	if err == nil {
 		return 0, ""
 	}
-	var ae *core.AppError
+	var ae *agentcap.Error
 	if !errors.As(err, &ae) {
-		return -1, err.Error()
+		return -1, agentcap.Code(err.Error())
 	}
-	return ae.HTTPStatus(), ae.WireCode()
+	return ae.HTTPStatus(), ae.Code
 }
 
 // TestVerifierNoFetchForInactive is the pending-agent attack: agents
@@ -366,7 +366,7 @@ func TestVerifierNoFetchForInactive(t *testing.T) {
 	ctx := context.Background()
 	const pending = 140
 	for i := range pending {
-		w.agent(t, fmt.Sprintf("agt_p%d", i), srv.url(fmt.Sprintf("/pending/%d.json", i)), StatusPending)
+		w.agent(t, fmt.Sprintf("agt_p%d", i), srv.url(fmt.Sprintf("/pending/%d.json", i)), agentcap.StatusPending)
 	}
 	outcomes := map[string]int{}
 	for i := range pending {
@@ -387,13 +387,13 @@ func TestVerifierNoFetchForInactive(t *testing.T) {
 	}
 
 	// An active agent under a host that is not active: no fetch either.
-	if err := w.dir.PutHost(&Host{ID: "hst_2", JWKSURL: srv.url("/host2.json"), Status: StatusPending}); err != nil {
+	if err := w.dir.PutHost(&Host{ID: "hst_2", JWKSURL: srv.url("/host2.json"), Status: agentcap.StatusPending}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.dir.PutAgent(&Agent{ID: "agt_h2", HostID: "hst_2", Mode: ModeAutonomous, Status: StatusActive, JWKSURL: srv.url("/h2agent.json"), KID: "k1"}); err != nil {
+	if err := w.dir.PutAgent(&Agent{ID: "agt_h2", HostID: "hst_2", Mode: agentcap.ModeAutonomous, Status: agentcap.StatusActive, JWKSURL: srv.url("/h2agent.json"), KID: "k1"}); err != nil {
 		t.Fatal(err)
 	}
-	if status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token("agt_h2", false)); return err }()); status != 401 || code != CodeInvalidJWT {
+	if status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token("agt_h2", false)); return err }()); status != 401 || code != agentcap.CodeInvalidJWT {
 		t.Errorf("agent of a pending host: %d %s", status, code)
 	}
 	if got := srv.total.Load(); got != 0 {
@@ -402,15 +402,15 @@ func TestVerifierNoFetchForInactive(t *testing.T) {
 
 	// Keys cached while the agent was active still tell it its status,
 	// and still refuse a forged token, without a fetch.
-	w.agent(t, "agt_a", srv.url("/active.json"), StatusActive)
+	w.agent(t, "agt_a", srv.url("/active.json"), agentcap.StatusActive)
 	if _, err := w.v.Session(ctx, w.token("agt_a", false)); err != nil {
 		t.Fatal(err)
 	}
-	w.agent(t, "agt_a", srv.url("/active.json"), StatusRevoked)
-	if status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token("agt_a", false)); return err }()); status != 403 || code != CodeAgentRevoked {
+	w.agent(t, "agt_a", srv.url("/active.json"), agentcap.StatusRevoked)
+	if status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token("agt_a", false)); return err }()); status != 403 || code != agentcap.CodeAgentRevoked {
 		t.Errorf("revoked agent with cached keys: %d %s", status, code)
 	}
-	if status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token("agt_a", true)); return err }()); status != 401 || code != CodeInvalidJWT {
+	if status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token("agt_a", true)); return err }()); status != 401 || code != agentcap.CodeInvalidJWT {
 		t.Errorf("forged token of a revoked agent: %d %s", status, code)
 	}
 	if got := srv.fetches("/active.json"); got != 1 {
@@ -425,7 +425,7 @@ func TestHostVerifierNoFetchForRevoked(t *testing.T) {
 	srv := newKSServer(t, 0)
 	clock := &ksClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	dir := NewMemoryDirectory()
-	for _, h := range []struct{ id, status string }{{"hst_r", StatusRevoked}, {"hst_x", StatusRejected}, {"hst_p", StatusPending}} {
+	for _, h := range []struct{ id, status string }{{"hst_r", agentcap.StatusRevoked}, {"hst_x", agentcap.StatusRejected}, {"hst_p", agentcap.StatusPending}} {
 		if err := dir.PutHost(&Host{ID: h.id, JWKSURL: srv.url("/" + h.id), Status: h.status}); err != nil {
 			t.Fatal(err)
 		}
@@ -440,7 +440,7 @@ func TestHostVerifierNoFetchForRevoked(t *testing.T) {
 		return fuzzToken(`{"alg":"EdDSA","typ":"host+jwt","kid":"k1"}`, payload, 0)
 	}
 	for _, id := range []string{"hst_r", "hst_x"} {
-		if status, code := ksOutcome(func() error { _, err := hv.VerifyHost(context.Background(), token(id)); return err }()); status != 401 || code != CodeInvalidJWT {
+		if status, code := ksOutcome(func() error { _, err := hv.VerifyHost(context.Background(), token(id)); return err }()); status != 401 || code != agentcap.CodeInvalidJWT {
 			t.Errorf("%s: %d %s", id, status, code)
 		}
 	}
@@ -503,10 +503,10 @@ func TestKeySetsRememberFailures(t *testing.T) {
 
 	// Agent tokens (through go-oidc) are held to the same memory.
 	w := newKSWorld(t, FetchPolicy{})
-	w.agent(t, "agt_f", srv.url("/fail-agent"), StatusActive)
+	w.agent(t, "agt_f", srv.url("/fail-agent"), agentcap.StatusActive)
 	srv.set("/fail-agent", []byte("<html>"))
 	for range 3 {
-		if status, code := ksOutcome(func() error { _, err := w.v.Session(context.Background(), w.token("agt_f", false)); return err }()); status != 401 || code != CodeInvalidJWT {
+		if status, code := ksOutcome(func() error { _, err := w.v.Session(context.Background(), w.token("agt_f", false)); return err }()); status != 401 || code != agentcap.CodeInvalidJWT {
 			t.Fatalf("token of an agent whose JWKS fails: %d %s", status, code)
 		}
 		w.clock.add(jwksMinRefresh + time.Second)
@@ -550,14 +550,14 @@ func TestKeySetMaxAge(t *testing.T) {
 			path := fmt.Sprintf("/agent%d.json", i)
 			srv.setCacheControl(path, tt.cacheControl)
 			w := newKSWorld(t, FetchPolicy{})
-			w.agent(t, "agt_1", srv.url(path), StatusActive)
+			w.agent(t, "agt_1", srv.url(path), agentcap.StatusActive)
 			ctx := context.Background()
 			if _, err := w.v.Session(ctx, w.token("agt_1", false)); err != nil {
 				t.Fatal(err)
 			}
 			srv.set(path, ksJWKS(t, 0, jose.JSONWebKey{Key: replacement.Public(), KeyID: "k1"}))
 			start := w.clock.now()
-			at := func(d time.Duration) (int, string) {
+			at := func(d time.Duration) (int, agentcap.Code) {
 				w.clock.add(start.Add(d).Sub(w.clock.now()))
 				_, err := w.v.Session(ctx, w.token("agt_1", false))
 				return ksOutcome(err)
@@ -566,7 +566,7 @@ func TestKeySetMaxAge(t *testing.T) {
 				t.Errorf("within the max age: %d %s", status, code)
 			}
 			for _, d := range []time.Duration{tt.maxAge, time.Hour, 24 * time.Hour} {
-				if status, code := at(d); status != 401 || code != CodeInvalidJWT {
+				if status, code := at(d); status != 401 || code != agentcap.CodeInvalidJWT {
 					t.Errorf("leaked key at +%v: %d %s", d, status, code)
 				}
 			}
@@ -610,7 +610,7 @@ func TestKeySetKeyMaxAge(t *testing.T) {
 func TestKeySetMaxAgeFailsClosed(t *testing.T) {
 	srv := newKSServer(t, 0)
 	w := newKSWorld(t, FetchPolicy{})
-	w.agent(t, "agt_1", srv.url("/agent.json"), StatusActive)
+	w.agent(t, "agt_1", srv.url("/agent.json"), agentcap.StatusActive)
 	ctx := context.Background()
 	if _, err := w.v.Session(ctx, w.token("agt_1", false)); err != nil {
 		t.Fatal(err)
@@ -618,7 +618,7 @@ func TestKeySetMaxAgeFailsClosed(t *testing.T) {
 	srv.set("/agent.json", []byte("<html>"))
 	w.clock.add(jwksDefaultMaxAge)
 	for range 2 {
-		if status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token("agt_1", false)); return err }()); status != 401 || code != CodeInvalidJWT {
+		if status, code := ksOutcome(func() error { _, err := w.v.Session(ctx, w.token("agt_1", false)); return err }()); status != 401 || code != agentcap.CodeInvalidJWT {
 			t.Errorf("past the max age, the URL failing: %d %s", status, code)
 		}
 	}

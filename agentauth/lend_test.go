@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
-	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
@@ -16,9 +16,8 @@ import (
 // a session keeps the record it was verified with, and the directory's
 // own lookups still return copies.
 func TestVerifierOverMemoryDirectorySeesReplacedRecords(t *testing.T) {
-	host := agentauthtest.NewHost("hst_lend", agentauthtest.WithUser("user_alice"),
-		agentauthtest.WithRandom(rand.NewChaCha8([32]byte{5})), agentauthtest.WithClock(htClock))
-	agent := host.NewAgent("agt_lend").Grant("check_balance", map[string]any{"account_id": "acc_123"})
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_lend", UserID: "user_alice", Rand: rand.NewChaCha8([32]byte{5}), Clock: htClock})
+	agent := host.NewAgent(agentauthtest.Agent{ID: "agt_lend"}).Grant("check_balance", map[string]any{"account_id": "acc_123"})
 	dir := agentauth.NewMemoryDirectory()
 	if err := dir.PutHost(host.Record()); err != nil {
 		t.Fatal(err)
@@ -31,7 +30,7 @@ func TestVerifierOverMemoryDirectorySeesReplacedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	first, err := v.Session(ctx, agent.Token(htAudience))
+	first, err := v.Session(ctx, agent.Token(agentauthtest.Token{Audience: htAudience}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,25 +40,25 @@ func TestVerifierOverMemoryDirectorySeesReplacedRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Status = agentauth.StatusRevoked
+	c.Status = agentcap.StatusRevoked
 	c.Grants[0].Constraints["account_id"][1] = 'X'
-	if _, err := v.Session(ctx, agent.Token(htAudience)); err != nil {
+	if _, err := v.Session(ctx, agent.Token(agentauthtest.Token{Audience: htAudience})); err != nil {
 		t.Fatalf("changing a looked-up copy changed the directory: %v", err)
 	}
 
 	// Replacing the record takes effect at once, and leaves the record an
 	// earlier session holds as it was.
 	revoked := agent.Record()
-	revoked.Status = agentauth.StatusRevoked
+	revoked.Status = agentcap.StatusRevoked
 	if err := dir.PutAgent(revoked); err != nil {
 		t.Fatal(err)
 	}
-	_, err = v.Session(ctx, agent.Token(htAudience))
-	var ae *core.AppError
-	if !errors.As(err, &ae) || ae.Code != agentauth.CodeAgentRevoked {
-		t.Fatalf("after revocation: %v, want %s", err, agentauth.CodeAgentRevoked)
+	_, err = v.Session(ctx, agent.Token(agentauthtest.Token{Audience: htAudience}))
+	var ae *agentcap.Error
+	if !errors.As(err, &ae) || ae.Code != agentcap.CodeAgentRevoked {
+		t.Fatalf("after revocation: %v, want %s", err, agentcap.CodeAgentRevoked)
 	}
-	if first.Agent.Status != agentauth.StatusActive || string(first.Agent.Grants[0].Constraints["account_id"]) != `"acc_123"` {
+	if first.Agent.Status != agentcap.StatusActive || string(first.Agent.Grants[0].Constraints["account_id"]) != `"acc_123"` {
 		t.Fatalf("an earlier session's record changed: %+v", first.Agent)
 	}
 }

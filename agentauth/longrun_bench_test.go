@@ -1,13 +1,13 @@
 package agentauth_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/idempotency"
 	"github.com/agentcap/agentcap/idempotency/redisstore"
@@ -17,11 +17,13 @@ import (
 // every request, each key new: every call claims its key, runs, and
 // stores its answer (the replay of a stored answer is cheaper).
 func benchIdempotent(b *testing.B, store idempotency.Store) {
-	guard, err := idempotency.New(idempotency.Config{Store: store})
+	// One agent sends every key: b.N of them, beyond the default bound
+	// of a caller's keys.
+	guard, err := idempotency.New(idempotency.Config{Store: store, MaxKeysPerScope: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := newBenchWorld(b, func(cfg *httpx.Config[agentauth.Caller[string]]) {
+	w := newBenchWorld(b, func(cfg *httpx.Config) {
 		cfg.LongRunning.Idempotency = guard
 	})
 	keys := make([]string, b.N)
@@ -47,5 +49,9 @@ func BenchmarkVerifiedExecuteIdempotentRedis(b *testing.B) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	benchIdempotent(b, redisstore.New(c, "agentcap_bench:"))
+	st, err := redisstore.New(context.Background(), c, redisstore.Config{Prefix: "agentcap_bench:"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchIdempotent(b, st)
 }

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/idempotency"
@@ -37,9 +39,9 @@ type lrWorld struct {
 func newLRWorld(t *testing.T) *lrWorld {
 	t.Helper()
 	w := &lrWorld{runs: make(chan string, 16)}
-	host := agentauthtest.NewHost("hst_1", agentauthtest.WithUser("user_1"))
-	w.one = host.NewAgent("agt_one").Grant("report", nil).Grant("feed", nil).Grant("note", nil)
-	w.two = host.NewAgent("agt_two").Grant("report", nil).Grant("note", nil)
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", UserID: "user_1"})
+	w.one = host.NewAgent(agentauthtest.Agent{ID: "agt_one"}).Grant("report", nil).Grant("feed", nil).Grant("note", nil)
+	w.two = host.NewAgent(agentauthtest.Agent{ID: "agt_two"}).Grant("report", nil).Grant("note", nil)
 	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{host}, []*agentauthtest.Agent{w.one, w.two})
 	if err != nil {
 		t.Fatal(err)
@@ -69,12 +71,11 @@ func newLRWorld(t *testing.T) *lrWorld {
 				return lrOut(in), nil
 			}),
 	}
-	exec := core.MustExecutor(core.MustRegistry(defs...), core.ExecutorConfig[htApp, htCaller]{
-		CreateContext: func(_ context.Context, c htCaller, _ *core.Definition, _ any) (htApp, error) {
-			return htApp{user: c.Session.Agent.ID}, nil
-		},
-	})
-	cfg, err := agentauth.HTTPConfig(agentauth.HTTPOptions[htUser]{Sessions: v, Issuer: htIssuer})
+	// The context names the agent, so that the tests see whose call ran.
+	exec := core.MustExecutor(core.MustRegistry(defs...), func(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (htApp, error) {
+		return htApp{user: id.AgentID}, nil
+	}, core.Config{})
+	location, err := agentauth.New(agentauth.Config{Sessions: v, Issuer: htIssuer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +88,12 @@ func newLRWorld(t *testing.T) *lrWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.LongRunning.Jobs = m
-	cfg.LongRunning.BaseURL = htIssuer + "/"
-	cfg.LongRunning.Idempotency = guard
-	cfg.LongRunning.RecheckInterval = 20 * time.Millisecond
-	h, err := httpx.New(exec, cfg)
+	h, err := httpx.New(exec, httpx.Config{Verifier: location, LongRunning: httpx.LongRunning{
+		Jobs:            m,
+		BaseURL:         htIssuer + "/",
+		Idempotency:     guard,
+		RecheckInterval: 20 * time.Millisecond,
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +109,7 @@ func (w *lrWorld) do(t *testing.T, method, target string, a *agentauthtest.Agent
 		r = strings.NewReader(body)
 	}
 	req, _ := http.NewRequest(method, target, r)
-	req.Header.Set("Authorization", "Bearer "+a.Token(htAudience))
+	req.Header.Set("Authorization", "Bearer "+a.Token(agentauthtest.Token{Audience: htAudience}))
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range hdr {
 		req.Header.Set(k, v)
@@ -157,7 +159,7 @@ func TestJobBelongsToItsAgent(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	// Tokens are single-use: a poll that reuses one is refused.
-	tok := w.one.Token(htAudience)
+	tok := w.one.Token(agentauthtest.Token{Audience: htAudience})
 	for i, want := range []int{200, 401} {
 		req, _ := http.NewRequest("GET", target, nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -185,7 +187,7 @@ func TestStreamEndsWhenTheAgentIsRevoked(t *testing.T) {
 		t.Fatalf("first line %q", first)
 	}
 	rec := w.one.Record()
-	rec.Status = agentauth.StatusRevoked
+	rec.Status = agentcap.StatusRevoked
 	if err := w.dir.PutAgent(rec); err != nil {
 		t.Fatal(err)
 	}

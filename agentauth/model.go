@@ -5,51 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
-)
 
-// Agent and host states, as named by the protocol.
-const (
-	StatusActive   = "active"
-	StatusPending  = "pending"
-	StatusRevoked  = "revoked"
-	StatusRejected = "rejected"
-	StatusExpired  = "expired"
-	StatusClaimed  = "claimed"
-	// StatusDenied is a grant state.
-	StatusDenied = "denied"
-)
-
-// Agent modes.
-const (
-	// ModeDelegated: the agent acts for its host's user.
-	ModeDelegated = "delegated"
-	// ModeAutonomous: the agent acts for no user.
-	ModeAutonomous = "autonomous"
-)
-
-// Wire error codes of the Agent Auth error envelope used by a location.
-const (
-	CodeInvalidRequest            = "invalid_request"
-	CodeUnknownConstraintOperator = "unknown_constraint_operator"
-	CodeInvalidJWT                = "invalid_jwt"
-	CodeAuthenticationRequired    = "authentication_required"
-	CodeCapabilityNotGranted      = "capability_not_granted"
-	CodeConstraintViolated        = "constraint_violated"
-	CodeAgentRevoked              = "agent_revoked"
-	CodeAgentExpired              = "agent_expired"
-	CodeAgentPending              = "agent_pending"
-	CodeAgentRejected             = "agent_rejected"
-	CodeAgentClaimed              = "agent_claimed"
-	CodeHostRevoked               = "host_revoked"
-	CodeHostPending               = "host_pending"
-	CodeUnauthorized              = "unauthorized"
-	CodeCapabilityNotFound        = "capability_not_found"
-	CodeRateLimited               = "rate_limited"
-	CodeInternalError             = "internal_error"
-	// CodeTemporarilyUnavailable (503, with Retry-After) refuses a
-	// request that could not be checked because a store the check needs
-	// (the directory, the replay cache, the rate limiter) did not answer.
-	CodeTemporarilyUnavailable = "temporarily_unavailable"
+	"github.com/agentcap/agentcap"
 )
 
 // ErrNotFound is returned by a Directory for an unknown host or agent.
@@ -68,8 +25,8 @@ type Host struct {
 	// UserID is the user the host is linked to, empty for none. Delegated
 	// agents of the host act for this user.
 	UserID string `json:"user_id,omitempty"`
-	// Status is one of StatusActive, StatusPending, StatusRevoked and
-	// StatusRejected. The agents of a host that is not active cannot act.
+	// Status is one of agentcap.StatusActive, agentcap.StatusPending, agentcap.StatusRevoked and
+	// agentcap.StatusRejected. The agents of a host that is not active cannot act.
 	Status string `json:"status"`
 	// DefaultCapabilities names the capabilities the provider may grant
 	// the host's agents without asking its user.
@@ -86,10 +43,10 @@ type Agent struct {
 	// UserID is the user a delegated agent acts for, empty for an
 	// autonomous agent.
 	UserID string `json:"user_id,omitempty"`
-	// Mode is ModeDelegated or ModeAutonomous.
+	// Mode is agentcap.ModeDelegated or agentcap.ModeAutonomous.
 	Mode string `json:"mode"`
-	// Status is one of StatusPending, StatusActive, StatusExpired,
-	// StatusRevoked, StatusRejected and StatusClaimed. Only an active
+	// Status is one of agentcap.StatusPending, agentcap.StatusActive, agentcap.StatusExpired,
+	// agentcap.StatusRevoked, agentcap.StatusRejected and agentcap.StatusClaimed. Only an active
 	// agent may act.
 	Status string `json:"status"`
 	// PublicKey is the agent's Ed25519 public key as a JWK.
@@ -110,7 +67,7 @@ type Agent struct {
 type Grant struct {
 	// Capability is the name of the granted capability.
 	Capability string `json:"capability"`
-	// Status is StatusActive, StatusPending or StatusDenied.
+	// Status is agentcap.StatusActive, agentcap.StatusPending or agentcap.StatusDenied.
 	Status string `json:"status"`
 	// Constraints limits the arguments a call may carry (see
 	// CheckConstraints). A grant without constraints is unconstrained,
@@ -123,7 +80,7 @@ type Grant struct {
 
 // Effective reports whether g is active and unexpired at now.
 func (g Grant) Effective(now time.Time) bool {
-	return g.Status == StatusActive && (g.ExpiresAt == nil || now.Before(*g.ExpiresAt))
+	return g.Status == agentcap.StatusActive && (g.ExpiresAt == nil || now.Before(*g.ExpiresAt))
 }
 
 // Directory looks up hosts and agents. Implementations must be safe for
@@ -180,7 +137,7 @@ type Session struct {
 }
 
 // SessionSource verifies an agent JWT and returns its session. Errors are
-// *core.AppError values carrying the protocol's status and code.
+// *agentcap.Error values carrying the protocol's status and code.
 type SessionSource interface {
 	Session(ctx context.Context, token string) (*Session, error)
 }

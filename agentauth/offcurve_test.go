@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
-	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
@@ -42,9 +42,8 @@ func (d fixedDirectory) Agent(_ context.Context, id string) (*agentauth.Agent, e
 }
 
 func TestOffCurveAgentKey(t *testing.T) {
-	host := agentauthtest.NewHost("hst_oc", agentauthtest.WithUser("user_alice"),
-		agentauthtest.WithRandom(rand.NewChaCha8([32]byte{3})), agentauthtest.WithClock(htClock))
-	agent := host.NewAgent("agt_oc").Grant("check_balance", nil)
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_oc", UserID: "user_alice", Rand: rand.NewChaCha8([32]byte{3}), Clock: htClock})
+	agent := host.NewAgent(agentauthtest.Agent{ID: "agt_oc"}).Grant("check_balance", nil)
 	rec := agent.Record()
 	rec.PublicKey = offCurveJWK
 
@@ -65,9 +64,9 @@ func TestOffCurveAgentKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = v.Session(context.Background(), agent.Token(htAudience))
-	var ae *core.AppError
-	if !errors.As(err, &ae) || ae.Status != 401 || ae.Code != agentauth.CodeInvalidJWT {
+	_, err = v.Session(context.Background(), agent.Token(agentauthtest.Token{Audience: htAudience}))
+	var ae *agentcap.Error
+	if !errors.As(err, &ae) || ae.HTTPStatus() != 401 || ae.Code != agentcap.CodeInvalidJWT {
 		t.Fatalf("got %v, want 401 invalid_jwt", err)
 	}
 }

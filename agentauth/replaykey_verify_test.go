@@ -12,10 +12,9 @@ import (
 // Two agents whose (id, jti) pairs would join to the same plain key each
 // get to use their token once: neither spends the other's.
 func TestVerifierReplayKeysOfSeparatorIDsDoNotCollide(t *testing.T) {
-	host := agentauthtest.NewHost("hst_sep", agentauthtest.WithUser("user_alice"),
-		agentauthtest.WithRandom(rand.NewChaCha8([32]byte{3})), agentauthtest.WithClock(htClock))
-	ab := host.NewAgent("agt:a:b").Grant("check_balance", nil)
-	a := host.NewAgent("agt:a").Grant("check_balance", nil)
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_sep", UserID: "user_alice", Rand: rand.NewChaCha8([32]byte{3}), Clock: htClock})
+	ab := host.NewAgent(agentauthtest.Agent{ID: "agt:a:b"}).Grant("check_balance", nil)
+	a := host.NewAgent(agentauthtest.Agent{ID: "agt:a"}).Grant("check_balance", nil)
 	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{host}, []*agentauthtest.Agent{ab, a})
 	if err != nil {
 		t.Fatal(err)
@@ -25,8 +24,8 @@ func TestVerifierReplayKeysOfSeparatorIDsDoNotCollide(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	first := ab.Token(htAudience, agentauthtest.WithJTI("c"))   // agt:a:b + c
-	second := a.Token(htAudience, agentauthtest.WithJTI("b:c")) // agt:a + b:c
+	first := ab.Token(agentauthtest.Token{Audience: htAudience, JTI: "c"})   // agt:a:b + c
+	second := a.Token(agentauthtest.Token{Audience: htAudience, JTI: "b:c"}) // agt:a + b:c
 	for _, tok := range []string{first, second} {
 		if _, err := v.Session(ctx, tok); err != nil {
 			t.Fatalf("first use: %v", err)

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,8 +18,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
-	"github.com/agentcap/agentcap/core"
 )
 
 // Limits and defaults of agent JWT verification.
@@ -39,12 +38,6 @@ const (
 	// ReplayKeyPrefix starts every key a Verifier records in its
 	// ReplayCache, as ReplayKey(ReplayKeyPrefix, agent id, jti).
 	ReplayKeyPrefix = "agentauth:jti:"
-)
-
-// Token types of the JWT "typ" header.
-const (
-	TypeAgentJWT = "agent+jwt"
-	TypeHostJWT  = "host+jwt"
 )
 
 // Public messages. Every failure before the signature is verified shares
@@ -93,8 +86,28 @@ type VerifierConfig struct {
 	MaxAge time.Duration
 	// Replay records token ids. Nil means NewMemoryReplayCache(0) with
 	// the Verifier's clock; applications running several instances must
-	// share one (see package redisreplay).
+	// share one (see package redisreplay). A cache that is an
+	// OwnerReplayCache, as both are, is charged to the token's agent and
+	// host, so that no agent or host can fill it for the others.
 	Replay ReplayCache
+	// Limiter, when set, counts every token that passed the checks
+	// before the replay check (steps 1 to 7 of Session) against PerAgent,
+	// for its agent, and PerHost, for all the agents of its host: past
+	// either it is refused 429 rate_limited with Retry-After, before its
+	// jti is recorded, so that a refused token stays unspent and takes
+	// no room in the replay cache. A limiter that cannot decide refuses
+	// the token with 503 temporarily_unavailable. Nil counts nothing: a
+	// location whose agents are not limited elsewhere (by a provider in
+	// front, say) should set one (ratelimit.NewMemory, or package
+	// redislimit for several instances).
+	Limiter ratelimit.Limiter
+	// PerAgent and PerHost are Limiter's limits: zero means 120 and 600
+	// requests a minute, a provider's defaults.
+	PerAgent, PerHost ratelimit.Limit
+	// Admit, when set, runs after Limiter, before the jti is recorded,
+	// with the session the token proves: a refusal is returned as it is
+	// and leaves the token unspent. A provider counts its own limits here.
+	Admit func(ctx context.Context, s *Session) error
 	// KeyFetch is the policy for fetching JWKS URLs.
 	KeyFetch FetchPolicy
 	// Now is the clock. Nil means time.Now.
@@ -114,6 +127,10 @@ type Verifier struct {
 	now       func() time.Time
 	keys      *keySets
 	inline    *inlineKeys
+	limiter   ratelimit.Limiter
+	perAgent  ratelimit.Limit
+	perHost   ratelimit.Limit
+	admit     func(ctx context.Context, s *Session) error
 }
 
 var _ SessionSource = (*Verifier)(nil)
@@ -153,6 +170,18 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	if cfg.Replay == nil {
 		cfg.Replay = NewMemoryReplayCache(0).WithClock(cfg.Now)
 	}
+	if cfg.PerAgent == (ratelimit.Limit{}) {
+		cfg.PerAgent = ratelimit.PerMinute(DefaultPerAgent)
+	}
+	if cfg.PerHost == (ratelimit.Limit{}) {
+		cfg.PerHost = ratelimit.PerMinute(DefaultPerHost)
+	}
+	if err := cfg.PerAgent.Validate(); err != nil {
+		return nil, fmt.Errorf("agentauth: VerifierConfig.PerAgent: %w", err)
+	}
+	if err := cfg.PerHost.Validate(); err != nil {
+		return nil, fmt.Errorf("agentauth: VerifierConfig.PerHost: %w", err)
+	}
 	dir := cfg.Directory
 	if m, ok := dir.(*MemoryDirectory); ok {
 		dir = memoryLender{m}
@@ -166,11 +195,15 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		now:       cfg.Now,
 		keys:      newKeySets(cfg.KeyFetch, cfg.Now),
 		inline:    newInlineKeys(maxInlineKeys),
+		limiter:   cfg.Limiter,
+		perAgent:  cfg.PerAgent,
+		perHost:   cfg.PerHost,
+		admit:     cfg.Admit,
 	}, nil
 }
 
 // Session verifies an agent JWT and returns the session it proves. Every
-// error is a *core.AppError. The checks run in this order, and the first
+// error is a *agentcap.Error. The checks run in this order, and the first
 // failure is returned:
 //
 //  1. Syntax: at most MaxTokenBytes, JWS compact serialization (three
@@ -213,12 +246,17 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 //     with no skew (so a token is accepted for at most MaxAge + Skew,
 //     from Skew before its iat); "nbf", if present, at most Skew in the
 //     future.
-//  8. Replay: the jti is recorded with ReplayCache.CheckAndSet under
+//  8. Limits: VerifierConfig.Limiter's, then VerifierConfig.Admit (429
+//     rate_limited, or the hook's own refusal), so that a token refused
+//     there is not spent.
+//  9. Replay: the jti is recorded with ReplayCache.CheckAndSet (for an
+//     OwnerReplayCache, CheckAndSetFor the agent and its host) under
 //     ReplayKey(ReplayKeyPrefix, agent id, jti) for MaxAge + 2*Skew, which
 //     covers the whole window in which the token is acceptable. It runs
 //     last so that a token failing any other check does not use up its
-//     id. Seen before: 401 invalid_jwt; a cache error: 503
-//     temporarily_unavailable with Retry-After (fail closed).
+//     id. Seen before: 401 invalid_jwt; the agent or its host holding its
+//     share of the cache: 429 rate_limited with Retry-After; a cache
+//     error: 503 temporarily_unavailable with Retry-After (fail closed).
 //
 // The capabilities claim is parsed (a string array, nil when absent) but
 // not enforced here: whether it allows the requested capability, and the
@@ -267,7 +305,7 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 	// Step 6.
 	if tok.hasIss {
 		if err := v.checkIssuer(tok.claims.Issuer, host); err != nil {
-			return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgIssuer).WithCause(err)
+			return nil, agentcap.NewError(agentcap.CodeInvalidJWT, msgIssuer).WithCause(err)
 		}
 	}
 
@@ -277,15 +315,50 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 	}
 
 	// Step 8.
-	fresh, err := v.replay.CheckAndSet(ctx, ReplayKey(ReplayKeyPrefix, agent.ID, tok.claims.ID), v.maxAge+2*v.skew)
+	sess := &Session{Agent: agent, Host: host, Claims: tok.claims}
+	if v.limiter != nil {
+		if err := v.limit(ctx, agent.ID, host.ID); err != nil {
+			return nil, err
+		}
+	}
+	if v.admit != nil {
+		if err := v.admit(ctx, sess); err != nil {
+			return nil, err
+		}
+	}
+
+	// Step 9.
+	fresh, err := checkAndSet(ctx, v.replay, ReplayKey(ReplayKeyPrefix, agent.ID, tok.claims.ID), v.maxAge+2*v.skew, agent.ID, host.ID)
 	if err != nil {
-		return nil, Unavailable(msgReplayDown, fmt.Errorf("agentauth: replay cache: %w", err))
+		return nil, replayRefused(err, "agent")
 	}
 	if !fresh {
-		return nil, core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgReplayed).
+		return nil, agentcap.NewError(agentcap.CodeInvalidJWT, msgReplayed).
 			WithCause(fmt.Errorf("agentauth: jti %q of agent %q was already used", tok.claims.ID, agent.ID))
 	}
-	return &Session{Agent: agent, Host: host, Claims: tok.claims}, nil
+	return sess, nil
+}
+
+// Defaults of VerifierConfig.PerAgent and PerHost, in requests a minute:
+// a provider's (see package provider's RateLimits).
+const (
+	DefaultPerAgent = 120
+	DefaultPerHost  = 600
+)
+
+// limit counts a verified token against the Limiter's limits of its agent
+// and host (step 8 of Session).
+func (v *Verifier) limit(ctx context.Context, agentID, hostID string) error {
+	d, err := ratelimit.AllowAll(ctx, v.limiter,
+		ratelimit.Rule{Key: ratelimit.Key(ratelimit.DimAgent, agentID), Limit: v.perAgent},
+		ratelimit.Rule{Key: ratelimit.Key(ratelimit.DimHost, hostID), Limit: v.perHost})
+	if err != nil {
+		return Unavailable(msgLimiterDown, fmt.Errorf("agentauth: rate limiter: %w", err))
+	}
+	if !d.Allowed {
+		return ratelimit.Error(d, "too many requests for this agent; retry later")
+	}
+	return nil
 }
 
 // verifySignature is step 4. An inline key is parsed, and its curve point
@@ -321,7 +394,7 @@ func (v *Verifier) verifySignature(ctx context.Context, token string, sc *tokenS
 		if kid != agent.KID {
 			return invalidToken(fmt.Errorf("agentauth: token kid %q is not agent %q's kid %q", kid, agent.ID, agent.KID))
 		}
-		if agent.Status != StatusActive || host.Status != StatusActive {
+		if agent.Status != agentcap.StatusActive || host.Status != agentcap.StatusActive {
 			if err := v.verifyCached(sc.signingInput, sc.sig, agent.JWKSURL, kid); err != nil {
 				return invalidToken(fmt.Errorf("agentauth: agent %q is %s, its host %s: %w", agent.ID, agent.Status, host.Status, err))
 			}
@@ -383,42 +456,44 @@ func (sc *tokenScratch) equalizeTiming() {
 }
 
 func agentStatusError(a *Agent) error {
-	var code, msg string
+	var code agentcap.Code
+	var msg string
 	switch a.Status {
-	case StatusActive:
+	case agentcap.StatusActive:
 		return nil
-	case StatusRevoked:
-		code, msg = CodeAgentRevoked, msgAgentRevoked
-	case StatusExpired:
-		code, msg = CodeAgentExpired, msgAgentExpired
-	case StatusPending:
-		code, msg = CodeAgentPending, msgAgentPending
-	case StatusRejected:
-		code, msg = CodeAgentRejected, msgAgentRejected
-	case StatusClaimed:
-		code, msg = CodeAgentClaimed, msgAgentClaimed
+	case agentcap.StatusRevoked:
+		code, msg = agentcap.CodeAgentRevoked, msgAgentRevoked
+	case agentcap.StatusExpired:
+		code, msg = agentcap.CodeAgentExpired, msgAgentExpired
+	case agentcap.StatusPending:
+		code, msg = agentcap.CodeAgentPending, msgAgentPending
+	case agentcap.StatusRejected:
+		code, msg = agentcap.CodeAgentRejected, msgAgentRejected
+	case agentcap.StatusClaimed:
+		code, msg = agentcap.CodeAgentClaimed, msgAgentClaimed
 	default:
 		return internal(fmt.Errorf("agentauth: agent %q has unknown status %q", a.ID, a.Status))
 	}
-	return core.NewAppError(http.StatusForbidden, code, msg).
+	return agentcap.NewError(code, msg).
 		WithCause(fmt.Errorf("agentauth: agent %q is %s", a.ID, a.Status))
 }
 
 // hostStatusError maps host states. The protocol has no host_rejected
 // code; a rejected host can never act, like a revoked one.
 func hostStatusError(h *Host) error {
-	var code, msg string
+	var code agentcap.Code
+	var msg string
 	switch h.Status {
-	case StatusActive:
+	case agentcap.StatusActive:
 		return nil
-	case StatusRevoked, StatusRejected:
-		code, msg = CodeHostRevoked, msgHostRevoked
-	case StatusPending:
-		code, msg = CodeHostPending, msgHostPending
+	case agentcap.StatusRevoked, agentcap.StatusRejected:
+		code, msg = agentcap.CodeHostRevoked, msgHostRevoked
+	case agentcap.StatusPending:
+		code, msg = agentcap.CodeHostPending, msgHostPending
 	default:
 		return internal(fmt.Errorf("agentauth: host %q has unknown status %q", h.ID, h.Status))
 	}
-	return core.NewAppError(http.StatusForbidden, code, msg).
+	return agentcap.NewError(code, msg).
 		WithCause(fmt.Errorf("agentauth: host %q is %s", h.ID, h.Status))
 }
 
@@ -442,7 +517,7 @@ func (v *Verifier) checkIssuer(iss string, host *Host) error {
 func (v *Verifier) checkTimesAndAudience(tok *agentToken) error {
 	c := &tok.claims
 	if !audienceMatches(c.Audience, v.audiences) {
-		return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgAudience).
+		return agentcap.NewError(agentcap.CodeInvalidJWT, msgAudience).
 			WithCause(fmt.Errorf("agentauth: aud %q matches none of %q", c.Audience, v.audiences))
 	}
 	now := v.now()
@@ -455,25 +530,25 @@ func (v *Verifier) checkTimesAndAudience(tok *agentToken) error {
 		return missingClaim("jti")
 	}
 	if c.IssuedAt.After(now.Add(v.skew)) {
-		return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgNotYetValid).
+		return agentcap.NewError(agentcap.CodeInvalidJWT, msgNotYetValid).
 			WithCause(fmt.Errorf("agentauth: iat %v is more than %v after now %v", c.IssuedAt, v.skew, now))
 	}
 	if age := now.Sub(c.IssuedAt); age > v.maxAge+v.skew {
-		return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgTooOld).
+		return agentcap.NewError(agentcap.CodeInvalidJWT, msgTooOld).
 			WithCause(fmt.Errorf("agentauth: token age %v exceeds %v", age, v.maxAge+v.skew))
 	}
 	if life := c.ExpiresAt.Sub(c.IssuedAt); life <= 0 || life > v.maxAge {
-		return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgLifetime).
+		return agentcap.NewError(agentcap.CodeInvalidJWT, msgLifetime).
 			WithCause(fmt.Errorf("agentauth: exp - iat is %v, must be in (0, %v]", life, v.maxAge))
 	}
 	// exp is the client's own promise about its token: honoured as
 	// written, with no skew added.
 	if !now.Before(c.ExpiresAt) {
-		return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgExpired).
+		return agentcap.NewError(agentcap.CodeInvalidJWT, msgExpired).
 			WithCause(fmt.Errorf("agentauth: exp %v passed (now %v)", c.ExpiresAt, now))
 	}
 	if tok.hasNbf && tok.nbf.After(now.Add(v.skew)) {
-		return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgNotYetValid).
+		return agentcap.NewError(agentcap.CodeInvalidJWT, msgNotYetValid).
 			WithCause(fmt.Errorf("agentauth: nbf %v is more than %v after now %v", tok.nbf, v.skew, now))
 	}
 	return nil
@@ -489,37 +564,35 @@ func audienceMatches(aud, accepted []string) bool {
 }
 
 func missingClaim(name string) error {
-	return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgMissingClaim).
+	return agentcap.NewError(agentcap.CodeInvalidJWT, msgMissingClaim).
 		WithCause(fmt.Errorf("agentauth: claim %q is missing or empty", name))
 }
 
 func invalidToken(cause error) error {
-	return core.NewAppError(http.StatusUnauthorized, CodeInvalidJWT, msgInvalidToken).WithCause(cause)
+	return agentcap.NewError(agentcap.CodeInvalidJWT, msgInvalidToken).WithCause(cause)
 }
 
 func internal(cause error) error {
-	return core.NewAppError(http.StatusInternalServerError, CodeInternalError, msgInternal).WithCause(cause)
+	return agentcap.NewError(agentcap.CodeInternalError, msgInternal).WithCause(cause)
 }
-
-// UnavailableRetryAfter is the wait Unavailable asks callers for.
-const UnavailableRetryAfter = time.Second
 
 // Public messages of Unavailable for the stores the verifiers read.
 const (
 	msgDirectoryDown = "the directory of agents and hosts cannot be read now; retry later"
 	msgReplayDown    = "used tokens cannot be checked now; retry later"
+	msgLimiterDown   = "the rate limiter is unavailable; retry later"
 )
 
 // Unavailable refuses a request that could not be checked because a
 // store did not answer (a database restarting, a cache unreachable): 503
 // temporarily_unavailable with message, asking the caller to retry
-// after UnavailableRetryAfter (the Retry-After header, and retry_after
-// in the body), the cause kept hidden. The request is refused, never let
-// through; a retry, with a fresh token, succeeds once the store is back.
-func Unavailable(message string, cause error) *core.AppError {
-	secs := int(UnavailableRetryAfter / time.Second)
-	return core.NewAppError(http.StatusServiceUnavailable, CodeTemporarilyUnavailable, message).
-		With(ratelimit.RetryAfterField, secs).WithRetryAfter(UnavailableRetryAfter).WithCause(cause)
+// after agentcap.UnavailableRetryAfter (the Retry-After header, and
+// retry_after in the body), the cause kept hidden. The request is
+// refused, never let through; a retry, with a fresh token, succeeds once
+// the store is back.
+func Unavailable(message string, cause error) *agentcap.Error {
+	secs := int(agentcap.UnavailableRetryAfter / time.Second)
+	return agentcap.Unavailable(message, cause).With(ratelimit.RetryAfterField, secs)
 }
 
 // agentToken is an agent JWT after the syntax, header and claim-type
@@ -695,8 +768,8 @@ func parseHeader(header string) (kid string, err error) {
 	if err := c.end(); err != nil {
 		return "", err
 	}
-	if typ != TypeAgentJWT {
-		return "", fmt.Errorf("typ is %q, want %q", typ, TypeAgentJWT)
+	if typ != agentcap.TypeAgentJWT {
+		return "", fmt.Errorf("typ is %q, want %q", typ, agentcap.TypeAgentJWT)
 	}
 	if alg != algEdDSA {
 		return "", fmt.Errorf("alg is %q, want %q", alg, algEdDSA)

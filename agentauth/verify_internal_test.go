@@ -16,6 +16,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcap/agentcap"
 )
 
 // This file keeps the way the verifier read agent JWTs before it had its
@@ -178,7 +180,7 @@ func refParseHeader(header []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if typ != TypeAgentJWT {
+	if typ != agentcap.TypeAgentJWT {
 		return "", fmt.Errorf("typ is %q", typ)
 	}
 	alg, err := optString(m, "alg")

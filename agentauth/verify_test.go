@@ -26,8 +26,8 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
-	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
@@ -102,7 +102,7 @@ func vfClaims() map[string]any {
 // sends: alg EdDSA, typ agent+jwt and, when kid is set, kid.
 func vfMint(t testing.TB, priv ed25519.PrivateKey, kid string, claims map[string]any) string {
 	t.Helper()
-	opts := (&jose.SignerOptions{}).WithType(agentauth.TypeAgentJWT)
+	opts := (&jose.SignerOptions{}).WithType(agentcap.TypeAgentJWT)
 	if kid != "" {
 		opts = opts.WithHeader("kid", kid)
 	}
@@ -153,13 +153,13 @@ type vfWorld struct {
 func vfNewWorld(t testing.TB, configure func(*agentauth.VerifierConfig)) *vfWorld {
 	t.Helper()
 	w := &vfWorld{dir: agentauth.NewMemoryDirectory(), hostKey: vfNewKey(t), agentKey: vfNewKey(t), clock: &vfClock{t: vfNow}}
-	if err := w.dir.PutHost(&agentauth.Host{ID: vfHost, PublicKey: w.hostKey.jwk, UserID: "usr_1", Status: agentauth.StatusActive}); err != nil {
+	if err := w.dir.PutHost(&agentauth.Host{ID: vfHost, PublicKey: w.hostKey.jwk, UserID: "usr_1", Status: agentcap.StatusActive}); err != nil {
 		t.Fatal(err)
 	}
 	w.hostAgent = agentauth.Agent{
-		ID: vfAgent, HostID: vfHost, UserID: "usr_1", Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive,
+		ID: vfAgent, HostID: vfHost, UserID: "usr_1", Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive,
 		PublicKey: w.agentKey.jwk,
-		Grants:    []agentauth.Grant{{Capability: "check_balance", Status: agentauth.StatusActive}},
+		Grants:    []agentauth.Grant{{Capability: "check_balance", Status: agentcap.StatusActive}},
 	}
 	if err := w.dir.PutAgent(&w.hostAgent); err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func (w *vfWorld) mint(t testing.TB, mutate func(map[string]any)) string {
 // vfOutcome is the public face of an error: status, code and message.
 type vfOutcome struct {
 	Status  int
-	Code    string
+	Code    agentcap.Code
 	Message string
 }
 
@@ -197,30 +197,30 @@ func vfOutcomeOf(t testing.TB, err error) vfOutcome {
 	if err == nil {
 		return vfOutcome{}
 	}
-	var ae *core.AppError
+	var ae *agentcap.Error
 	if !errors.As(err, &ae) {
-		t.Fatalf("error %v (%T) is not a *core.AppError", err, err)
+		t.Fatalf("error %v (%T) is not a *agentcap.Error", err, err)
 	}
-	if ae.Cause == nil {
+	if ae.Unwrap() == nil {
 		t.Errorf("error %v has no hidden cause", err)
 	}
-	return vfOutcome{ae.Status, ae.Code, ae.Message}
+	return vfOutcome{ae.HTTPStatus(), ae.Code, ae.Message}
 }
 
 var (
 	vfOK         = vfOutcome{}
-	vfInvalid    = vfOutcome{401, agentauth.CodeInvalidJWT, "invalid agent JWT"}
-	vfExpired    = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT expired"}
-	vfFuture     = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT issued in the future"}
-	vfTooOld     = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT too old"}
-	vfLifetime   = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT lifetime too long"}
-	vfAudience   = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT audience not accepted"}
-	vfIssuer     = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT issuer does not match the agent's host"}
-	vfMissing    = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT lacks a required claim"}
-	vfReplayed   = vfOutcome{401, agentauth.CodeInvalidJWT, "agent JWT already used"}
-	vfInternal   = vfOutcome{500, agentauth.CodeInternalError, "internal error"}
-	vfDirDown    = vfOutcome{503, agentauth.CodeTemporarilyUnavailable, "the directory of agents and hosts cannot be read now; retry later"}
-	vfReplayDown = vfOutcome{503, agentauth.CodeTemporarilyUnavailable, "used tokens cannot be checked now; retry later"}
+	vfInvalid    = vfOutcome{401, agentcap.CodeInvalidJWT, "invalid agent JWT"}
+	vfExpired    = vfOutcome{401, agentcap.CodeInvalidJWT, "agent JWT expired"}
+	vfFuture     = vfOutcome{401, agentcap.CodeInvalidJWT, "agent JWT issued in the future"}
+	vfTooOld     = vfOutcome{401, agentcap.CodeInvalidJWT, "agent JWT too old"}
+	vfLifetime   = vfOutcome{401, agentcap.CodeInvalidJWT, "agent JWT lifetime too long"}
+	vfAudience   = vfOutcome{401, agentcap.CodeInvalidJWT, "agent JWT audience not accepted"}
+	vfIssuer     = vfOutcome{401, agentcap.CodeInvalidJWT, "agent JWT issuer does not match the agent's host"}
+	vfMissing    = vfOutcome{401, agentcap.CodeInvalidJWT, "agent JWT lacks a required claim"}
+	vfReplayed   = vfOutcome{401, agentcap.CodeInvalidJWT, "agent JWT already used"}
+	vfInternal   = vfOutcome{500, agentcap.CodeInternalError, "internal error"}
+	vfDirDown    = vfOutcome{503, agentcap.CodeTemporarilyUnavailable, "the directory of agents and hosts cannot be read now; retry later"}
+	vfReplayDown = vfOutcome{503, agentcap.CodeTemporarilyUnavailable, "used tokens cannot be checked now; retry later"}
 	vfUnset      = func(name string) func(map[string]any) { return func(c map[string]any) { delete(c, name) } }
 	vfSet        = func(name string, v any) func(map[string]any) { return func(c map[string]any) { c[name] = v } }
 	vfNowSecond  = vfNow.Unix()
@@ -316,7 +316,7 @@ func TestVerifierSessionContents(t *testing.T) {
 	if diff := cmp.Diff(&w.hostAgent, sess.Agent); diff != "" {
 		t.Errorf("agent (-want +got):\n%s", diff)
 	}
-	if sess.Host.UserID != "usr_1" || sess.Host.Status != agentauth.StatusActive {
+	if sess.Host.UserID != "usr_1" || sess.Host.Status != agentcap.StatusActive {
 		t.Errorf("host = %+v", sess.Host)
 	}
 
@@ -429,17 +429,17 @@ func TestVerifierStatuses(t *testing.T) {
 		agentStatus, hostStatus string
 		want                    vfOutcome
 	}{
-		{agentauth.StatusActive, agentauth.StatusActive, vfOK},
-		{agentauth.StatusRevoked, agentauth.StatusActive, vfOutcome{403, agentauth.CodeAgentRevoked, "agent revoked"}},
-		{agentauth.StatusExpired, agentauth.StatusActive, vfOutcome{403, agentauth.CodeAgentExpired, "agent expired"}},
-		{agentauth.StatusPending, agentauth.StatusActive, vfOutcome{403, agentauth.CodeAgentPending, "agent pending approval"}},
-		{agentauth.StatusRejected, agentauth.StatusActive, vfOutcome{403, agentauth.CodeAgentRejected, "agent rejected"}},
-		{agentauth.StatusClaimed, agentauth.StatusActive, vfOutcome{403, agentauth.CodeAgentClaimed, "agent claimed"}},
-		{agentauth.StatusActive, agentauth.StatusRevoked, vfOutcome{403, agentauth.CodeHostRevoked, "host revoked"}},
-		{agentauth.StatusActive, agentauth.StatusRejected, vfOutcome{403, agentauth.CodeHostRevoked, "host revoked"}},
-		{agentauth.StatusActive, agentauth.StatusPending, vfOutcome{403, agentauth.CodeHostPending, "host pending approval"}},
+		{agentcap.StatusActive, agentcap.StatusActive, vfOK},
+		{agentcap.StatusRevoked, agentcap.StatusActive, vfOutcome{403, agentcap.CodeAgentRevoked, "agent revoked"}},
+		{agentcap.StatusExpired, agentcap.StatusActive, vfOutcome{403, agentcap.CodeAgentExpired, "agent expired"}},
+		{agentcap.StatusPending, agentcap.StatusActive, vfOutcome{403, agentcap.CodeAgentPending, "agent pending approval"}},
+		{agentcap.StatusRejected, agentcap.StatusActive, vfOutcome{403, agentcap.CodeAgentRejected, "agent rejected"}},
+		{agentcap.StatusClaimed, agentcap.StatusActive, vfOutcome{403, agentcap.CodeAgentClaimed, "agent claimed"}},
+		{agentcap.StatusActive, agentcap.StatusRevoked, vfOutcome{403, agentcap.CodeHostRevoked, "host revoked"}},
+		{agentcap.StatusActive, agentcap.StatusRejected, vfOutcome{403, agentcap.CodeHostRevoked, "host revoked"}},
+		{agentcap.StatusActive, agentcap.StatusPending, vfOutcome{403, agentcap.CodeHostPending, "host pending approval"}},
 		// The agent's state is reported before the host's.
-		{agentauth.StatusRevoked, agentauth.StatusPending, vfOutcome{403, agentauth.CodeAgentRevoked, "agent revoked"}},
+		{agentcap.StatusRevoked, agentcap.StatusPending, vfOutcome{403, agentcap.CodeAgentRevoked, "agent revoked"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.agentStatus+"/"+tt.hostStatus, func(t *testing.T) {
@@ -468,7 +468,7 @@ func TestVerifierCheckOrder(t *testing.T) {
 	w := vfNewWorld(t, nil)
 	revoked := w.hostAgent
 	revoked.ID = "agt_revoked"
-	revoked.Status = agentauth.StatusRevoked
+	revoked.Status = agentcap.StatusRevoked
 	if err := w.dir.PutAgent(&revoked); err != nil {
 		t.Fatal(err)
 	}
@@ -481,8 +481,8 @@ func TestVerifierCheckOrder(t *testing.T) {
 		{"bad typ before unknown agent", vfRaw(w.agentKey.priv, `{"alg":"EdDSA","typ":"host+jwt"}`, vfJSON(t, map[string]any{"sub": "nobody"})), vfInvalid},
 		{"bad signature before status", vfMint(t, vfNewKey(t).priv, "", map[string]any{"sub": "agt_revoked", "aud": vfAud}), vfInvalid},
 		{"bad signature before expiry", vfMint(t, vfNewKey(t).priv, "", func() map[string]any { c := vfClaims(); expired(c); return c }()), vfInvalid},
-		{"agent status before expiry", vfMint(t, w.agentKey.priv, "", func() map[string]any { c := vfClaims(); expired(c); c["sub"] = "agt_revoked"; return c }()), vfOutcome{403, agentauth.CodeAgentRevoked, "agent revoked"}},
-		{"agent status before issuer", vfMint(t, w.agentKey.priv, "", map[string]any{"sub": "agt_revoked", "iss": "wrong"}), vfOutcome{403, agentauth.CodeAgentRevoked, "agent revoked"}},
+		{"agent status before expiry", vfMint(t, w.agentKey.priv, "", func() map[string]any { c := vfClaims(); expired(c); c["sub"] = "agt_revoked"; return c }()), vfOutcome{403, agentcap.CodeAgentRevoked, "agent revoked"}},
+		{"agent status before issuer", vfMint(t, w.agentKey.priv, "", map[string]any{"sub": "agt_revoked", "iss": "wrong"}), vfOutcome{403, agentcap.CodeAgentRevoked, "agent revoked"}},
 		{"issuer before audience", w.mint(t, func(c map[string]any) { c["iss"] = "wrong"; c["aud"] = "wrong" }), vfIssuer},
 		{"audience before expiry", w.mint(t, func(c map[string]any) { expired(c); c["aud"] = "wrong" }), vfAudience},
 	}
@@ -751,7 +751,7 @@ func vfJWKSWorld(t *testing.T, body func(agentKey vfKey) []byte, policy func(*vf
 	}
 	w := vfNewWorld(t, func(c *agentauth.VerifierConfig) { c.KeyFetch = policy(srv) })
 	if err := w.dir.PutAgent(&agentauth.Agent{
-		ID: "agt_jwks", HostID: vfHost, Mode: agentauth.ModeAutonomous, Status: agentauth.StatusActive,
+		ID: "agt_jwks", HostID: vfHost, Mode: agentcap.ModeAutonomous, Status: agentcap.StatusActive,
 		JWKSURL: srv.srv.URL + "/jwks.json", KID: "k1",
 	}); err != nil {
 		t.Fatal(err)
@@ -855,7 +855,7 @@ func TestVerifierJWKSRefetchThrottle(t *testing.T) {
 	rotated := vfNewKey(t)
 	srv.set(vfJWKS(t, vfPublicJWK(key, "k1"), vfPublicJWK(rotated, "k2")))
 	if err := w.dir.PutAgent(&agentauth.Agent{
-		ID: "agt_jwks", HostID: vfHost, Mode: agentauth.ModeAutonomous, Status: agentauth.StatusActive,
+		ID: "agt_jwks", HostID: vfHost, Mode: agentcap.ModeAutonomous, Status: agentcap.StatusActive,
 		JWKSURL: srv.srv.URL + "/jwks.json", KID: "k2",
 	}); err != nil {
 		t.Fatal(err)
@@ -896,93 +896,94 @@ type vfCorpus struct {
 func vfNewCorpus(t testing.TB) *vfCorpus {
 	t.Helper()
 	clock := func() time.Time { return vfNow }
-	seeded := func(seed byte) agentauthtest.HostOption {
-		return agentauthtest.WithRandom(mrand.NewChaCha8([32]byte{seed}))
-	}
-	host := agentauthtest.NewHost(vfHost, seeded(1), agentauthtest.WithClock(clock), agentauthtest.WithUser("usr_1"))
-	agent := host.NewAgent(vfAgent).Grant("check_balance", nil)
-	revoked := host.NewAgent("agt_revoked", agentauthtest.WithStatus(agentauth.StatusRevoked))
-	pendingHost := agentauthtest.NewHost("hst_pending", seeded(2), agentauthtest.WithClock(clock), agentauthtest.WithStatus(agentauth.StatusPending))
-	underPending := pendingHost.NewAgent("agt_under_pending")
-	stranger := agentauthtest.NewHost("hst_x", seeded(3), agentauthtest.WithClock(clock)).NewAgent("agt_x")
+	seeded := func(seed byte) io.Reader { return mrand.NewChaCha8([32]byte{seed}) }
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: vfHost, Rand: seeded(1), Clock: clock, UserID: "usr_1"})
+	agent := host.NewAgent(agentauthtest.Agent{ID: vfAgent}).Grant("check_balance", nil)
+	revoked := host.NewAgent(agentauthtest.Agent{ID: "agt_revoked", Status: agentcap.StatusRevoked})
+	pendingHost := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_pending", Rand: seeded(2), Clock: clock, Status: agentcap.StatusPending})
+	underPending := pendingHost.NewAgent(agentauthtest.Agent{ID: "agt_under_pending"})
+	stranger := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_x", Rand: seeded(3), Clock: clock}).NewAgent(agentauthtest.Agent{ID: "agt_x"})
 	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{host, pendingHost}, []*agentauthtest.Agent{agent, revoked, underPending})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	tok := func(opts ...agentauthtest.TokenOption) string { return agent.Token(vfAud, opts...) }
+	tok := func(tok agentauthtest.Token) string {
+		tok.Audience = vfAud
+		return agent.Token(tok)
+	}
 	sec := func(d time.Duration) float64 { return float64(vfNow.Add(d).UnixMilli()) / 1000 }
-	good := tok(agentauthtest.WithJTI("replayed"))
+	good := tok(agentauthtest.Token{JTI: "replayed"})
 	entries := []vfCorpusEntry{
-		{"published client's token", tok(), vfOK},
-		{"capabilities claim", tok(agentauthtest.WithCapabilities("check_balance", "transfer")), vfOK},
-		{"empty capabilities claim", tok(agentauthtest.WithCapabilities()), vfOK},
-		{"iss the host thumbprint", tok(agentauthtest.WithIssuer(host.Thumbprint())), vfOK},
-		{"iss the host id", tok(agentauthtest.WithIssuer(vfHost)), vfOK},
-		{"aud array", tok(agentauthtest.WithClaim("aud", []string{"https://x.example", vfAud})), vfOK},
-		{"decimal times", tok(agentauthtest.WithClaim("iat", sec(-1500*time.Millisecond)), agentauthtest.WithClaim("exp", sec(58*time.Second))), vfOK},
-		{"nbf in the past", tok(agentauthtest.WithClaim("nbf", vfNow.Unix()-10)), vfOK},
-		{"escaped jti", tok(agentauthtest.WithJTI("<j&1>\u2028")), vfOK},
-		{"unregistered claims", tok(agentauthtest.WithClaim("scope", map[string]any{"a": []any{1.5, "<b>", nil, true}, "é": "😀"})), vfOK},
-		{"no kid", tok(agentauthtest.WithoutHeader("kid")), vfOK},
+		{"published client's token", tok(agentauthtest.Token{}), vfOK},
+		{"capabilities claim", tok(agentauthtest.Token{Capabilities: []string{"check_balance", "transfer"}}), vfOK},
+		{"empty capabilities claim", tok(agentauthtest.Token{Capabilities: []string{}}), vfOK},
+		{"iss the host thumbprint", tok(agentauthtest.Token{Issuer: host.Thumbprint()}), vfOK},
+		{"iss the host id", tok(agentauthtest.Token{Issuer: vfHost}), vfOK},
+		{"aud array", tok(agentauthtest.Token{Claims: map[string]any{"aud": []string{"https://x.example", vfAud}}}), vfOK},
+		{"decimal times", tok(agentauthtest.Token{Claims: map[string]any{"iat": sec(-1500 * time.Millisecond), "exp": sec(58 * time.Second)}}), vfOK},
+		{"nbf in the past", tok(agentauthtest.Token{Claims: map[string]any{"nbf": vfNow.Unix() - 10}}), vfOK},
+		{"escaped jti", tok(agentauthtest.Token{JTI: "<j&1>\u2028"}), vfOK},
+		{"unregistered claims", tok(agentauthtest.Token{Claims: map[string]any{"scope": map[string]any{"a": []any{1.5, "<b>", nil, true}, "é": "😀"}}}), vfOK},
+		{"no kid", tok(agentauthtest.Token{Header: map[string]any{"kid": nil}}), vfOK},
 		{"first use", good, vfOK},
 		{"replayed", good, vfReplayed},
 
-		{"typ host+jwt", tok(agentauthtest.WithType(agentauth.TypeHostJWT)), vfInvalid},
-		{"typ JWT", tok(agentauthtest.WithType("JWT")), vfInvalid},
-		{"no typ", tok(agentauthtest.WithoutHeader("typ")), vfInvalid},
-		{"no alg", tok(agentauthtest.WithoutHeader("alg")), vfInvalid},
-		{"alg none", tok(agentauthtest.WithAlgorithm("none")), vfInvalid},
-		{"HS256 keyed with the public key", tok(agentauthtest.WithAlgorithm("HS256")), vfInvalid},
-		{"HS384 keyed with the public key", tok(agentauthtest.WithAlgorithm("HS384")), vfInvalid},
-		{"HS512 keyed with the public key", tok(agentauthtest.WithAlgorithm("HS512")), vfInvalid},
-		{"ES256 label", tok(agentauthtest.WithAlgorithm("ES256")), vfInvalid},
-		{"RS256 label", tok(agentauthtest.WithAlgorithm("RS256")), vfInvalid},
-		{"signed by another key", tok(agentauthtest.WithSigningKey(stranger.Key)), vfInvalid},
-		{"signed by the host key", tok(agentauthtest.WithSigningKey(host.Key)), vfInvalid},
-		{"embedded jwk", tok(agentauthtest.WithHeader("jwk", json.RawMessage(stranger.PublicJWK()))), vfInvalid},
-		{"jku", tok(agentauthtest.WithHeader("jku", "https://evil.example/jwks")), vfInvalid},
-		{"x5u", tok(agentauthtest.WithHeader("x5u", "https://evil.example/cert")), vfInvalid},
-		{"x5c", tok(agentauthtest.WithHeader("x5c", []string{"MIIB"})), vfInvalid},
-		{"crit", tok(agentauthtest.WithHeader("crit", []string{"exp"})), vfInvalid},
-		{"b64", tok(agentauthtest.WithHeader("b64", false)), vfInvalid},
-		{"cty", tok(agentauthtest.WithHeader("cty", "JWT")), vfInvalid},
-		{"kid a number", tok(agentauthtest.WithHeader("kid", 7)), vfInvalid},
-		{"typ an array", tok(agentauthtest.WithHeader("typ", []string{agentauth.TypeAgentJWT})), vfInvalid},
-		{"host token", host.Token(vfAud), vfInvalid},
-		{"unknown agent", stranger.Token(vfAud), vfInvalid},
-		{"no sub", tok(agentauthtest.WithoutClaim("sub")), vfInvalid},
-		{"sub a number", tok(agentauthtest.WithClaim("sub", 7)), vfInvalid},
-		{"iat a string", tok(agentauthtest.WithClaim("iat", strconv.FormatInt(vfNow.Unix(), 10))), vfInvalid},
-		{"exp negative", tok(agentauthtest.WithClaim("exp", -1)), vfInvalid},
-		{"exp beyond year 9999", tok(agentauthtest.WithClaim("exp", 1e13)), vfInvalid},
-		{"nbf a string", tok(agentauthtest.WithClaim("nbf", "soon")), vfInvalid},
-		{"aud a number", tok(agentauthtest.WithClaim("aud", 1)), vfInvalid},
-		{"aud array with a number", tok(agentauthtest.WithClaim("aud", []any{vfAud, 1})), vfInvalid},
-		{"capabilities a string", tok(agentauthtest.WithClaim("capabilities", "check_balance")), vfInvalid},
-		{"capabilities null", tok(agentauthtest.WithClaim("capabilities", nil)), vfInvalid},
-		{"iss null", tok(agentauthtest.WithClaim("iss", nil)), vfInvalid},
-		{"jti a number", tok(agentauthtest.WithClaim("jti", 5)), vfInvalid},
-		{"revoked agent", revoked.Token(vfAud), vfOutcome{403, agentauth.CodeAgentRevoked, "agent revoked"}},
-		{"pending host", underPending.Token(vfAud), vfOutcome{403, agentauth.CodeHostPending, "host pending approval"}},
-		{"foreign iss", tok(agentauthtest.WithIssuer("hst_other")), vfIssuer},
-		{"wrong audience", agent.Token("https://elsewhere.example"), vfAudience},
-		{"no aud", tok(agentauthtest.WithoutClaim("aud")), vfAudience},
-		{"no iat", tok(agentauthtest.WithoutClaim("iat")), vfMissing},
-		{"no exp", tok(agentauthtest.WithoutClaim("exp")), vfMissing},
-		{"no jti", tok(agentauthtest.WithoutClaim("jti")), vfMissing},
-		{"empty jti", tok(agentauthtest.WithJTI("")), vfMissing},
-		{"issued in the future", tok(agentauthtest.WithIssuedAt(vfNow.Add(time.Minute))), vfFuture},
-		{"nbf in the future", tok(agentauthtest.WithClaim("nbf", vfNow.Unix()+30)), vfFuture},
-		{"issued ten minutes ago", tok(agentauthtest.WithIssuedAt(vfNow.Add(-10 * time.Minute))), vfTooOld},
-		{"expired", tok(agentauthtest.WithIssuedAt(vfNow.Add(-30*time.Second)), agentauthtest.WithLifetime(20*time.Second)), vfExpired},
-		{"lifetime of an hour", tok(agentauthtest.WithLifetime(time.Hour)), vfLifetime},
-		{"exp equals iat", tok(agentauthtest.WithLifetime(0)), vfLifetime},
+		{"typ host+jwt", tok(agentauthtest.Token{Type: agentcap.TypeHostJWT}), vfInvalid},
+		{"typ JWT", tok(agentauthtest.Token{Type: "JWT"}), vfInvalid},
+		{"no typ", tok(agentauthtest.Token{Header: map[string]any{"typ": nil}}), vfInvalid},
+		{"no alg", tok(agentauthtest.Token{Header: map[string]any{"alg": nil}}), vfInvalid},
+		{"alg none", tok(agentauthtest.Token{Algorithm: "none"}), vfInvalid},
+		{"HS256 keyed with the public key", tok(agentauthtest.Token{Algorithm: "HS256"}), vfInvalid},
+		{"HS384 keyed with the public key", tok(agentauthtest.Token{Algorithm: "HS384"}), vfInvalid},
+		{"HS512 keyed with the public key", tok(agentauthtest.Token{Algorithm: "HS512"}), vfInvalid},
+		{"ES256 label", tok(agentauthtest.Token{Algorithm: "ES256"}), vfInvalid},
+		{"RS256 label", tok(agentauthtest.Token{Algorithm: "RS256"}), vfInvalid},
+		{"signed by another key", tok(agentauthtest.Token{SigningKey: stranger.Key}), vfInvalid},
+		{"signed by the host key", tok(agentauthtest.Token{SigningKey: host.Key}), vfInvalid},
+		{"embedded jwk", tok(agentauthtest.Token{Header: map[string]any{"jwk": json.RawMessage(stranger.PublicJWK())}}), vfInvalid},
+		{"jku", tok(agentauthtest.Token{Header: map[string]any{"jku": "https://evil.example/jwks"}}), vfInvalid},
+		{"x5u", tok(agentauthtest.Token{Header: map[string]any{"x5u": "https://evil.example/cert"}}), vfInvalid},
+		{"x5c", tok(agentauthtest.Token{Header: map[string]any{"x5c": []string{"MIIB"}}}), vfInvalid},
+		{"crit", tok(agentauthtest.Token{Header: map[string]any{"crit": []string{"exp"}}}), vfInvalid},
+		{"b64", tok(agentauthtest.Token{Header: map[string]any{"b64": false}}), vfInvalid},
+		{"cty", tok(agentauthtest.Token{Header: map[string]any{"cty": "JWT"}}), vfInvalid},
+		{"kid a number", tok(agentauthtest.Token{Header: map[string]any{"kid": 7}}), vfInvalid},
+		{"typ an array", tok(agentauthtest.Token{Header: map[string]any{"typ": []string{agentcap.TypeAgentJWT}}}), vfInvalid},
+		{"host token", host.Token(agentauthtest.Token{Audience: vfAud}), vfInvalid},
+		{"unknown agent", stranger.Token(agentauthtest.Token{Audience: vfAud}), vfInvalid},
+		{"no sub", tok(agentauthtest.Token{Claims: map[string]any{"sub": nil}}), vfInvalid},
+		{"sub a number", tok(agentauthtest.Token{Claims: map[string]any{"sub": 7}}), vfInvalid},
+		{"iat a string", tok(agentauthtest.Token{Claims: map[string]any{"iat": strconv.FormatInt(vfNow.Unix(), 10)}}), vfInvalid},
+		{"exp negative", tok(agentauthtest.Token{Claims: map[string]any{"exp": -1}}), vfInvalid},
+		{"exp beyond year 9999", tok(agentauthtest.Token{Claims: map[string]any{"exp": 1e13}}), vfInvalid},
+		{"nbf a string", tok(agentauthtest.Token{Claims: map[string]any{"nbf": "soon"}}), vfInvalid},
+		{"aud a number", tok(agentauthtest.Token{Claims: map[string]any{"aud": 1}}), vfInvalid},
+		{"aud array with a number", tok(agentauthtest.Token{Claims: map[string]any{"aud": []any{vfAud, 1}}}), vfInvalid},
+		{"capabilities a string", tok(agentauthtest.Token{Claims: map[string]any{"capabilities": "check_balance"}}), vfInvalid},
+		{"capabilities null", tok(agentauthtest.Token{Claims: map[string]any{"capabilities": json.RawMessage("null")}}), vfInvalid},
+		{"iss null", tok(agentauthtest.Token{Claims: map[string]any{"iss": json.RawMessage("null")}}), vfInvalid},
+		{"jti a number", tok(agentauthtest.Token{Claims: map[string]any{"jti": 5}}), vfInvalid},
+		{"revoked agent", revoked.Token(agentauthtest.Token{Audience: vfAud}), vfOutcome{403, agentcap.CodeAgentRevoked, "agent revoked"}},
+		{"pending host", underPending.Token(agentauthtest.Token{Audience: vfAud}), vfOutcome{403, agentcap.CodeHostPending, "host pending approval"}},
+		{"foreign iss", tok(agentauthtest.Token{Issuer: "hst_other"}), vfIssuer},
+		{"wrong audience", agent.Token(agentauthtest.Token{Audience: "https://elsewhere.example"}), vfAudience},
+		{"no aud", tok(agentauthtest.Token{Claims: map[string]any{"aud": nil}}), vfAudience},
+		{"no iat", tok(agentauthtest.Token{Claims: map[string]any{"iat": nil}}), vfMissing},
+		{"no exp", tok(agentauthtest.Token{Claims: map[string]any{"exp": nil}}), vfMissing},
+		{"no jti", tok(agentauthtest.Token{Claims: map[string]any{"jti": nil}}), vfMissing},
+		{"empty jti", tok(agentauthtest.Token{Claims: map[string]any{"jti": ""}}), vfMissing},
+		{"issued in the future", tok(agentauthtest.Token{IssuedAt: vfNow.Add(time.Minute)}), vfFuture},
+		{"nbf in the future", tok(agentauthtest.Token{Claims: map[string]any{"nbf": vfNow.Unix() + 30}}), vfFuture},
+		{"issued ten minutes ago", tok(agentauthtest.Token{IssuedAt: vfNow.Add(-10 * time.Minute)}), vfTooOld},
+		{"expired", tok(agentauthtest.Token{IssuedAt: vfNow.Add(-30 * time.Second), Lifetime: 20 * time.Second}), vfExpired},
+		{"lifetime of an hour", tok(agentauthtest.Token{Lifetime: time.Hour}), vfLifetime},
+		{"exp equals iat", tok(agentauthtest.Token{Expiry: vfNow}), vfLifetime},
 	}
 
 	// Every one-byte change of a valid token: each byte replaced by
 	// another of the alphabet, removed, or doubled.
-	base := tok(agentauthtest.WithJTI("mutated"))
+	base := tok(agentauthtest.Token{JTI: "mutated"})
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_."
 	for i := range len(base) {
 		other := alphabet[(strings.IndexByte(alphabet, base[i])+1)%len(alphabet)]
@@ -996,7 +997,7 @@ func vfNewCorpus(t testing.TB) *vfCorpus {
 	entries = append(entries,
 		vfCorpusEntry{"padded", base + "=", vfInvalid},
 		vfCorpusEntry{"header and payload swapped", parts[1] + "." + parts[0] + "." + parts[2], vfInvalid},
-		vfCorpusEntry{"signature of another token", parts[0] + "." + parts[1] + "." + strings.Split(tok(), ".")[2], vfInvalid},
+		vfCorpusEntry{"signature of another token", parts[0] + "." + parts[1] + "." + strings.Split(tok(agentauthtest.Token{}), ".")[2], vfInvalid},
 		vfCorpusEntry{"signature truncated to 63 bytes", parts[0] + "." + parts[1] + "." + parts[2][:84], vfInvalid},
 	)
 	return &vfCorpus{dir: dir, agentKey: agent.Key.Public().(ed25519.PublicKey), entries: entries}
@@ -1137,9 +1138,9 @@ func FuzzVerify(f *testing.F) {
 			}
 			return
 		}
-		var ae *core.AppError
+		var ae *agentcap.Error
 		if !errors.As(err, &ae) {
-			t.Fatalf("error %v is not a *core.AppError", err)
+			t.Fatalf("error %v is not a *agentcap.Error", err)
 		}
 	})
 }
@@ -1165,11 +1166,11 @@ func ExampleNewVerifier() {
 	jwk, _ := jose.JSONWebKey{Key: pub}.MarshalJSON()
 
 	dir := agentauth.NewMemoryDirectory()
-	_ = dir.PutHost(&agentauth.Host{ID: "hst_1", PublicKey: jwk, Status: agentauth.StatusActive})
+	_ = dir.PutHost(&agentauth.Host{ID: "hst_1", PublicKey: jwk, Status: agentcap.StatusActive})
 	_ = dir.PutAgent(&agentauth.Agent{
-		ID: "agt_1", HostID: "hst_1", Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive,
+		ID: "agt_1", HostID: "hst_1", Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive,
 		PublicKey: jwk,
-		Grants:    []agentauth.Grant{{Capability: "check_balance", Status: agentauth.StatusActive}},
+		Grants:    []agentauth.Grant{{Capability: "check_balance", Status: agentcap.StatusActive}},
 	})
 	v, err := agentauth.NewVerifier(agentauth.VerifierConfig{
 		Directory: dir,
@@ -1194,9 +1195,9 @@ func ExampleNewVerifier() {
 	fmt.Println(sess.Agent.ID, sess.Host.ID, sess.Claims.Capabilities, err)
 
 	_, err = v.Session(context.Background(), token)
-	var ae *core.AppError
+	var ae *agentcap.Error
 	errors.As(err, &ae)
-	fmt.Println(ae.Status, ae.Code, ae.Message)
+	fmt.Println(ae.HTTPStatus(), ae.Code, ae.Message)
 	// Output:
 	// agt_1 hst_1 [check_balance] <nil>
 	// 401 invalid_jwt agent JWT already used
@@ -1206,9 +1207,9 @@ func ExampleNewVerifier() {
 // asks the caller to retry in a second, in the header and the body.
 func vfCheckRetryAfter(t *testing.T, err error) {
 	t.Helper()
-	var ae *core.AppError
+	var ae *agentcap.Error
 	if !errors.As(err, &ae) {
-		t.Fatalf("%v is not a *core.AppError", err)
+		t.Fatalf("%v is not a *agentcap.Error", err)
 	}
 	if ae.RetryAfter != time.Second || ae.Fields["retry_after"] != 1 {
 		t.Errorf("RetryAfter %s, retry_after %v; want 1s and 1", ae.RetryAfter, ae.Fields["retry_after"])

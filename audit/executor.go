@@ -7,7 +7,7 @@ import (
 )
 
 // ForExecutor returns the writer of an executor's audit trail
-// (core.ExecutorConfig.Audit.Writer) that writes each record to s. An
+// (core.Config.Audit.Writer) that writes each record to s. An
 // executor's records never hold raw arguments: only their digest, and
 // for capabilities defined WithAuditArguments the decoded input with
 // its secret fields redacted.
@@ -21,9 +21,9 @@ func (w executorWriter) WriteAudit(ctx context.Context, r core.AuditRecord) erro
 		Time:            r.Time,
 		Event:           r.Event,
 		Outcome:         r.Outcome,
-		AgentID:         r.Actor.AgentID,
-		HostID:          r.Actor.HostID,
-		UserID:          r.Actor.UserID,
+		AgentID:         r.AgentID,
+		HostID:          r.HostID,
+		UserID:          r.UserID,
 		Capability:      r.Capability,
 		ArgumentsDigest: r.ArgumentsDigest,
 		ConfirmationID:  r.ConfirmationID,

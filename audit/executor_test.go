@@ -15,7 +15,7 @@ func TestForExecutorKeepsEveryField(t *testing.T) {
 	at := time.Date(2025, 3, 4, 5, 6, 7, 8000, time.UTC)
 	in := core.AuditRecord{
 		Time: at, Event: "money.transfer", Outcome: "ok", Capability: "transfer_money",
-		Actor:           core.AuditActor{AgentID: "agt_1", HostID: "hst_1", UserID: "usr_1"},
+		AgentID: "agt_1", HostID: "hst_1", UserID: "usr_1",
 		ArgumentsDigest: "d1", Arguments: json.RawMessage(`{"pin":"[redacted]"}`), ConfirmationID: "c1",
 		RequestID: "r1", ClientIP: "192.0.2.1", TraceID: "t1", Duration: 3 * time.Millisecond,
 	}

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/agentcap/agentcap/core"
 )
 
 // Event names for records of previews, confirmations and provider
@@ -21,15 +19,15 @@ import (
 // the application's choosing (the capability name, say).
 const (
 	// EventPreview: a preview of a capability call ran.
-	EventPreview = core.AuditEventPreview
+	EventPreview = "preview"
 	// EventConfirmationIssued: a confirmation token was issued for a call.
-	EventConfirmationIssued = core.AuditEventConfirmationIssued
+	EventConfirmationIssued = "confirmation.issued"
 	// EventConfirmationConsumed: a confirmation token was used by the
 	// call it was issued for.
-	EventConfirmationConsumed = core.AuditEventConfirmationConsumed
+	EventConfirmationConsumed = "confirmation.consumed"
 	// EventConfirmationDenied: a person denied a call, or a confirmation
 	// token was refused.
-	EventConfirmationDenied = core.AuditEventConfirmationDenied
+	EventConfirmationDenied = "confirmation.denied"
 
 	// EventHostRegistered: a host was registered (or first seen).
 	EventHostRegistered = "host.registered"
@@ -58,18 +56,18 @@ const (
 )
 
 // Outcomes that are not error codes. A failed call's outcome is its error
-// code (core.Error.Code: forbidden, constraint_violated, ...).
+// code (agentcap.Error.Code: unauthorized, constraint_violated, ...).
 const (
 	// OutcomeOK: the call or the change succeeded.
-	OutcomeOK = core.AuditOutcomeOK
+	OutcomeOK = "ok"
 	// OutcomeStarted: the record of a call's start, written before the
 	// handler runs for capabilities that require audit. The call's end is
 	// another record.
-	OutcomeStarted = core.AuditOutcomeStarted
+	OutcomeStarted = "started"
 )
 
 // Redacted replaces the value of a secret field in kept arguments.
-const Redacted = core.AuditRedacted
+const Redacted = "[redacted]"
 
 // Record is one entry of the audit trail. Only ID, Time, Event and Outcome
 // are always set; the other fields are empty where they do not apply (a

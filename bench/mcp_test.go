@@ -31,15 +31,15 @@ const mcpProtocol = "2025-06-18"
 
 var mcpCallBody = []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"transfer","arguments":{"from_account":"acc_alice","to_account":"acc_bob","amount":125.5,"currency":"EUR"}}}`)
 
-// newMCPXHandler is mcpx over the same executor and authenticator as the
-// httpx mount.
+// newMCPXHandler is mcpx over the same executor and verifier as the
+// httpx mount; the verified identity's subject, the token, owns the
+// session.
 func newMCPXHandler(tb testing.TB, resource string) http.Handler {
 	tb.Helper()
 	exec := newMountHandlerExecutor(tb)
-	s, err := mcpx.New(exec, mcpx.Config[string]{
-		Authenticate: authenticate,
-		SessionOwner: func(p string) string { return p },
-		Resource:     resource,
+	s, err := mcpx.New(exec, mcpx.Config{
+		Verifier: verifier,
+		Resource: resource,
 	})
 	if err != nil {
 		tb.Fatal(err)

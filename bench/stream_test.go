@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/labstack/echo/v4"
 
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/echox"
 	"github.com/agentcap/agentcap/fiberx"
@@ -42,7 +43,7 @@ type burstOut struct {
 	Sent int `json:"sent"`
 }
 
-func streamHandler(b *testing.B) *httpx.Handler[struct{}, struct{}] {
+func streamHandler(b *testing.B) *httpx.Handler {
 	burst := core.MustDefineStream("burst", "Emit n chunks.",
 		func(_ context.Context, _ struct{}, in burstIn, emit *core.Emitter[burstChunk]) (burstOut, error) {
 			for i := 1; i <= in.N; i++ {
@@ -52,11 +53,13 @@ func streamHandler(b *testing.B) *httpx.Handler[struct{}, struct{}] {
 			}
 			return burstOut{Sent: in.N}, nil
 		})
-	exec := core.MustExecutor(core.MustRegistry(burst), core.ExecutorConfig[struct{}, struct{}]{
-		CreateContext: func(context.Context, struct{}, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-	})
-	h, err := httpx.New(exec, httpx.Config[struct{}]{
-		Authenticate: func(context.Context, *httpx.Request) (struct{}, error) { return struct{}{}, nil },
+	exec := core.MustExecutor(core.MustRegistry(burst),
+		func(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+		core.Config{})
+	// Every request is the same caller, whatever it sends: the benchmark
+	// measures the stream, not the credentials.
+	h, err := httpx.New(exec, httpx.Config{
+		Verifier: auth.VerifierFunc(func(context.Context, *auth.Request) (*auth.Identity, error) { return streamCaller, nil }),
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -64,7 +67,10 @@ func streamHandler(b *testing.B) *httpx.Handler[struct{}, struct{}] {
 	return h
 }
 
-func streamServer(b *testing.B, router string, h *httpx.Handler[struct{}, struct{}]) string {
+// streamCaller is the one caller of the stream benchmark.
+var streamCaller = &auth.Identity{Subject: "bench"}
+
+func streamServer(b *testing.B, router string, h *httpx.Handler) string {
 	b.Helper()
 	var handler http.Handler
 	switch router {

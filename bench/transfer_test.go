@@ -11,6 +11,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
@@ -59,23 +61,32 @@ var (
 
 var transferCap = core.MustDefine("transfer", "Move money between two accounts of the caller.", transfer)
 
-// authenticate is the trivial authenticator of the mounts: one static
-// bearer token. Every contender checks the same header the same way.
-func authenticate(_ context.Context, req *httpx.Request) (string, error) {
-	tok, ok := strings.CutPrefix(req.Header("Authorization"), "Bearer ")
+// verifier is the trivial verifier of the mounts: one static bearer
+// token. Every contender checks the same header the same way.
+var verifier = auth.VerifierFunc(func(_ context.Context, req *auth.Request) (*auth.Identity, error) {
+	tok, ok := strings.CutPrefix(req.Authorization, "Bearer ")
 	if !ok {
-		return "", httpx.ErrNoCredentials
+		return nil, auth.ErrNoCredentials
 	}
 	if tok != token {
-		return "", httpx.ErrBadCredentials
+		return nil, errBadToken
 	}
-	return tok, nil
-}
+	return tokenIdentity, nil
+})
+
+// tokenIdentity is the caller the one token stands for. It is built once,
+// as the token is known once: the other contenders spend nothing per
+// request on who the caller is, and neither does the verifier.
+var tokenIdentity = &auth.Identity{Subject: token}
+
+// errBadToken answers a token that is not the bench token: 401
+// invalid_jwt, the answer of a refused bearer token.
+var errBadToken = agentcap.NewError(agentcap.CodeInvalidJWT, "the credentials are invalid")
 
 // newMountHandler builds the agentcap handler the four mounts serve.
-func newMountHandler(tb testing.TB) *httpx.Handler[account, string] {
+func newMountHandler(tb testing.TB) *httpx.Handler {
 	tb.Helper()
-	h, err := httpx.New(newMountHandlerExecutor(tb), httpx.Config[string]{Authenticate: authenticate})
+	h, err := httpx.New(newMountHandlerExecutor(tb), httpx.Config{Verifier: verifier})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -83,14 +94,13 @@ func newMountHandler(tb testing.TB) *httpx.Handler[account, string] {
 }
 
 // newMountHandlerExecutor is the executor behind every agentcap
-// contender: the transfer, for the principal the authenticator found.
-func newMountHandlerExecutor(tb testing.TB) *core.Executor[account, string] {
+// contender: the transfer, for the caller the verifier found.
+func newMountHandlerExecutor(tb testing.TB) *core.Executor {
 	tb.Helper()
-	exec, err := core.NewExecutor(core.MustRegistry(transferCap), core.ExecutorConfig[account, string]{
-		CreateContext: func(_ context.Context, principal string, _ *core.Definition, _ any) (account, error) {
-			return account{Owner: principal}, nil
-		},
-	})
+	exec, err := core.NewExecutor(core.MustRegistry(transferCap),
+		func(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (account, error) {
+			return account{Owner: id.Subject}, nil
+		}, core.Config{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -145,7 +155,7 @@ var (
 	handInternal     = []byte(`{"error":"internal_error","message":"internal error"}` + "\n")
 )
 
-// authorized is the hand-written twin of authenticate.
+// authorized is the hand-written twin of verifier.
 func authorized(header string) (string, bool) {
 	tok, ok := strings.CutPrefix(header, "Bearer ")
 	return tok, ok && tok == token

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 )
 
 // Errors of the approval flow.
@@ -58,8 +58,8 @@ type Connection struct {
 type ConnectOptions struct {
 	// Name is the agent's display name; empty means "agentcap agent".
 	Name string
-	// Mode is agentauth.ModeDelegated (the default) or
-	// agentauth.ModeAutonomous.
+	// Mode is agentcap.ModeDelegated (the default) or
+	// agentcap.ModeAutonomous.
 	Mode string
 	// Capabilities are requested at registration, with proposed
 	// constraints.
@@ -121,9 +121,9 @@ func (c *Client) Connect(ctx context.Context, providerURL string, o ConnectOptio
 		return nil, nil, err
 	}
 	if o.Mode == "" {
-		o.Mode = agentauth.ModeDelegated
+		o.Mode = agentcap.ModeDelegated
 	}
-	if o.Mode != agentauth.ModeDelegated && o.Mode != agentauth.ModeAutonomous {
+	if o.Mode != agentcap.ModeDelegated && o.Mode != agentcap.ModeAutonomous {
 		return nil, nil, fmt.Errorf("client: unknown mode %q", o.Mode)
 	}
 	if len(disc.Modes) > 0 && !slices.Contains(disc.Modes, o.Mode) {
@@ -187,11 +187,11 @@ func (c *Client) Connect(ctx context.Context, providerURL string, o ConnectOptio
 	a.conn.AgentID = st.AgentID
 	a.conn.HostID = st.HostID
 	a.rememberGrants(st.Grants)
-	if st.Status != agentauth.StatusPending {
+	if st.Status != agentcap.StatusPending {
 		return a, &st, statusError(&st)
 	}
 	final, err := a.waitForApproval(ctx, st.Approval, o.OnApproval, o.OnPoll, func(s *AgentStatus) bool {
-		return s.Status != agentauth.StatusPending
+		return s.Status != agentcap.StatusPending
 	})
 	if err != nil {
 		if errors.Is(err, ErrApprovalDenied) || errors.Is(err, ErrApprovalExpired) {
@@ -207,9 +207,9 @@ func (c *Client) Connect(ctx context.Context, providerURL string, o ConnectOptio
 // approval.
 func statusError(st *AgentStatus) error {
 	switch st.Status {
-	case agentauth.StatusActive:
+	case agentcap.StatusActive:
 		return nil
-	case agentauth.StatusRejected:
+	case agentcap.StatusRejected:
 		return fmt.Errorf("%w: agent %s was rejected", ErrApprovalDenied, st.AgentID)
 	default:
 		return fmt.Errorf("client: agent %s is %s", st.AgentID, st.Status)
@@ -485,11 +485,11 @@ func (a *Agent) RequestCapabilities(ctx context.Context, o RequestOptions) (*Age
 	}
 	settled := func(s *AgentStatus) bool {
 		for _, g := range s.Grants {
-			if g.Status == agentauth.StatusPending && slices.Contains(names, g.Capability) {
+			if g.Status == agentcap.StatusPending && slices.Contains(names, g.Capability) {
 				return false
 			}
 		}
-		return s.Status != agentauth.StatusPending
+		return s.Status != agentcap.StatusPending
 	}
 	if st.Approval == nil && settled(&st) {
 		return &st, nil
@@ -534,7 +534,7 @@ func (a *Agent) waitForApproval(ctx context.Context, ap *Approval, onApproval fu
 			if onPoll != nil {
 				onPoll(*st)
 			}
-			if st.Status == agentauth.StatusRejected {
+			if st.Status == agentcap.StatusRejected {
 				return st, fmt.Errorf("%w: agent %s was rejected", ErrApprovalDenied, st.AgentID)
 			}
 			if done(st) {
@@ -557,14 +557,14 @@ func (a *Agent) waitForApproval(ctx context.Context, ap *Approval, onApproval fu
 func pollFailed(ctx context.Context, err error, interval, wait *time.Duration, ceiling time.Duration) error {
 	var e *Error
 	switch {
-	case errors.As(err, &e) && e.Code == CodeSlowDown:
+	case errors.As(err, &e) && e.Code == agentcap.CodeSlowDown:
 		*interval = min(*interval+slowDownStep, ceiling)
 		*wait = *interval
-	case errors.As(err, &e) && e.Code == CodeAuthorizationPending:
+	case errors.As(err, &e) && e.Code == agentcap.CodeAuthorizationPending:
 		*wait = *interval
-	case errors.As(err, &e) && (e.Code == CodeAccessDenied || e.Code == CodeConfirmationDenied):
+	case errors.As(err, &e) && (e.Code == agentcap.CodeAccessDenied || e.Code == agentcap.CodeConfirmationDenied):
 		return fmt.Errorf("%w: %w", ErrApprovalDenied, err)
-	case errors.As(err, &e) && (e.Code == CodeExpiredToken || e.Code == CodeConfirmationExpired):
+	case errors.As(err, &e) && (e.Code == agentcap.CodeExpiredToken || e.Code == agentcap.CodeConfirmationExpired):
 		return fmt.Errorf("%w: %w", ErrApprovalExpired, err)
 	case errors.As(err, &e) && (e.Status == http.StatusTooManyRequests || e.Status >= 500):
 		*wait = min(max(*wait*2, e.RetryAfter), ceiling)

@@ -6,38 +6,29 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/client"
-	"github.com/agentcap/agentcap/core"
-	"github.com/agentcap/agentcap/testing/agentauthtest"
-	"github.com/agentcap/agentcap/testing/captest"
 )
 
-type noteIn struct {
-	None bool `json:"none,omitempty"`
-}
-
-type note struct {
-	ID   string `json:"id"`
-	Text string `json:"text"`
-}
-
-// notesCap answers a top-level JSON array: the client and its tool
-// conversion must take it as it comes.
-var notesCap = core.MustDefine("notes", "List the notes.",
-	func(_ context.Context, _ struct{}, in noteIn) ([]note, error) {
-		if in.None {
-			return nil, nil
-		}
-		return []note{{ID: "n1", Text: "first"}, {ID: "n2", Text: "second"}}, nil
-	})
+// notesOutput is the output schema of "notes": a top-level JSON array,
+// which the client and its tool conversion must take as it comes.
+// Its members are in key order, as the wrapping writes them.
+const notesOutput = `{"$schema":"https://json-schema.org/draft/2020-12/schema","items":{"properties":{"id":{"type":"string"},"text":{"type":"string"}},"type":"object"},"type":"array"}`
 
 func TestArrayOutputThroughTheClient(t *testing.T) {
 	p := newFakeProvider(t)
-	exec := captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), []core.Definer{echoCap, notesCap})
-	p.Loc = agentauthtest.NewServer(t, exec, agentauth.HTTPOptions[struct{}]{})
+	p.Loc.handle("notes", fakeCapability{fields: []string{"none"}, run: func(_ string, args json.RawMessage) (any, error) {
+		var in struct {
+			None bool `json:"none"`
+		}
+		_ = json.Unmarshal(args, &in)
+		if in.None {
+			return []any{}, nil
+		}
+		return []map[string]string{{"id": "n1", "text": "first"}, {"id": "n2", "text": "second"}}, nil
+	}})
 	p.Caps = append(p.Caps, client.Capability{Name: "notes", Description: "List the notes.",
-		Input: notesCap.Definition().InputSchema(), Output: notesCap.Definition().OutputSchema()})
+		Input:  json.RawMessage(`{"type":"object","properties":{"none":{"type":"boolean"}}}`),
+		Output: json.RawMessage(notesOutput)})
 	c, _, _ := newClient(t)
 	a := connect(t, c, p, client.Capabilities("echo", "notes")...)
 	ctx := context.Background()
@@ -80,8 +71,10 @@ func TestArrayOutputThroughTheClient(t *testing.T) {
 			continue
 		}
 		found = true
-		if !strings.HasPrefix(string(tool.OutputSchema), `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"result":{"items":`) {
-			t.Errorf("MCP tool output schema %s, want the array schema wrapped", tool.OutputSchema)
+		want := `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"result":` +
+			strings.Replace(notesOutput, `"$schema":"https://json-schema.org/draft/2020-12/schema",`, "", 1) + `},"required":["result"]}`
+		if string(tool.OutputSchema) != want {
+			t.Errorf("MCP tool output schema %s, want the array schema wrapped: %s", tool.OutputSchema, want)
 		}
 		if !json.Valid(tool.InputSchema) {
 			t.Errorf("input schema %s", tool.InputSchema)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentcap/agentcap"
 )
 
 // MaxBatchItems is the largest batch sent in one request; longer groups
@@ -217,7 +219,7 @@ func (a *Agent) sendBatch(ctx context.Context, loc, batchURL string, items []bat
 				e.Message = "batch call failed"
 			}
 			var p pendingAnswer
-			if e.Code == CodeConfirmationPending && json.Unmarshal(r.Error, &p) == nil {
+			if e.Code == agentcap.CodeConfirmationPending && json.Unmarshal(r.Error, &p) == nil {
 				results[i].Err = a.confirmationPending(items[i].Capability, loc, p)
 				continue
 			}

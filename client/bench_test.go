@@ -21,9 +21,10 @@ func BenchmarkSignJWT(b *testing.B) {
 	}
 }
 
-// BenchmarkExecute runs a whole execute against an agentcap location on
-// loopback: signing, the HTTP round trip, verification and the
-// capability.
+// BenchmarkExecute runs a whole execute against the test location on
+// loopback: signing, the HTTP round trip, the location's verification
+// and the capability. agentcap's own location is measured by the
+// benchmarks of its packages.
 func BenchmarkExecute(b *testing.B) {
 	p := newFakeProvider(b)
 	c, _, _ := newClient(b)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentcap/agentcap"
 )
 
 // Defaults of Config.
@@ -283,7 +285,7 @@ func (c *Client) send(ctx context.Context, build func() (*http.Request, error)) 
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		e := parseError(resp.StatusCode, resp.Header, body, c.cfg.Now())
-		if e.Status == http.StatusServiceUnavailable && e.Code != codeTemporarilyUnavailable {
+		if e.Status == http.StatusServiceUnavailable && e.Code != agentcap.CodeTemporarilyUnavailable {
 			// Another 503 (a job whose instance was lost, an audit
 			// trail that is down) is the caller's to judge, whole.
 			resp.Body = readCloser{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
@@ -311,9 +313,6 @@ type readCloser struct {
 	io.Reader
 	io.Closer
 }
-
-// codeTemporarilyUnavailable is the code of a 503 whose call did not run.
-const codeTemporarilyUnavailable = "temporarily_unavailable"
 
 // retryBackoff is the wait before retry attempt+1 when the server named
 // none: 1 s, 2 s, 4 s, ...

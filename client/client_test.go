@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
 )
 
@@ -177,7 +177,7 @@ func TestConnectDelegatedWaitsForApproval(t *testing.T) {
 	p := newFakeProvider(t)
 	p.Pending = true
 	p.ApproveAfter = 2
-	p.StatusErrors = [][2]string{{"400", client.CodeSlowDown}, {"400", client.CodeAuthorizationPending}, {"503", "unavailable"}}
+	p.StatusErrors = []scripted{{400, agentcap.CodeSlowDown}, {400, agentcap.CodeAuthorizationPending}, {503, "unavailable"}}
 	c, _, sl := newClient(t)
 	var approvals []client.Approval
 	var polls []string
@@ -191,7 +191,7 @@ func TestConnectDelegatedWaitsForApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != agentauth.StatusActive || a.ID() == "" {
+	if st.Status != agentcap.StatusActive || a.ID() == "" {
 		t.Fatalf("status %+v", st)
 	}
 	wantApproval := []client.Approval{{
@@ -235,21 +235,21 @@ func TestConnectOutcomes(t *testing.T) {
 		wantErr error
 		status  string
 	}{
-		{"autonomous is active at once", func(p *fakeProvider) { p.Pending = true }, agentauth.ModeAutonomous, nil, nil, agentauth.StatusActive},
-		{"rejected", func(p *fakeProvider) { p.Pending, p.Deny = true, true }, agentauth.ModeDelegated, nil, client.ErrApprovalDenied, agentauth.StatusPending},
+		{"autonomous is active at once", func(p *fakeProvider) { p.Pending = true }, agentcap.ModeAutonomous, nil, nil, agentcap.StatusActive},
+		{"rejected", func(p *fakeProvider) { p.Pending, p.Deny = true, true }, agentcap.ModeDelegated, nil, client.ErrApprovalDenied, agentcap.StatusPending},
 		{"access_denied while polling", func(p *fakeProvider) {
 			p.Pending, p.ApproveAfter = true, 5
-			p.StatusErrors = [][2]string{{"403", client.CodeAccessDenied}}
-		}, agentauth.ModeDelegated, nil, client.ErrApprovalDenied, agentauth.StatusPending},
+			p.StatusErrors = []scripted{{403, agentcap.CodeAccessDenied}}
+		}, agentcap.ModeDelegated, nil, client.ErrApprovalDenied, agentcap.StatusPending},
 		{"expired_token while polling", func(p *fakeProvider) {
 			p.Pending, p.ApproveAfter = true, 5
-			p.StatusErrors = [][2]string{{"400", client.CodeExpiredToken}}
-		}, agentauth.ModeDelegated, nil, client.ErrApprovalExpired, agentauth.StatusPending},
+			p.StatusErrors = []scripted{{400, agentcap.CodeExpiredToken}}
+		}, agentcap.ModeDelegated, nil, client.ErrApprovalExpired, agentcap.StatusPending},
 		{"context ends while waiting", func(p *fakeProvider) { p.Pending, p.ApproveAfter = true, 1000 },
-			agentauth.ModeDelegated, func() (context.Context, context.CancelFunc) {
+			agentcap.ModeDelegated, func() (context.Context, context.CancelFunc) {
 				return context.WithTimeout(context.Background(), 50*time.Millisecond)
 			},
-			context.DeadlineExceeded, agentauth.StatusPending},
+			context.DeadlineExceeded, agentcap.StatusPending},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,7 +292,7 @@ func TestConnectRefusesUnsupportedMode(t *testing.T) {
 	p := newFakeProvider(t)
 	p.Doc = func(d map[string]any) { d["modes"] = []string{"delegated"} }
 	c, keys, _ := newClient(t)
-	_, _, err := c.Connect(context.Background(), p.URL, client.ConnectOptions{Mode: agentauth.ModeAutonomous})
+	_, _, err := c.Connect(context.Background(), p.URL, client.ConnectOptions{Mode: agentcap.ModeAutonomous})
 	if err == nil || !strings.Contains(err.Error(), "does not support autonomous") {
 		t.Fatalf("err = %v", err)
 	}

@@ -8,32 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-)
 
-// Error codes of previews and confirmations, agentcap's extension of the
-// execute surface (see docs/confirmation.md in the module).
-const (
-	// CodePreviewNotSupported: the capability has no preview.
-	CodePreviewNotSupported = "preview_not_supported"
-	// CodeConfirmationRequired: the call needs a confirmation token and
-	// carried none. The answer becomes a *ConfirmationRequired.
-	CodeConfirmationRequired = "confirmation_required"
-	// CodeConfirmationMismatch: the token was issued for another
-	// capability or other arguments (409).
-	CodeConfirmationMismatch = "confirmation_mismatch"
-	// CodeConfirmationExpired: the token's lifetime is over (409).
-	CodeConfirmationExpired = "confirmation_expired"
-	// CodeConfirmationUsed: the token confirmed a call already (409).
-	CodeConfirmationUsed = "confirmation_used"
-	// CodeInvalidConfirmation: the token is unknown or forged, or was
-	// issued to another agent or for another location (403).
-	CodeInvalidConfirmation = "invalid_confirmation"
-	// CodeConfirmationDenied: the person asked to confirm the call
-	// refused it (403).
-	CodeConfirmationDenied = "confirmation_denied"
-	// CodeConfirmationNotFound: the status URL polled names no request
-	// for a person's confirmation of this agent (404).
-	CodeConfirmationNotFound = "confirmation_not_found"
+	"github.com/agentcap/agentcap"
 )
 
 // IsConfirmationRefused reports whether err is a refusal of the
@@ -46,7 +22,7 @@ func IsConfirmationRefused(err error) bool {
 		return false
 	}
 	switch e.Code {
-	case CodeConfirmationMismatch, CodeConfirmationExpired, CodeConfirmationUsed, CodeInvalidConfirmation:
+	case agentcap.CodeConfirmationMismatch, agentcap.CodeConfirmationExpired, agentcap.CodeConfirmationUsed, agentcap.CodeInvalidConfirmation:
 		return true
 	}
 	return false
@@ -102,7 +78,7 @@ type PreviewResult struct {
 // for: the preview to show and a fresh token, which confirms the same
 // capability with the same arguments (pass it with WithConfirmationToken,
 // or in BatchCall.ConfirmationToken). It unwraps to the *Error of the
-// answer, so IsCode(err, CodeConfirmationRequired) holds too.
+// answer, so IsCode(err, agentcap.CodeConfirmationRequired) holds too.
 type ConfirmationRequired struct {
 	// Err is the answer as an *Error.
 	Err *Error
@@ -128,17 +104,14 @@ func (e *ConfirmationRequired) Unwrap() error { return e.Err }
 // is.
 func confirmationRequired(capability string, err error) error {
 	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeConfirmationRequired {
+	if !errors.As(err, &e) || e.Code != agentcap.CodeConfirmationRequired {
 		return err
 	}
-	var body struct {
-		Preview      json.RawMessage `json:"preview"`
-		Confirmation *Confirmation   `json:"confirmation"`
-	}
-	if json.Unmarshal(e.Body, &body) != nil || body.Confirmation == nil || body.Confirmation.Token == "" {
+	var c Confirmation
+	if json.Unmarshal(e.Fields["confirmation"], &c) != nil || c.Token == "" {
 		return err
 	}
-	return &ConfirmationRequired{Err: e, Capability: capability, Preview: body.Preview, Confirmation: *body.Confirmation}
+	return &ConfirmationRequired{Err: e, Capability: capability, Preview: e.Fields["preview"], Confirmation: c}
 }
 
 // WithConfirmationToken sends token with the call, as
@@ -153,9 +126,10 @@ func WithConfirmationToken(token string) ExecuteOption {
 // execute body, after the same authentication, grant and constraint
 // checks as an execution. It returns what the call would do and, when the
 // capability needs a confirmation, a token confirming exactly this call.
-// A capability without a preview fails with CodePreviewNotSupported; a
-// location whose URL does not end in an execute segment has no preview
-// endpoint the client can name, which is an error too.
+// A capability without a preview fails with
+// agentcap.CodePreviewNotSupported; a location whose URL does not end in
+// an execute segment has no preview endpoint the client can name, which
+// is an error too.
 func (a *Agent) Preview(ctx context.Context, capability string, args any) (*PreviewResult, error) {
 	arguments, err := encodeArguments(args)
 	if err != nil {
@@ -192,18 +166,13 @@ func (a *Agent) Preview(ctx context.Context, capability string, args any) (*Prev
 	return &res, nil
 }
 
-// CodeConfirmationPending is the code (or status) of an answer saying
-// that the call waits for a person's confirmation (202); the client turns
-// it into a *ConfirmationPending.
-const CodeConfirmationPending = "confirmation_pending"
-
-// pendingAnswer is a confirmation_pending answer, whose discriminator is
-// "status" or, in the error envelope's shape, "error" (or a batch item's
-// "code").
+// pendingAnswer is a confirmation_pending answer (202, see
+// agentcap.CodeConfirmationPending), whose discriminator is "status" or,
+// in the error envelope's shape, "error" (or a batch item's "code").
 type pendingAnswer struct {
 	Status    string          `json:"status"`
 	Error     json.RawMessage `json:"error"`
-	Code      string          `json:"code"`
+	Code      agentcap.Code   `json:"code"`
 	Approval  *Approval       `json:"approval"`
 	StatusURL string          `json:"status_url"`
 	Preview   json.RawMessage `json:"preview"`
@@ -211,11 +180,11 @@ type pendingAnswer struct {
 
 // pending reports whether p is a confirmation_pending answer.
 func (p *pendingAnswer) pending() bool {
-	if p.Status == CodeConfirmationPending || p.Code == CodeConfirmationPending {
+	if agentcap.Code(p.Status) == agentcap.CodeConfirmationPending || p.Code == agentcap.CodeConfirmationPending {
 		return true
 	}
-	var code string
-	return json.Unmarshal(p.Error, &code) == nil && code == CodeConfirmationPending
+	var code agentcap.Code
+	return json.Unmarshal(p.Error, &code) == nil && code == agentcap.CodeConfirmationPending
 }
 
 // ConfirmationPending is the error of a call that waits for a person's
@@ -247,7 +216,8 @@ func (e *ConfirmationPending) Error() string {
 // Connect), the status URL is polled until the person decides, and an
 // approved call is executed once more with the confirmation token the
 // decision gave. A refusal is an error wrapping ErrApprovalDenied (with
-// CodeConfirmationDenied); an approval that ran out, ErrApprovalExpired.
+// agentcap.CodeConfirmationDenied); an approval that ran out,
+// ErrApprovalExpired.
 // onApproval may be nil to wait without showing anything.
 func WithConfirmationWait(onApproval func(Approval)) ExecuteOption {
 	if onApproval == nil {
@@ -289,7 +259,8 @@ type confirmationStatus struct {
 // does: the approval's interval between polls, slowDownStep more on every
 // slow_down, twice as long after a 429, a server error or a network
 // failure. A refusal is an error wrapping ErrApprovalDenied (with
-// CodeConfirmationDenied); an approval that expired, ErrApprovalExpired.
+// agentcap.CodeConfirmationDenied); an approval that expired,
+// ErrApprovalExpired.
 func (a *Agent) AwaitConfirmation(ctx context.Context, p *ConfirmationPending, onApproval func(Approval)) (*Confirmation, error) {
 	if onApproval != nil {
 		onApproval(p.Approval)
@@ -335,11 +306,11 @@ func (a *Agent) AwaitConfirmation(ctx context.Context, p *ConfirmationPending, o
 				return &Confirmation{Token: st.Token}, nil
 			}
 			switch st.Status {
-			case "", "pending", CodeConfirmationPending, CodeAuthorizationPending:
+			case "", agentcap.StatusPending, string(agentcap.CodeConfirmationPending), string(agentcap.CodeAuthorizationPending):
 				wait = interval
-			case "denied", "rejected":
+			case agentcap.StatusDenied, agentcap.StatusRejected:
 				return nil, fmt.Errorf("%w: the call of %s was refused", ErrApprovalDenied, p.Capability)
-			case "expired":
+			case agentcap.StatusExpired:
 				return nil, fmt.Errorf("%w: no decision on the call of %s", ErrApprovalExpired, p.Capability)
 			default:
 				return nil, fmt.Errorf("client: unknown confirmation status %q", st.Status)

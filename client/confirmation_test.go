@@ -10,12 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
-	"github.com/agentcap/agentcap/confirm"
-	"github.com/agentcap/agentcap/core"
-	"github.com/agentcap/agentcap/testing/agentauthtest"
-	"github.com/agentcap/agentcap/testing/captest"
 )
 
 type sendIn struct {
@@ -44,32 +40,27 @@ func (c *testClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// sendCap needs a confirmation and has a preview.
-var sendCap = core.MustDefine("send", "Send money.",
-	func(_ context.Context, _ struct{}, in sendIn) (sendIn, error) { return in, nil },
-	core.WithRisk(core.RiskHigh),
-	core.WithConfirmation(),
-	core.WithPreview(func(_ context.Context, _ struct{}, in sendIn) (sendPreview, error) {
-		return sendPreview{WouldSend: in.Amount}, nil
-	}))
-
-// newConfirmingProvider is a fake provider whose location is a real
-// agentcap server with echo and send, confirming with a memory store on
-// clock.
+// newConfirmingProvider is a fake provider whose location has, beside
+// echo and transfer, "send": it needs a confirmation, has a preview, and
+// its tokens age by clock.
 func newConfirmingProvider(t *testing.T, clock *testClock) *fakeProvider {
 	t.Helper()
-	mgr, err := confirm.New(confirm.Config{Now: clock.Now, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), []core.Definer{echoCap, sendCap},
-		func(cfg *core.ExecutorConfig[struct{}, agentauth.Caller[struct{}]]) {
-			cfg.Confirmation = core.ConfirmationConfig[agentauth.Caller[struct{}]]{
-				Confirmer: mgr,
-				Subject:   func(c agentauth.Caller[struct{}]) string { return c.Session.Agent.ID },
-			}
-		})
-	p := newFakeProviderAt(t, agentauthtest.NewServer(t, exec, agentauth.HTTPOptions[struct{}]{}))
+	p := newFakeProvider(t)
+	p.Loc.setClock(clock.Now)
+	p.Loc.handle("send", fakeCapability{
+		fields:  []string{"amount"},
+		confirm: true,
+		run: func(_ string, args json.RawMessage) (any, error) {
+			var in sendIn
+			_ = json.Unmarshal(args, &in)
+			return in, nil
+		},
+		preview: func(args json.RawMessage) any {
+			var in sendIn
+			_ = json.Unmarshal(args, &in)
+			return sendPreview{WouldSend: in.Amount}
+		},
+	})
 	p.Caps = append(p.Caps, client.Capability{Name: "send", Description: "Send money.",
 		Risk: "high", SupportsPreview: true, RequiresConfirmation: true})
 	return p
@@ -93,7 +84,7 @@ func TestPreviewAndConfirm(t *testing.T) {
 		t.Errorf("token expires in %v", d)
 	}
 	token := pv.Confirmation.Token
-	if _, err := a.Execute(ctx, "send", sendIn{Amount: 6}, client.WithConfirmationToken(token)); !client.IsCode(err, client.CodeConfirmationMismatch) || !client.IsConfirmationRefused(err) {
+	if _, err := a.Execute(ctx, "send", sendIn{Amount: 6}, client.WithConfirmationToken(token)); !client.IsCode(err, agentcap.CodeConfirmationMismatch) || !client.IsConfirmationRefused(err) {
 		t.Errorf("other arguments: %v", err)
 	}
 	res, err := a.Execute(ctx, "send", sendIn{Amount: 5}, client.WithConfirmationToken(token))
@@ -102,7 +93,7 @@ func TestPreviewAndConfirm(t *testing.T) {
 	}
 	_, err = a.Execute(ctx, "send", sendIn{Amount: 5}, client.WithConfirmationToken(token))
 	var e *client.Error
-	if !errors.As(err, &e) || e.Status != 409 || e.Code != client.CodeConfirmationUsed {
+	if !errors.As(err, &e) || e.Status != 409 || e.Code != agentcap.CodeConfirmationUsed {
 		t.Errorf("token used twice: %v", err)
 	}
 
@@ -111,17 +102,17 @@ func TestPreviewAndConfirm(t *testing.T) {
 	if err != nil || pv.Confirmation == nil {
 		t.Fatalf("preview: %v", err)
 	}
-	if _, err := a.Preview(ctx, "echo", map[string]string{"message": "hi"}); !client.IsCode(err, client.CodePreviewNotSupported) {
+	if _, err := a.Preview(ctx, "echo", map[string]string{"message": "hi"}); !client.IsCode(err, agentcap.CodePreviewNotSupported) {
 		t.Errorf("preview of echo: %v", err)
 	}
 
 	// Expired.
 	clock.Add(2 * time.Minute)
-	if _, err := a.Execute(ctx, "send", sendIn{Amount: 1}, client.WithConfirmationToken(pv.Confirmation.Token)); !client.IsCode(err, client.CodeConfirmationExpired) {
+	if _, err := a.Execute(ctx, "send", sendIn{Amount: 1}, client.WithConfirmationToken(pv.Confirmation.Token)); !client.IsCode(err, agentcap.CodeConfirmationExpired) {
 		t.Errorf("expired token: %v", err)
 	}
 	// Forged.
-	if _, err := a.Execute(ctx, "send", sendIn{Amount: 1}, client.WithConfirmationToken("cfm_forged")); !client.IsCode(err, client.CodeInvalidConfirmation) {
+	if _, err := a.Execute(ctx, "send", sendIn{Amount: 1}, client.WithConfirmationToken("cfm_forged")); !client.IsCode(err, agentcap.CodeInvalidConfirmation) {
 		t.Errorf("forged token: %v", err)
 	}
 	// A capability without confirmation ignores the option.
@@ -145,7 +136,7 @@ func TestExecuteConfirmationRequired(t *testing.T) {
 	if cr.Capability != "send" || string(cr.Preview) != `{"would_send":9}` || cr.Confirmation.Token == "" || cr.Err.Status != 428 {
 		t.Errorf("confirmation required: %+v", cr)
 	}
-	if !client.IsCode(err, client.CodeConfirmationRequired) || client.IsConfirmationRefused(err) {
+	if !client.IsCode(err, agentcap.CodeConfirmationRequired) || client.IsConfirmationRefused(err) {
 		t.Errorf("codes of %v", err)
 	}
 	// One more call confirms.
@@ -161,7 +152,7 @@ func TestExecuteConfirmationRequired(t *testing.T) {
 	}
 	c2, _, _ := newClient(t)
 	b := connect(t, c2, p, client.Capabilities("send")...)
-	if _, err := b.Execute(ctx, "send", sendIn{Amount: 3}, client.WithConfirmationToken(cr.Confirmation.Token)); !client.IsCode(err, client.CodeInvalidConfirmation) {
+	if _, err := b.Execute(ctx, "send", sendIn{Amount: 3}, client.WithConfirmationToken(cr.Confirmation.Token)); !client.IsCode(err, agentcap.CodeInvalidConfirmation) {
 		t.Errorf("another agent's token: %v", err)
 	}
 }

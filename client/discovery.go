@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/internal/cachecontrol"
 )
 
@@ -37,7 +37,7 @@ var ErrUnsupportedVersion = errors.New("client: unsupported protocol version")
 // Discovery is a provider's discovery document as fetched and checked by
 // Client.Discover. It must not be modified.
 type Discovery struct {
-	agentauth.Discovery
+	agentcap.Discovery
 
 	// URL is the address the document was fetched from.
 	URL string `json:"-"`
@@ -141,7 +141,6 @@ type discoveryEntry struct {
 
 // discoveryCandidates lists the URLs tried for providerURL, in order.
 func discoveryCandidates(u *url.URL) []string {
-	const wellKnown = "/.well-known/agent-configuration"
 	u = &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawQuery: u.RawQuery}
 	p := strings.TrimRight(u.Path, "/")
 	if strings.HasSuffix(p, "/agent-configuration") {
@@ -149,10 +148,10 @@ func discoveryCandidates(u *url.URL) []string {
 	}
 	root := u.Scheme + "://" + u.Host
 	if p == "" {
-		return []string{root + wellKnown}
+		return []string{root + agentcap.DiscoveryPath}
 	}
 	base := root + p
-	return []string{root + wellKnown + p, base + "/agent-configuration", root + wellKnown}
+	return []string{root + agentcap.DiscoveryPath + p, base + "/agent-configuration", root + agentcap.DiscoveryPath}
 }
 
 func (c *Client) fetchDiscovery(ctx context.Context, providerURL string) (*Discovery, error) {
@@ -204,8 +203,8 @@ func (c *Client) parseDiscovery(data []byte) (*Discovery, error) {
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w", err)
 	}
-	if !slices.Contains(doc.Algorithms, agentauth.AlgorithmEd25519) {
-		return nil, fmt.Errorf("algorithms %q do not include %s", doc.Algorithms, agentauth.AlgorithmEd25519)
+	if !slices.Contains(doc.Algorithms, agentcap.AlgorithmEd25519) {
+		return nil, fmt.Errorf("algorithms %q do not include %s", doc.Algorithms, agentcap.AlgorithmEd25519)
 	}
 	issuer := strings.TrimRight(doc.Issuer, "/")
 	given := map[string]string{

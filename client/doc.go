@@ -31,12 +31,14 @@
 // data, 202 answers are polled at their status_url, and event streams
 // arrive as an iterator of Events. Agent.BatchExecute groups calls by
 // location and falls back to single calls where a location has no batch
-// endpoint. Failures are *Error values carrying the protocol's error code,
-// the HTTP status, the message, constraint violations and Retry-After;
-// 429 and 503 temporarily_unavailable answers (the call did not run) are
-// retried a bounded number of times with a fresh agent JWT, as are
-// requests with an Idempotency-Key whose connection failed; net/http is
-// kept from resending those with the same single-use token.
+// endpoint. Failures are *Error values carrying the error code (one of
+// package agentcap's codes, or the server's own), the HTTP status, the
+// message, the input and constraint violations, the answer's other
+// members and Retry-After; 429 and 503 temporarily_unavailable answers
+// (the call did not run) are retried a bounded number of times with a
+// fresh agent JWT, as are requests with an Idempotency-Key whose
+// connection failed; net/http is kept from resending those with the same
+// single-use token.
 //
 // # Previews and confirmations
 //
@@ -47,8 +49,9 @@
 // *ConfirmationRequired carrying the preview and a fresh token, so that a
 // caller shows the preview and, once the user agrees, confirms in one
 // more call. Refused tokens are *Error values with the codes
-// CodeConfirmationMismatch, CodeConfirmationExpired, CodeConfirmationUsed
-// and CodeInvalidConfirmation (see IsConfirmationRefused).
+// agentcap.CodeConfirmationMismatch, CodeConfirmationExpired,
+// CodeConfirmationUsed and CodeInvalidConfirmation (see
+// IsConfirmationRefused).
 //
 // A location may also ask a person to confirm a call (202
 // confirmation_pending, with an approval in the shape of a registration's

@@ -9,46 +9,38 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
-)
-
-// Error codes the client itself reacts to, beyond those of package
-// agentauth (which lists the codes a capability location answers with).
-const (
-	// CodeSlowDown asks a client polling for approval to poll less often
-	// (RFC 8628).
-	CodeSlowDown = "slow_down"
-	// CodeAuthorizationPending tells a client polling for approval that
-	// nothing was decided yet (RFC 8628).
-	CodeAuthorizationPending = "authorization_pending"
-	// CodeAccessDenied reports that the user refused an approval.
-	CodeAccessDenied = "access_denied"
-	// CodeExpiredToken reports that an approval expired before it was
-	// decided.
-	CodeExpiredToken = "expired_token"
+	"github.com/agentcap/agentcap"
 )
 
 // Error is a failure reported by a provider or a capability location in
 // the protocol's error envelope, or one the client detected in an
-// answer. Match codes with errors.As and the Code field, or with IsCode.
+// answer. Match codes with errors.As and the Code field, or with IsCode;
+// the codes are agentcap's (agentcap.CodeConstraintViolated, ...).
 type Error struct {
 	// Status is the HTTP status of the answer; 0 for a failed item of a
 	// batch or a failed async result, which carry no status of their own.
 	Status int
-	// Code is the protocol error code ("constraint_violated", ...). It is
-	// empty when the answer had none; Status is then the only signal.
-	Code string
+	// Code is the error code ("constraint_violated", ...), as sent: a
+	// code of the kit, or one of the server's own. It is empty when the
+	// answer had none; Status is then the only signal.
+	Code agentcap.Code
 	// Message is the human-readable text of the answer. It is for people,
 	// not for program logic.
 	Message string
+	// Details lists each input violation of an invalid_request answer
+	// (its "errors" member).
+	Details []agentcap.Violation
 	// Violations lists the failed constraint checks of a
-	// constraint_violated answer.
-	Violations []agentauth.ConstraintViolation
+	// constraint_violated answer (its "violations" member).
+	Violations []agentcap.ConstraintViolation
+	// Fields holds the other members of the error object as sent
+	// ("missing_constraints", "preview", "confirmation", "action", ...),
+	// nil when there are none.
+	Fields map[string]json.RawMessage
 	// RetryAfter is the wait the server asked for (Retry-After header or
 	// retry_after member), zero when it asked for none.
 	RetryAfter time.Duration
-	// Body is the raw error object, for members this type does not name
-	// (missing_constraints, unknown_operators, invalid_capabilities, ...).
+	// Body is the raw error object, at most 64 KiB of it.
 	Body json.RawMessage
 }
 
@@ -60,7 +52,7 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, "%d ", e.Status)
 	}
 	if e.Code != "" {
-		b.WriteString(e.Code)
+		b.WriteString(string(e.Code))
 	} else {
 		b.WriteString("error")
 	}
@@ -72,7 +64,7 @@ func (e *Error) Error() string {
 }
 
 // IsCode reports whether err is, or wraps, an *Error with the given code.
-func IsCode(err error, code string) bool {
+func IsCode(err error, code agentcap.Code) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
 }
@@ -97,49 +89,59 @@ func parseError(status int, header http.Header, body []byte, now time.Time) *Err
 	return e
 }
 
-// errorEnvelope is the protocol's error body. Some servers name the code
-// "code" (the batch item shape, and frameworks' own validation errors),
-// so both members are read.
-type errorEnvelope struct {
-	Error      json.RawMessage                 `json:"error"`
-	Code       string                          `json:"code"`
-	Message    string                          `json:"message"`
-	Violations []agentauth.ConstraintViolation `json:"violations"`
-	RetryAfter json.Number                     `json:"retry_after"`
+// namedMembers are the members of an error object that Error has fields
+// of; the others go to Error.Fields.
+var namedMembers = map[string]bool{
+	agentcap.KeyError: true, agentcap.KeyCode: true, "message": true,
+	"errors": true, "violations": true, "retry_after": true,
 }
 
-// decodeErrorObject reads an error object. It never fails: members that
-// do not have the expected types are ignored.
+// decodeErrorObject reads an error object. It never fails: a member that
+// does not have the expected type is left out of the field it would fill
+// (it stays in Body). The code is the "error" member or, when that is not
+// a string, the "code" member: a batch item names it so, and so do some
+// frameworks' own validation errors.
 func decodeErrorObject(body []byte) *Error {
 	e := &Error{}
 	if len(body) > maxErrorBody {
 		body = body[:maxErrorBody]
 	}
-	var env errorEnvelope
-	if json.Unmarshal(body, &env) != nil {
-		// Members of the wrong type make the whole decode fail; read the
-		// ones that matter one by one.
-		var m map[string]json.RawMessage
-		if json.Unmarshal(body, &m) != nil {
-			return e
-		}
-		_ = json.Unmarshal(m["error"], &env.Error)
-		_ = json.Unmarshal(m["code"], &env.Code)
-		_ = json.Unmarshal(m["message"], &env.Message)
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil || m == nil {
+		return e
 	}
 	e.Body = json.RawMessage(body)
 	var code string
-	if json.Unmarshal(env.Error, &code) == nil && code != "" {
-		e.Code = code
-	} else {
-		e.Code = env.Code
+	if json.Unmarshal(m[agentcap.KeyError], &code) != nil || code == "" {
+		code = ""
+		if json.Unmarshal(m[agentcap.KeyCode], &code) != nil {
+			code = ""
+		}
 	}
-	e.Message = env.Message
-	e.Violations = env.Violations
-	if s := env.RetryAfter.String(); s != "" {
-		if d, ok := parseRetryAfter(s, time.Time{}); ok {
+	e.Code = agentcap.Code(code)
+	if json.Unmarshal(m["message"], &e.Message) != nil {
+		e.Message = ""
+	}
+	if json.Unmarshal(m["errors"], &e.Details) != nil {
+		e.Details = nil
+	}
+	if json.Unmarshal(m["violations"], &e.Violations) != nil {
+		e.Violations = nil
+	}
+	var retry json.Number
+	if json.Unmarshal(m["retry_after"], &retry) == nil {
+		if d, ok := parseRetryAfter(retry.String(), time.Time{}); ok {
 			e.RetryAfter = d
 		}
+	}
+	for k, v := range m {
+		if namedMembers[k] {
+			continue
+		}
+		if e.Fields == nil {
+			e.Fields = make(map[string]json.RawMessage, len(m))
+		}
+		e.Fields[k] = v
 	}
 	return e
 }

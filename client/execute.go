@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 )
 
 // ErrTimeout is the cause of a request that ran past
@@ -207,7 +207,7 @@ func (a *Agent) execute(ctx context.Context, capability string, arguments json.R
 // forgetStale drops the cached location of a capability after an answer
 // saying the client's view of it is stale (protocol §10.6).
 func (a *Agent) forgetStale(capability string, err error) {
-	if IsCode(err, agentauth.CodeCapabilityNotFound) || IsCode(err, agentauth.CodeInvalidRequest) {
+	if IsCode(err, agentcap.CodeCapabilityNotFound) || IsCode(err, agentcap.CodeInvalidRequest) {
 		a.forgetLocation(capability)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
 )
 
@@ -137,11 +137,12 @@ func TestExecuteErrors(t *testing.T) {
 		want       *client.Error
 	}{
 		{"constraint violated", "transfer", map[string]any{"amount": 500, "currency": "USD"}, &client.Error{
-			Status: 403, Code: agentauth.CodeConstraintViolated,
-			Violations: []agentauth.ConstraintViolation{{Field: "amount", Constraint: json.RawMessage(`{"max":100}`), Actual: json.RawMessage(`500`)}},
+			Status: 403, Code: agentcap.CodeConstraintViolated,
+			Violations: []agentcap.ConstraintViolation{{Field: "amount", Constraint: json.RawMessage(`{"max":100}`), Actual: json.RawMessage(`500`)}},
 		}},
-		{"bad input", "echo", map[string]any{"nope": 1}, &client.Error{Status: 400, Code: agentauth.CodeInvalidRequest}},
-		{"unknown capability", "nothing", nil, &client.Error{Status: 404, Code: agentauth.CodeCapabilityNotFound}},
+		{"bad input", "echo", map[string]any{"nope": 1}, &client.Error{Status: 400, Code: agentcap.CodeInvalidRequest,
+			Details: []agentcap.Violation{{Path: "/nope", Message: "unknown field"}}}},
+		{"unknown capability", "nothing", nil, &client.Error{Status: 404, Code: agentcap.CodeCapabilityNotFound}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,7 +151,7 @@ func TestExecuteErrors(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Fatalf("err = %v", err)
 			}
-			got := &client.Error{Status: e.Status, Code: e.Code, Violations: e.Violations}
+			got := &client.Error{Status: e.Status, Code: e.Code, Details: e.Details, Violations: e.Violations}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
 			}
@@ -188,7 +189,7 @@ func TestExecuteRetries429(t *testing.T) {
 					if tt.header != "" {
 						w.Header().Set("Retry-After", tt.header)
 					}
-					writeError(w, http.StatusTooManyRequests, agentauth.CodeRateLimited, "slow down")
+					writeError(w, http.StatusTooManyRequests, agentcap.CodeRateLimited, "slow down")
 					return
 				}
 				writeJSON(w, http.StatusOK, map[string]any{"data": "ok"})
@@ -198,7 +199,7 @@ func TestExecuteRetries429(t *testing.T) {
 			_, err := a.Execute(context.Background(), "busy", nil)
 			if tt.wantErr {
 				var e *client.Error
-				if !errors.As(err, &e) || e.Status != 429 || e.Code != agentauth.CodeRateLimited {
+				if !errors.As(err, &e) || e.Status != 429 || e.Code != agentcap.CodeRateLimited {
 					t.Fatalf("err = %v", err)
 				}
 				if tt.header != "" && e.RetryAfter == 0 {
@@ -401,7 +402,7 @@ func TestBatchExecute(t *testing.T) {
 		code := ""
 		var e *client.Error
 		if errors.As(r.Err, &e) {
-			code = e.Code
+			code = string(e.Code)
 		} else if r.Err != nil {
 			code = r.Err.Error()
 		}
@@ -410,7 +411,7 @@ func TestBatchExecute(t *testing.T) {
 	want := []row{
 		{"0", "echo", `{"message":"a"}`, ""},
 		{"r1", "remote", "4", ""},
-		{"2", "transfer", "", agentauth.CodeConstraintViolated},
+		{"2", "transfer", "", string(agentcap.CodeConstraintViolated)},
 		{"3", "echo", `{"message":"b"}`, ""},
 		{"r2", "remote", "10", ""},
 	}
@@ -452,7 +453,7 @@ func TestCapabilitiesStatusRequestRevoke(t *testing.T) {
 	var names, granted []string
 	for _, c := range all {
 		names = append(names, c.Name)
-		if c.GrantStatus == agentauth.GrantStatusGranted {
+		if c.GrantStatus == agentcap.GrantStatusGranted {
 			granted = append(granted, c.Name)
 		}
 	}
@@ -469,7 +470,7 @@ func TestCapabilitiesStatusRequestRevoke(t *testing.T) {
 	if !strings.Contains(string(d.Input), `"message"`) {
 		t.Errorf("describe input %s", d.Input)
 	}
-	if _, err := a.Describe(ctx, "missing"); !client.IsCode(err, agentauth.CodeCapabilityNotFound) {
+	if _, err := a.Describe(ctx, "missing"); !client.IsCode(err, agentcap.CodeCapabilityNotFound) {
 		t.Errorf("describe missing: %v", err)
 	}
 
@@ -488,10 +489,10 @@ func TestCapabilitiesStatusRequestRevoke(t *testing.T) {
 		t.Errorf("approval %+v", approval)
 	}
 	g, ok := st.Grant("transfer")
-	if !ok || g.Status != agentauth.StatusActive || string(g.Constraints["amount"]) != `{"max":10}` {
+	if !ok || g.Status != agentcap.StatusActive || string(g.Constraints["amount"]) != `{"max":10}` {
 		t.Errorf("transfer grant %+v", g)
 	}
-	if _, err := a.Execute(ctx, "transfer", map[string]any{"amount": 11, "currency": "EUR"}); !client.IsCode(err, agentauth.CodeConstraintViolated) {
+	if _, err := a.Execute(ctx, "transfer", map[string]any{"amount": 11, "currency": "EUR"}); !client.IsCode(err, agentcap.CodeConstraintViolated) {
 		t.Errorf("execute beyond the requested constraint: %v", err)
 	}
 	if _, err := a.Execute(ctx, "transfer", map[string]any{"amount": 9, "currency": "EUR"}); err != nil {
@@ -502,7 +503,7 @@ func TestCapabilitiesStatusRequestRevoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status.AgentID != a.ID() || status.Status != agentauth.StatusActive {
+	if status.AgentID != a.ID() || status.Status != agentcap.StatusActive {
 		t.Errorf("status %+v", status)
 	}
 	if err := a.Revoke(ctx); err != nil {
@@ -511,7 +512,7 @@ func TestCapabilitiesStatusRequestRevoke(t *testing.T) {
 	if _, err := keys.Load(ctx, a.Connection().AgentKey); !errors.Is(err, client.ErrKeyNotFound) {
 		t.Errorf("agent key still stored: %v", err)
 	}
-	if _, err := a.Execute(ctx, "echo", map[string]string{"message": "x"}); !client.IsCode(err, agentauth.CodeAgentRevoked) {
+	if _, err := a.Execute(ctx, "echo", map[string]string{"message": "x"}); !client.IsCode(err, agentcap.CodeAgentRevoked) {
 		t.Errorf("execute after revoke: %v", err)
 	}
 }

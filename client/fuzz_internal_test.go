@@ -13,6 +13,7 @@ func FuzzDecodeErrorObject(f *testing.F) {
 	f.Add([]byte(`{"code":"VALIDATION_ERROR","message":3}`))
 	f.Add([]byte(`{"error":{"nested":true},"retry_after":"5"}`))
 	f.Add([]byte(`not json`))
+	f.Add([]byte(`{"error":"invalid_request","errors":[{"path":"/a","message":"m"}],"preview":{"n":1}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		e := parseError(429, nil, body, time.Unix(0, 0))
 		if e.Status != 429 || e.Error() == "" {
@@ -20,6 +21,11 @@ func FuzzDecodeErrorObject(f *testing.F) {
 		}
 		if e.RetryAfter < 0 || e.RetryAfter > maxRetryAfter {
 			t.Fatalf("retry after %v", e.RetryAfter)
+		}
+		for k := range e.Fields {
+			if namedMembers[k] {
+				t.Fatalf("member %q both named and in Fields", k)
+			}
 		}
 	})
 }

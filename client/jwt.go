@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 )
 
 // TokenLifetime is the lifetime of every JWT the client signs: the
@@ -119,8 +119,8 @@ func (s *tokenSigner) hostToken(host *Identity, aud string, agent *Identity, hos
 	return s.sign(c)
 }
 
-// Token types, as in package agentauth.
+// Token types: the "typ" of the JWTs the client signs.
 const (
-	typeAgent = agentauth.TypeAgentJWT
-	typeHost  = agentauth.TypeHostJWT
+	typeAgent = agentcap.TypeAgentJWT
+	typeHost  = agentcap.TypeHostJWT
 )

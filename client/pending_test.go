@@ -8,18 +8,13 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
-	"github.com/agentcap/agentcap/confirm"
-	"github.com/agentcap/agentcap/core"
-	"github.com/agentcap/agentcap/testing/agentauthtest"
-	"github.com/agentcap/agentcap/testing/captest"
 )
 
 // humanLocation is a location whose "pay" capability waits for a
@@ -86,7 +81,7 @@ func newHumanLocation(t *testing.T, p *fakeProvider, statusOrigin string) *human
 					writeJSON(w, http.StatusOK, map[string]string{"status": next[0]})
 				} else {
 					status := map[string]int{"400": 400, "429": 429, "503": 503}[next[0]]
-					writeError(w, status, next[1], "not yet")
+					writeError(w, status, agentcap.Code(next[1]), "not yet")
 				}
 				return
 			}
@@ -118,7 +113,7 @@ func TestExecuteWaitsForAPersonsConfirmation(t *testing.T) {
 			[]time.Duration{2 * time.Second, 2 * time.Second, 7 * time.Second, 7 * time.Second, 1 * time.Second}},
 		{"denied", nil, func(w http.ResponseWriter) { writeError(w, 403, "confirmation_denied", "the user refused") },
 			func(err error) bool {
-				return errors.Is(err, client.ErrApprovalDenied) && client.IsCode(err, client.CodeConfirmationDenied)
+				return errors.Is(err, client.ErrApprovalDenied) && client.IsCode(err, agentcap.CodeConfirmationDenied)
 			}, []time.Duration{2 * time.Second}},
 		{"denied as a status", nil, func(w http.ResponseWriter) { writeJSON(w, 200, map[string]string{"status": "denied"}) },
 			func(err error) bool { return errors.Is(err, client.ErrApprovalDenied) }, []time.Duration{2 * time.Second}},
@@ -266,174 +261,5 @@ func TestBatchItemConfirmationPending(t *testing.T) {
 	var pending *client.ConfirmationPending
 	if !errors.As(results[0].Err, &pending) || pending.Approval.UserCode != "QQQQ-1111" || pending.StatusURL != loc.URL+"/capability/confirmation/cnf_9" {
 		t.Errorf("item: %v", results[0].Err)
-	}
-}
-
-// personConfirmer is a core.HumanConfirmer for tests: it keeps the
-// requests, and the fake provider's status URL hands out the token of a
-// decided one.
-type personConfirmer struct {
-	mgr *confirm.Manager
-	url string
-
-	mu       sync.Mutex
-	requests map[string]core.HumanConfirmationRequest
-	agents   map[string]string
-	decided  map[string]bool // id -> confirmed
-	handed   map[string]bool
-}
-
-func (c *personConfirmer) RequestHumanConfirmation(_ context.Context, r core.HumanConfirmationRequest) (*core.HumanConfirmationPending, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	id := fmt.Sprintf("cnf_%d", len(c.requests)+1)
-	r.Binding.Arguments = append([]byte(nil), r.Binding.Arguments...)
-	c.requests[id] = r
-	c.agents[id] = r.Binding.Subject
-	return &core.HumanConfirmationPending{
-		Approval: core.ConfirmationApproval{Method: "device_authorization", VerificationURI: c.url + "/approve",
-			VerificationURIComplete: c.url + "/approve?code=HMNC-" + id, UserCode: "HMNC-" + id, ExpiresIn: 600, Interval: 5},
-		StatusURL: c.url + "/agent/confirmation?id=" + id,
-	}, nil
-}
-
-// serve answers the status URL as docs/confirmation.md has it.
-func (c *personConfirmer) serve(w http.ResponseWriter, r *http.Request, agentID string) {
-	id := r.URL.Query().Get("id")
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	req, ok := c.requests[id]
-	switch confirmed, decided := c.decided[id]; {
-	case !ok || c.agents[id] != agentID:
-		writeError(w, http.StatusNotFound, "confirmation_not_found", "no such request")
-	case !decided:
-		writeError(w, http.StatusBadRequest, "authorization_pending", "not decided yet")
-	case !confirmed:
-		writeError(w, http.StatusForbidden, "confirmation_denied", "the person refused")
-	case c.handed[id]:
-		writeError(w, http.StatusConflict, "confirmation_used", "handed out already")
-	default:
-		cf, err := c.mgr.Issue(r.Context(), req.Binding)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "internal_error", err.Error())
-			return
-		}
-		c.handed[id] = true
-		writeJSON(w, http.StatusOK, map[string]any{"status": "approved", "confirmation": core.ConfirmationJSON(cf)})
-	}
-}
-
-func (c *personConfirmer) decide(confirmed bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id := range c.requests {
-		c.decided[id] = confirmed
-	}
-}
-
-func TestPersonsConfirmationEndToEnd(t *testing.T) {
-	mgr, err := confirm.New(confirm.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	payCap := core.MustDefine("pay", "Pay someone.",
-		func(_ context.Context, _ struct{}, in sendIn) (sendIn, error) { return in, nil },
-		core.WithPreview(func(_ context.Context, _ struct{}, in sendIn) (sendPreview, error) {
-			return sendPreview{WouldSend: in.Amount}, nil
-		}),
-		core.WithHumanConfirmation(func(_ context.Context, _ struct{}, in sendIn) (bool, error) { return in.Amount > 1000, nil }))
-	person := &personConfirmer{mgr: mgr, requests: map[string]core.HumanConfirmationRequest{}, agents: map[string]string{},
-		decided: map[string]bool{}, handed: map[string]bool{}}
-	exec := captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), []core.Definer{payCap},
-		func(cfg *core.ExecutorConfig[struct{}, agentauth.Caller[struct{}]]) {
-			cfg.Confirmation = core.ConfirmationConfig[agentauth.Caller[struct{}]]{
-				Confirmer: mgr, Human: person,
-				Subject: func(c agentauth.Caller[struct{}]) string { return c.Session.Agent.ID },
-			}
-		})
-	p := newFakeProviderAt(t, agentauthtest.NewServer(t, exec, agentauth.HTTPOptions[struct{}]{}))
-	p.Caps = append(p.Caps, client.Capability{Name: "pay", Description: "Pay someone.", RequiresConfirmation: true, SupportsPreview: true})
-	person.url = p.URL
-	p.Confirmation = person.serve
-	c, _, sl := newClient(t)
-	a := connect(t, c, p, client.Capabilities("pay")...)
-	ctx := context.Background()
-
-	// A small payment is confirmed by the agent; a large one hands out no
-	// token on preview.
-	pv, err := a.Preview(ctx, "pay", sendIn{Amount: 10})
-	if err != nil || pv.Confirmation == nil || pv.RequiresHumanConfirmation {
-		t.Fatalf("small preview: %+v %v", pv, err)
-	}
-	pv, err = a.Preview(ctx, "pay", sendIn{Amount: 5000})
-	if err != nil || pv.Confirmation != nil || !pv.RequiresHumanConfirmation || string(pv.Preview) != `{"would_send":5000}` {
-		t.Fatalf("large preview: %+v %v", pv, err)
-	}
-
-	// Without waiting: a *ConfirmationPending, polled until the person
-	// decides.
-	_, err = a.Execute(ctx, "pay", sendIn{Amount: 5000})
-	var pending *client.ConfirmationPending
-	if !errors.As(err, &pending) || string(pending.Preview) != `{"would_send":5000}` || pending.Approval.UserCode != "HMNC-cnf_1" {
-		t.Fatalf("pending: %v", err)
-	}
-	var polls atomic.Int32
-	p.mu.Lock()
-	serve := p.Confirmation
-	p.Confirmation = func(w http.ResponseWriter, r *http.Request, agentID string) {
-		if polls.Add(1) == 2 {
-			person.decide(true)
-		}
-		serve(w, r, agentID)
-	}
-	p.mu.Unlock()
-	conf, err := a.AwaitConfirmation(ctx, pending, nil)
-	if err != nil || polls.Load() != 2 {
-		t.Fatalf("await: %v after %d polls", err, polls.Load())
-	}
-	if diff := cmp.Diff([]time.Duration{5 * time.Second, 5 * time.Second}, sl.waits()); diff != "" {
-		t.Errorf("waits (-want +got):\n%s", diff)
-	}
-	// The person's token confirms that call only, once.
-	if _, err := a.Execute(ctx, "pay", sendIn{Amount: 5001}, client.WithConfirmationToken(conf.Token)); !client.IsCode(err, client.CodeConfirmationMismatch) {
-		t.Errorf("other arguments: %v", err)
-	}
-	res, err := a.Execute(ctx, "pay", sendIn{Amount: 5000}, client.WithConfirmationToken(conf.Token))
-	if err != nil || string(res.Data) != `{"amount":5000}` {
-		t.Fatalf("confirmed: %v %v", res, err)
-	}
-	if _, err := a.AwaitConfirmation(ctx, pending, nil); !client.IsCode(err, client.CodeConfirmationUsed) {
-		t.Errorf("token handed out twice: %v", err)
-	}
-
-	// Waiting in Execute, and a refusal.
-	p.mu.Lock()
-	p.Confirmation = func(w http.ResponseWriter, r *http.Request, agentID string) {
-		person.decide(true)
-		serve(w, r, agentID)
-	}
-	p.mu.Unlock()
-	var shown []client.Approval
-	res, err = a.Execute(ctx, "pay", sendIn{Amount: 2000}, client.WithConfirmationWait(func(ap client.Approval) { shown = append(shown, ap) }))
-	if err != nil || string(res.Data) != `{"amount":2000}` || len(shown) != 1 || shown[0].VerificationURIComplete != p.URL+"/approve?code=HMNC-cnf_2" {
-		t.Fatalf("waited: %v %v %+v", res, err, shown)
-	}
-	p.mu.Lock()
-	p.Confirmation = func(w http.ResponseWriter, r *http.Request, agentID string) {
-		person.decide(false)
-		serve(w, r, agentID)
-	}
-	p.mu.Unlock()
-	_, err = a.Execute(ctx, "pay", sendIn{Amount: 3000}, client.WithConfirmationWait(nil))
-	if !errors.Is(err, client.ErrApprovalDenied) || !client.IsCode(err, client.CodeConfirmationDenied) {
-		t.Errorf("refused: %v", err)
-	}
-	// An agent's own token does not confirm what a person must.
-	small, err := a.Preview(ctx, "pay", sendIn{Amount: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Execute(ctx, "pay", sendIn{Amount: 4000}, client.WithConfirmationToken(small.Confirmation.Token)); !client.IsCode(err, client.CodeConfirmationMismatch) {
-		t.Errorf("the agent's token for a person's call: %v", err)
 	}
 }

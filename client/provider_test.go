@@ -17,58 +17,19 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
-	"github.com/agentcap/agentcap/core"
-	"github.com/agentcap/agentcap/testing/agentauthtest"
-	"github.com/agentcap/agentcap/testing/captest"
 )
-
-// The location's capabilities: a real agentcap resource server, so that
-// the client's tokens go through agentauth's verifier.
-type echoIn struct {
-	Message string `json:"message"`
-}
-
-type echoOut struct {
-	Message string `json:"message"`
-}
-
-type transferIn struct {
-	Amount   float64 `json:"amount"`
-	Currency string  `json:"currency"`
-}
-
-type transferOut struct {
-	OK bool `json:"ok"`
-}
-
-var (
-	echoCap = core.MustDefine("echo", "Echo a message.",
-		func(_ context.Context, _ struct{}, in echoIn) (echoOut, error) { return echoOut(in), nil })
-	transferCap = core.MustDefine("transfer", "Move money.",
-		func(_ context.Context, _ struct{}, _ transferIn) (transferOut, error) {
-			return transferOut{OK: true}, nil
-		})
-)
-
-type location = agentauthtest.Server[struct{}, struct{}]
-
-func newLocation(t testing.TB) *location {
-	t.Helper()
-	exec := captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), []core.Definer{echoCap, transferCap})
-	return agentauthtest.NewServer(t, exec, agentauth.HTTPOptions[struct{}]{})
-}
 
 // fakeProvider is an Agent Auth provider for the client's tests: it
 // registers agents, approves them when told to, reports status, grants
-// requested capabilities and revokes, and mirrors every agent into the
-// directory of an agentcap location, which is its default location.
+// requested capabilities and revokes. Its default location is a
+// fakeLocation that knows its agents.
 type fakeProvider struct {
 	t   testing.TB
 	srv *httptest.Server
 	URL string
-	Loc *location
+	Loc *fakeLocation
 
 	mu sync.Mutex
 	// Pending makes registrations and capability requests wait for
@@ -77,9 +38,8 @@ type fakeProvider struct {
 	Pending      bool
 	ApproveAfter int
 	Deny         bool
-	// StatusErrors are answered, in order, to the first status polls:
-	// [status, code].
-	StatusErrors [][2]string
+	// StatusErrors are answered, in order, to the first status polls.
+	StatusErrors []scripted
 	// Caps is what capability/list and describe serve.
 	Caps []client.Capability
 	// Constraints are given to grants of a capability when it is
@@ -104,20 +64,13 @@ type fakeAgent struct {
 	id, hostID, mode, status string
 	key                      ed25519.PublicKey
 	hostKey                  ed25519.PublicKey
-	grants                   []agentauth.Grant
+	grants                   []client.Grant
 }
 
 func newFakeProvider(t testing.TB) *fakeProvider {
 	t.Helper()
-	return newFakeProviderAt(t, newLocation(t))
-}
-
-// newFakeProviderAt is newFakeProvider with loc as the default location.
-func newFakeProviderAt(t testing.TB, loc *location) *fakeProvider {
-	t.Helper()
 	p := &fakeProvider{
 		t:            t,
-		Loc:          loc,
 		agents:       map[string]*fakeAgent{},
 		CacheControl: "public, max-age=300",
 		Caps: []client.Capability{
@@ -137,7 +90,14 @@ func newFakeProviderAt(t testing.TB, loc *location) *fakeProvider {
 	p.srv = httptest.NewServer(mux)
 	p.URL = p.srv.URL
 	t.Cleanup(p.srv.Close)
+	p.Loc = newFakeLocation(t, p)
 	return p
+}
+
+// scripted is an error answer a test scripts: its status and code.
+type scripted struct {
+	status int
+	code   agentcap.Code
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -146,8 +106,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]string{"error": code, "message": msg})
+// writeError answers in the error envelope. status is the answer's own,
+// whatever the status of code, so that tests can send what a server of
+// another kind might.
+func writeError(w http.ResponseWriter, status int, code agentcap.Code, msg string) {
+	writeJSON(w, status, map[string]string{"error": string(code), "message": msg})
 }
 
 func (p *fakeProvider) discovery(w http.ResponseWriter, _ *http.Request) {
@@ -180,9 +143,10 @@ func (p *fakeProvider) discovery(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, doc)
 }
 
-// claims verifies a bearer token of type typ: with the key it carries
-// (host JWTs) or the agent's stored key (agent JWTs).
-func (p *fakeProvider) claims(r *http.Request, typ string) (map[string]any, *jose.JSONWebSignature, error) {
+// claims reads the claims of a bearer token of type typ for aud; the
+// caller verifies its signature, with the key it carries (host JWTs) or
+// the agent's registered key (agent JWTs).
+func (p *fakeProvider) claims(r *http.Request, typ, aud string) (map[string]any, *jose.JSONWebSignature, error) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
 		return nil, nil, fmt.Errorf("no bearer token")
@@ -198,14 +162,14 @@ func (p *fakeProvider) claims(r *http.Request, typ string) (map[string]any, *jos
 	if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &c); err != nil {
 		return nil, nil, err
 	}
-	if c["aud"] != p.URL {
+	if c["aud"] != aud {
 		return nil, nil, fmt.Errorf("aud %v", c["aud"])
 	}
 	return c, jws, nil
 }
 
 func (p *fakeProvider) hostClaims(r *http.Request) (map[string]any, ed25519.PublicKey, error) {
-	c, jws, err := p.claims(r, "host+jwt")
+	c, jws, err := p.claims(r, agentcap.TypeHostJWT, p.URL)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -224,7 +188,7 @@ func (p *fakeProvider) hostClaims(r *http.Request) (map[string]any, ed25519.Publ
 }
 
 func (p *fakeProvider) agentFromToken(r *http.Request) (*fakeAgent, error) {
-	c, jws, err := p.claims(r, "agent+jwt")
+	c, jws, err := p.claims(r, agentcap.TypeAgentJWT, p.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -250,17 +214,13 @@ func jwkKey(v any) (ed25519.PublicKey, error) {
 	return ed25519.PublicKey(b), nil
 }
 
-func jwkJSON(k ed25519.PublicKey) json.RawMessage {
-	return json.RawMessage(`{"kty":"OKP","crv":"Ed25519","x":"` + base64.RawURLEncoding.EncodeToString(k) + `"}`)
-}
-
 // requested reads the names and constraints of requested capabilities.
-func requested(raw []json.RawMessage) []agentauth.Grant {
-	var gs []agentauth.Grant
+func requested(raw []json.RawMessage) []client.Grant {
+	var gs []client.Grant
 	for _, r := range raw {
 		var name string
 		if json.Unmarshal(r, &name) == nil {
-			gs = append(gs, agentauth.Grant{Capability: name})
+			gs = append(gs, client.Grant{Capability: name})
 			continue
 		}
 		var obj struct {
@@ -268,7 +228,7 @@ func requested(raw []json.RawMessage) []agentauth.Grant {
 			Constraints map[string]json.RawMessage `json:"constraints"`
 		}
 		_ = json.Unmarshal(r, &obj)
-		gs = append(gs, agentauth.Grant{Capability: obj.Name, Constraints: obj.Constraints})
+		gs = append(gs, client.Grant{Capability: obj.Name, Constraints: obj.Constraints})
 	}
 	return gs
 }
@@ -276,7 +236,7 @@ func requested(raw []json.RawMessage) []agentauth.Grant {
 func (p *fakeProvider) register(w http.ResponseWriter, r *http.Request) {
 	c, hostKey, err := p.hostClaims(r)
 	if err != nil {
-		writeError(w, http.StatusUnauthorized, "invalid_jwt", err.Error())
+		writeError(w, http.StatusUnauthorized, agentcap.CodeInvalidJWT, err.Error())
 		return
 	}
 	agentKey, err := jwkKey(c["agent_public_key"])
@@ -291,7 +251,7 @@ func (p *fakeProvider) register(w http.ResponseWriter, r *http.Request) {
 	}
 	raw := map[string]any{}
 	if err := json.NewDecoder(r.Body).Decode(&raw); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		writeError(w, http.StatusBadRequest, agentcap.CodeInvalidRequest, err.Error())
 		return
 	}
 	b, _ := json.Marshal(raw)
@@ -304,26 +264,25 @@ func (p *fakeProvider) register(w http.ResponseWriter, r *http.Request) {
 		id:      "agt_" + strconv.Itoa(len(p.agents)+1),
 		hostID:  "hst_" + tp[:8],
 		mode:    body.Mode,
-		status:  agentauth.StatusActive,
+		status:  agentcap.StatusActive,
 		key:     agentKey,
 		hostKey: hostKey,
 		grants:  requested(body.Capabilities),
 	}
-	grantStatus := agentauth.StatusActive
-	if p.Pending && body.Mode == agentauth.ModeDelegated {
-		a.status = agentauth.StatusPending
-		grantStatus = agentauth.StatusPending
+	grantStatus := agentcap.StatusActive
+	if p.Pending && body.Mode == agentcap.ModeDelegated {
+		a.status = agentcap.StatusPending
+		grantStatus = agentcap.StatusPending
 	}
 	for i, g := range a.grants {
 		a.grants[i].Status = grantStatus
-		if c, ok := p.Constraints[g.Capability]; ok && grantStatus == agentauth.StatusActive {
+		if c, ok := p.Constraints[g.Capability]; ok && grantStatus == agentcap.StatusActive {
 			a.grants[i].Constraints = c
 		}
 	}
 	p.agents[a.id] = a
 	p.statusPolls = 0
-	p.mirror(a)
-	writeJSON(w, http.StatusOK, p.answer(a, a.status == agentauth.StatusPending))
+	writeJSON(w, http.StatusOK, p.answer(a, a.status == agentcap.StatusPending))
 }
 
 // answer renders an agent as registration and status answer it.
@@ -350,24 +309,9 @@ func (p *fakeProvider) answer(a *fakeAgent, withApproval bool) map[string]any {
 	return ans
 }
 
-// mirror puts the agent and its host into the location's directory.
-func (p *fakeProvider) mirror(a *fakeAgent) {
-	host := &agentauth.Host{ID: a.hostID, PublicKey: jwkJSON(a.hostKey), UserID: "usr_1", Status: agentauth.StatusActive}
-	if err := p.Loc.Directory.PutHost(host); err != nil {
-		p.t.Errorf("mirror host: %v", err)
-	}
-	rec := &agentauth.Agent{ID: a.id, HostID: a.hostID, UserID: "usr_1", Mode: a.mode, Status: a.status, PublicKey: jwkJSON(a.key), Grants: slices.Clone(a.grants)}
-	if rec.Grants == nil {
-		rec.Grants = []agentauth.Grant{}
-	}
-	if err := p.Loc.Directory.PutAgent(rec); err != nil {
-		p.t.Errorf("mirror agent: %v", err)
-	}
-}
-
 func (p *fakeProvider) status(w http.ResponseWriter, r *http.Request) {
 	if _, _, err := p.hostClaims(r); err != nil {
-		writeError(w, http.StatusUnauthorized, "invalid_jwt", err.Error())
+		writeError(w, http.StatusUnauthorized, agentcap.CodeInvalidJWT, err.Error())
 		return
 	}
 	p.mu.Lock()
@@ -375,13 +319,12 @@ func (p *fakeProvider) status(w http.ResponseWriter, r *http.Request) {
 	if len(p.StatusErrors) > 0 {
 		e := p.StatusErrors[0]
 		p.StatusErrors = p.StatusErrors[1:]
-		status, _ := strconv.Atoi(e[0])
-		writeError(w, status, e[1], "scripted")
+		writeError(w, e.status, e.code, "scripted")
 		return
 	}
 	a := p.agents[r.URL.Query().Get("agent_id")]
 	if a == nil {
-		writeError(w, http.StatusNotFound, "agent_not_found", "no such agent")
+		writeError(w, http.StatusNotFound, agentcap.CodeAgentNotFound, "no such agent")
 		return
 	}
 	p.statusPolls++
@@ -393,64 +336,59 @@ func (p *fakeProvider) status(w http.ResponseWriter, r *http.Request) {
 
 // decide settles a pending agent and its pending grants.
 func (p *fakeProvider) decide(a *fakeAgent) {
-	changed := false
 	for i, g := range a.grants {
-		if g.Status != agentauth.StatusPending {
+		if g.Status != agentcap.StatusPending {
 			continue
 		}
-		changed = true
 		if p.Deny {
-			a.grants[i].Status = agentauth.StatusDenied
+			a.grants[i].Status = agentcap.StatusDenied
 			continue
 		}
-		a.grants[i].Status = agentauth.StatusActive
+		a.grants[i].Status = agentcap.StatusActive
 		if c, ok := p.Constraints[g.Capability]; ok {
 			a.grants[i].Constraints = c
 		}
 	}
-	if a.status == agentauth.StatusPending {
-		changed = true
-		a.status = agentauth.StatusActive
+	if a.status == agentcap.StatusPending {
+		a.status = agentcap.StatusActive
 		if p.Deny {
-			a.status = agentauth.StatusRejected
+			a.status = agentcap.StatusRejected
 		}
-	}
-	if changed {
-		p.mirror(a)
 	}
 }
 
 func (p *fakeProvider) requestCapability(w http.ResponseWriter, r *http.Request) {
 	a, err := p.agentFromToken(r)
 	if err != nil {
-		writeError(w, http.StatusUnauthorized, "invalid_jwt", err.Error())
+		writeError(w, http.StatusUnauthorized, agentcap.CodeInvalidJWT, err.Error())
 		return
 	}
 	var body struct {
 		Capabilities []json.RawMessage `json:"capabilities"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		writeError(w, http.StatusBadRequest, agentcap.CodeInvalidRequest, err.Error())
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	gs := requested(body.Capabilities)
 	for i := range gs {
-		gs[i].Status = agentauth.StatusActive
+		gs[i].Status = agentcap.StatusActive
 		if p.Pending {
-			gs[i].Status = agentauth.StatusPending
+			gs[i].Status = agentcap.StatusPending
 		}
 	}
 	a.grants = append(a.grants, gs...)
 	p.statusPolls = 0
 	if !p.Pending {
+		// The answer names the constraints the provider would impose;
+		// the agent's grants keep what it asked for.
 		for i, g := range gs {
 			if c, ok := p.Constraints[g.Capability]; ok {
 				gs[i].Constraints = c
 			}
 		}
-		p.mirror(a)
 	}
 	ans := p.answer(&fakeAgent{id: a.id, hostID: a.hostID, mode: a.mode, status: a.status, grants: gs}, p.Pending)
 	writeJSON(w, http.StatusOK, ans)
@@ -458,7 +396,7 @@ func (p *fakeProvider) requestCapability(w http.ResponseWriter, r *http.Request)
 
 func (p *fakeProvider) revoke(w http.ResponseWriter, r *http.Request) {
 	if _, _, err := p.hostClaims(r); err != nil {
-		writeError(w, http.StatusUnauthorized, "invalid_jwt", err.Error())
+		writeError(w, http.StatusUnauthorized, agentcap.CodeInvalidJWT, err.Error())
 		return
 	}
 	var body struct {
@@ -469,18 +407,17 @@ func (p *fakeProvider) revoke(w http.ResponseWriter, r *http.Request) {
 	defer p.mu.Unlock()
 	a := p.agents[body.AgentID]
 	if a == nil {
-		writeError(w, http.StatusNotFound, "agent_not_found", "no such agent")
+		writeError(w, http.StatusNotFound, agentcap.CodeAgentNotFound, "no such agent")
 		return
 	}
-	a.status = agentauth.StatusRevoked
-	p.mirror(a)
-	writeJSON(w, http.StatusOK, map[string]string{"agent_id": a.id, "status": "revoked"})
+	a.status = agentcap.StatusRevoked
+	writeJSON(w, http.StatusOK, map[string]string{"agent_id": a.id, "status": agentcap.StatusRevoked})
 }
 
 func (p *fakeProvider) list(w http.ResponseWriter, r *http.Request) {
 	a, err := p.agentFromToken(r)
 	if err != nil {
-		writeError(w, http.StatusUnauthorized, "invalid_jwt", err.Error())
+		writeError(w, http.StatusUnauthorized, agentcap.CodeInvalidJWT, err.Error())
 		return
 	}
 	start, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
@@ -493,10 +430,10 @@ func (p *fakeProvider) list(w http.ResponseWriter, r *http.Request) {
 	var page []map[string]any
 	end := min(start+limit, len(p.Caps))
 	for _, c := range p.Caps[start:end] {
-		e := map[string]any{"name": c.Name, "description": c.Description, "grant_status": "not_granted"}
+		e := map[string]any{"name": c.Name, "description": c.Description, "grant_status": agentcap.GrantStatusNotGranted}
 		for _, g := range a.grants {
-			if g.Capability == c.Name && g.Status == agentauth.StatusActive {
-				e["grant_status"] = "granted"
+			if g.Capability == c.Name && g.Status == agentcap.StatusActive {
+				e["grant_status"] = agentcap.GrantStatusGranted
 			}
 		}
 		page = append(page, e)
@@ -511,14 +448,14 @@ func (p *fakeProvider) list(w http.ResponseWriter, r *http.Request) {
 func (p *fakeProvider) confirmation(w http.ResponseWriter, r *http.Request) {
 	a, err := p.agentFromToken(r)
 	if err != nil {
-		writeError(w, http.StatusUnauthorized, "invalid_jwt", err.Error())
+		writeError(w, http.StatusUnauthorized, agentcap.CodeInvalidJWT, err.Error())
 		return
 	}
 	p.mu.Lock()
 	serve := p.Confirmation
 	p.mu.Unlock()
 	if serve == nil {
-		writeError(w, http.StatusNotFound, "confirmation_not_found", "no such confirmation")
+		writeError(w, http.StatusNotFound, agentcap.CodeConfirmationNotFound, "no such confirmation")
 		return
 	}
 	serve(w, r, a.id)
@@ -526,7 +463,7 @@ func (p *fakeProvider) confirmation(w http.ResponseWriter, r *http.Request) {
 
 func (p *fakeProvider) describe(w http.ResponseWriter, r *http.Request) {
 	if _, err := p.agentFromToken(r); err != nil {
-		writeError(w, http.StatusUnauthorized, "invalid_jwt", err.Error())
+		writeError(w, http.StatusUnauthorized, agentcap.CodeInvalidJWT, err.Error())
 		return
 	}
 	p.mu.Lock()
@@ -537,7 +474,7 @@ func (p *fakeProvider) describe(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeError(w, http.StatusNotFound, "capability_not_found", "no such capability")
+	writeError(w, http.StatusNotFound, agentcap.CodeCapabilityNotFound, "no such capability")
 }
 
 // sleeps records the waits of a client instead of spending them.
@@ -582,7 +519,7 @@ func connect(t testing.TB, c *client.Client, p *fakeProvider, caps ...client.Cap
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
-	if st.Status != agentauth.StatusActive {
+	if st.Status != agentcap.StatusActive {
 		t.Fatalf("status %s", st.Status)
 	}
 	return a

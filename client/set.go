@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 )
 
 // Member is one connected agent of a Set, under the provider name that
@@ -110,7 +110,7 @@ func NewSet(ctx context.Context, members []Member, o SetOptions) (*Set, error) {
 			return nil, fmt.Errorf("client: capabilities of %s: %w", m.Provider, err)
 		}
 		for _, c := range caps {
-			if o.GrantedOnly && c.GrantStatus != agentauth.GrantStatusGranted {
+			if o.GrantedOnly && c.GrantStatus != agentcap.GrantStatusGranted {
 				continue
 			}
 			name := ns(m.Provider, c.Name)

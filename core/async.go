@@ -10,7 +10,7 @@ import "context"
 //
 // An async capability is not bound by the executor's default timeout: the
 // job runner gives every job its own deadline. [WithTimeout] still applies
-// when given. Batches refuse async capabilities with CodeBatchUnsupported.
+// when given. Batches refuse async capabilities with batch_unsupported_result_type.
 func WithAsync() Option { return func(o *options) { o.async = true } }
 
 // Async reports whether the capability was defined WithAsync.

@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/internal/jsoncanon"
 	"github.com/agentcap/agentcap/internal/jsonvalue"
 	"github.com/agentcap/agentcap/internal/schema"
@@ -22,52 +24,44 @@ import (
 // Audit event names the executor writes besides a capability's own (see
 // [WithAuditEvent]). Package audit uses the same names.
 const (
-	// AuditEventPreview: a preview ran.
-	AuditEventPreview = "preview"
-	// AuditEventConfirmationIssued: a confirmation token was issued for a
+	// auditEventPreview: a preview ran.
+	auditEventPreview = "preview"
+	// auditEventConfirmationIssued: a confirmation token was issued for a
 	// call, by a preview or by an execution refused with
-	// CodeConfirmationRequired.
-	AuditEventConfirmationIssued = "confirmation.issued"
-	// AuditEventConfirmationConsumed: a call spent its confirmation token.
-	AuditEventConfirmationConsumed = "confirmation.consumed"
-	// AuditEventConfirmationDenied: a confirmation token was refused; the
+	// confirmation_required.
+	auditEventConfirmationIssued = "confirmation.issued"
+	// auditEventConfirmationConsumed: a call spent its confirmation token.
+	auditEventConfirmationConsumed = "confirmation.consumed"
+	// auditEventConfirmationDenied: a confirmation token was refused; the
 	// outcome is the refusal's code.
-	AuditEventConfirmationDenied = "confirmation.denied"
+	auditEventConfirmationDenied = "confirmation.denied"
 )
 
 // Audit outcomes that are not error codes. A failed call's outcome is its
 // error's Code.
 const (
-	// AuditOutcomeOK: the call succeeded.
-	AuditOutcomeOK = "ok"
-	// AuditOutcomeStarted: the record written before the handler of a
+	// auditOutcomeOK: the call succeeded.
+	auditOutcomeOK = "ok"
+	// auditOutcomeStarted: the record written before the handler of a
 	// capability defined WithAuditRequired runs.
-	AuditOutcomeStarted = "started"
+	auditOutcomeStarted = "started"
 )
 
-// AuditSecretTag is the struct tag, `audit:"secret"`, that marks an input
+// auditSecretTag is the struct tag, `audit:"secret"`, that marks an input
 // field whose value an audit record never shows: the arguments kept for a
 // capability defined WithAuditArguments have it replaced by
-// AuditRedacted, at any depth of the input.
-const AuditSecretTag = "audit"
+// auditRedacted, at any depth of the input.
+const auditSecretTag = "audit"
 
-// AuditRedacted replaces the value of a secret field in kept arguments.
-const AuditRedacted = "[redacted]"
+// auditRedacted replaces the value of a secret field in kept arguments.
+const auditRedacted = "[redacted]"
 
-// MetricAuditFailures counts the audit records an executor could not
+// metricAuditFailures counts the audit records an executor could not
 // write, by capability and event.
-const MetricAuditFailures = "agentcap.audit.failures"
+const metricAuditFailures = "agentcap.audit.failures"
 
-// AttrAuditEvent is the event attribute of MetricAuditFailures.
-const AttrAuditEvent = attribute.Key("agentcap.audit.event")
-
-// CodeAuditUnavailable: the record of a call's start could not be written
-// for a capability defined WithAuditRequired, so the call did not run.
-const CodeAuditUnavailable Code = "audit_unavailable"
-
-// StageAudit writes the record of a call's start, for capabilities
-// defined WithAuditRequired. It runs after the context stage.
-const StageAudit Stage = "audit"
+// attrAuditEvent is the event attribute of metricAuditFailures.
+const attrAuditEvent = attribute.Key("agentcap.audit.event")
 
 const msgAuditUnavailable = "the audit trail is unavailable: the call did not run; retry later"
 
@@ -88,29 +82,18 @@ func WithAuditEvent(name string) Option { return func(o *options) { o.audit.even
 
 // WithAuditRequired makes an audit trail a condition of the capability's
 // executions: the executor writes a record of the call's start (outcome
-// AuditOutcomeStarted) before the confirmation stage and the handler, and
-// refuses the call with CodeAuditUnavailable (503) when it cannot. The
-// executor must have an audit writer (ExecutorConfig.Audit). Without
+// auditOutcomeStarted) before the confirmation stage and the handler, and
+// refuses the call with audit_unavailable (503) when it cannot. The
+// executor must have an audit writer (Config.Audit). Without
 // this option, and for previews, a record that cannot be written is
-// counted (MetricAuditFailures) and logged, and the call goes on.
+// counted (metricAuditFailures) and logged, and the call goes on.
 func WithAuditRequired() Option { return func(o *options) { o.audit.required = true } }
 
 // WithAuditArguments keeps the call's arguments in its audit records
 // (AuditRecord.Arguments): the decoded input as JSON, every field tagged
-// `audit:"secret"` replaced by AuditRedacted. Without it a record only
+// `audit:"secret"` replaced by auditRedacted. Without it a record only
 // holds the SHA-256 digest of the arguments.
 func WithAuditArguments() Option { return func(o *options) { o.audit.arguments = true } }
-
-// AuditEvent returns the event name of the capability's audit records.
-func (d *Definition) AuditEvent() string { return d.audit.event }
-
-// AuditRequired reports whether the capability was defined
-// WithAuditRequired.
-func (d *Definition) AuditRequired() bool { return d.audit.required }
-
-// AuditArguments reports whether the capability was defined
-// WithAuditArguments.
-func (d *Definition) AuditArguments() bool { return d.audit.arguments }
 
 // build checks the audit options of d and prepares its redaction.
 func (a *auditSpec) build(d *Definition) error {
@@ -122,21 +105,10 @@ func (a *auditSpec) build(d *Definition) error {
 	}
 	if a.arguments {
 		a.redact = schema.NewRedaction(d.inType, func(f reflect.StructField) bool {
-			return f.Tag.Get(AuditSecretTag) == "secret"
+			return f.Tag.Get(auditSecretTag) == "secret"
 		})
 	}
 	return nil
-}
-
-// AuditActor names who acts in an audit record.
-type AuditActor struct {
-	AgentID, HostID, UserID string
-}
-
-// AuditPrincipal is implemented by principals that name their actor (the
-// agentauth caller does). An executor without AuditConfig.Actor uses it.
-type AuditPrincipal interface {
-	AuditActor() AuditActor
 }
 
 // AuditRecord is one entry of the audit trail as the executor reports it.
@@ -144,14 +116,16 @@ type AuditPrincipal interface {
 type AuditRecord struct {
 	// Time is when the call started.
 	Time time.Time
-	// Event is the capability's audit event, AuditEventPreview or an
+	// Event is the capability's audit event, auditEventPreview or an
 	// AuditEventConfirmation name.
 	Event string
-	// Outcome is AuditOutcomeOK, AuditOutcomeStarted or an error code.
+	// Outcome is auditOutcomeOK, auditOutcomeStarted or an error code.
 	Outcome string
 	// Capability is the capability's name.
 	Capability string
-	Actor      AuditActor
+	// AgentID, HostID and UserID name who acted: the caller's identity
+	// (auth.Identity), "" where it names none.
+	AgentID, HostID, UserID string
 	// ArgumentsDigest is the hex SHA-256 of the canonical form of the
 	// arguments (see package idempotency): the raw arguments of a
 	// transport's call, the encoded input of a typed one.
@@ -178,23 +152,20 @@ type AuditWriter interface {
 	WriteAudit(ctx context.Context, r AuditRecord) error
 }
 
-// DefaultAuditTimeout bounds an audit write when AuditConfig.Timeout is
+// defaultAuditTimeout bounds an audit write when AuditConfig.Timeout is
 // zero.
-const DefaultAuditTimeout = 5 * time.Second
+const defaultAuditTimeout = 5 * time.Second
 
-// AuditConfig configures an executor's audit trail. P is the principal
-// type. The zero value writes nothing.
-type AuditConfig[P any] struct {
+// AuditConfig configures an executor's audit trail. The zero value writes
+// nothing.
+type AuditConfig struct {
 	// Writer receives a record of every execution and preview of a
 	// registered capability, and of every confirmation issued, spent or
 	// refused. Calls of unknown capabilities are not recorded (their
 	// names are the caller's). Nil: no audit trail, and NewExecutor
 	// refuses a registry holding a capability defined WithAuditRequired.
 	Writer AuditWriter
-	// Actor names who acts for a principal. Nil means the principal's own
-	// AuditActor method (AuditPrincipal), or no actor.
-	Actor func(principal P) AuditActor
-	// Timeout bounds each write (default DefaultAuditTimeout). Writes do
+	// Timeout bounds each write (default defaultAuditTimeout). Writes do
 	// not end with the call's context: a record of a canceled call is
 	// still written.
 	Timeout time.Duration
@@ -232,28 +203,22 @@ func RequestInfoFrom(ctx context.Context) (RequestInfo, bool) {
 
 // Audits reports whether the executor writes an audit trail. A transport
 // skips the work of WithRequestInfo when it does not.
-func (e *Executor[C, P]) Audits() bool { return e.audit != nil }
+func (e *Executor) Audits() bool { return e.audit != nil }
 
 // auditor is an executor's checked AuditConfig.
-type auditor[P any] struct {
-	auditWriter
-	actor func(P) AuditActor
-}
-
-// auditWriter is the part of an auditor that does not depend on P.
-type auditWriter struct {
+type auditor struct {
 	w        AuditWriter
 	timeout  time.Duration
 	failures metric.Int64Counter
 	logger   *slog.Logger
 }
 
-func newAuditor[P any](cfg AuditConfig[P], reg *Registry, mp metric.MeterProvider, logger *slog.Logger) (*auditor[P], error) {
+func newAuditor(cfg AuditConfig, reg *Registry, mp metric.MeterProvider, logger *slog.Logger) (*auditor, error) {
 	if cfg.Writer == nil {
 		for _, d := range reg.defs {
 			if d.audit.required {
 				return nil, &DefinitionError{Capability: d.name,
-					Reason: "it requires an audit trail: set ExecutorConfig.Audit.Writer"}
+					Reason: "it requires an audit trail: set Config.Audit.Writer"}
 			}
 		}
 		return nil, nil
@@ -264,40 +229,29 @@ func newAuditor[P any](cfg AuditConfig[P], reg *Registry, mp metric.MeterProvide
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	failures, err := mp.Meter(InstrumentationName).Int64Counter(MetricAuditFailures,
+	failures, err := mp.Meter(instrumentationName).Int64Counter(metricAuditFailures,
 		metric.WithDescription("Audit records that could not be written, by capability and event."),
 		metric.WithUnit("{record}"))
 	if err != nil {
 		return nil, fmt.Errorf("agentcap: executor: telemetry: %w", err)
 	}
-	a := &auditor[P]{
-		auditWriter: auditWriter{w: cfg.Writer, timeout: cfg.Timeout, failures: failures, logger: logger},
-		actor:       cfg.Actor,
-	}
+	a := &auditor{w: cfg.Writer, timeout: cfg.Timeout, failures: failures, logger: logger}
 	if a.timeout == 0 {
-		a.timeout = DefaultAuditTimeout
+		a.timeout = defaultAuditTimeout
 	}
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
-	}
-	if a.actor == nil {
-		a.actor = func(p P) AuditActor {
-			if ap, ok := any(p).(AuditPrincipal); ok {
-				return ap.AuditActor()
-			}
-			return AuditActor{}
-		}
 	}
 	return a, nil
 }
 
 // write writes r, counting and logging a failure.
-func (w *auditWriter) write(ctx context.Context, def *Definition, r AuditRecord) error {
+func (w *auditor) write(ctx context.Context, def *Definition, r AuditRecord) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
 	err := protect(func() error { return w.w.WriteAudit(wctx, r) })
 	cancel()
 	if err != nil {
-		w.failures.Add(ctx, 1, metric.WithAttributes(def.tel.capability, AttrAuditEvent.String(r.Event)))
+		w.failures.Add(ctx, 1, metric.WithAttributes(def.tel.capability, attrAuditEvent.String(r.Event)))
 		w.logger.LogAttrs(ctx, slog.LevelError, "agentcap: audit record not written",
 			slog.String("capability", def.name), slog.String("event", r.Event),
 			slog.String("outcome", r.Outcome), slog.String("error", err.Error()))
@@ -308,7 +262,7 @@ func (w *auditWriter) write(ctx context.Context, def *Definition, r AuditRecord)
 // auditCall is the audit state of one call: the fields its records
 // share.
 type auditCall struct {
-	w       *auditWriter
+	w       *auditor
 	def     *Definition
 	preview bool
 	rec     AuditRecord
@@ -325,15 +279,17 @@ func auditCallFrom(ctx context.Context) *auditCall {
 
 // auditBegin starts the audit state of a call and returns ctx carrying
 // it; nil without an audit trail.
-func (e *Executor[C, P]) auditBegin(ctx context.Context, def *Definition, principal P, args []byte, typed *typedInput, preview bool, start time.Time) (context.Context, *auditCall) {
+func (e *Executor) auditBegin(ctx context.Context, def *Definition, id *auth.Identity, args []byte, typed *typedInput, preview bool, start time.Time) (context.Context, *auditCall) {
 	if e.audit == nil {
 		return ctx, nil
 	}
-	ac := &auditCall{w: &e.audit.auditWriter, def: def, preview: preview, rec: AuditRecord{
+	ac := &auditCall{w: e.audit, def: def, preview: preview, rec: AuditRecord{
 		Time:       start,
 		Capability: def.name,
-		Actor:      e.audit.actor(principal),
 	}}
+	if id != nil {
+		ac.rec.AgentID, ac.rec.HostID, ac.rec.UserID = id.AgentID, id.HostID, id.UserID
+	}
 	if typed != nil {
 		_ = protect(func() error {
 			data, err := def.encodeIn(typed.v)
@@ -370,7 +326,7 @@ func (ac *auditCall) keep(in any) {
 			if err != nil {
 				return err
 			}
-			r.Apply(tree, AuditRedacted)
+			r.Apply(tree, auditRedacted)
 			data = jsonvalue.Append(nil, tree)
 		}
 		ac.rec.Arguments = data
@@ -380,26 +336,26 @@ func (ac *auditCall) keep(in any) {
 
 // started writes the record of a call's start, for a capability defined
 // WithAuditRequired; the call must not run when it fails.
-func (ac *auditCall) started(ctx context.Context, in any) *Error {
+func (ac *auditCall) started(ctx context.Context, in any) *agentcap.Error {
 	ac.keep(in)
 	r := ac.rec
-	r.Event, r.Outcome = ac.def.audit.event, AuditOutcomeStarted
+	r.Event, r.Outcome = ac.def.audit.event, auditOutcomeStarted
 	if err := ac.w.write(ctx, ac.def, r); err != nil {
-		return &Error{Code: CodeAuditUnavailable, Stage: StageAudit, Message: msgAuditUnavailable, cause: err}
+		return newErr(agentcap.CodeAuditUnavailable, agentcap.StageAudit, msgAuditUnavailable, err)
 	}
 	return nil
 }
 
 // end writes the record of a call's end. in is the decoded input, nil
 // when the input stage failed.
-func (ac *auditCall) end(ctx context.Context, took time.Duration, err *Error, in any, inputDone bool) {
+func (ac *auditCall) end(ctx context.Context, took time.Duration, err *agentcap.Error, in any, inputDone bool) {
 	if inputDone {
 		ac.keep(in)
 	}
 	r := ac.rec
-	r.Event, r.Outcome, r.Duration = ac.def.audit.event, AuditOutcomeOK, took
+	r.Event, r.Outcome, r.Duration = ac.def.audit.event, auditOutcomeOK, took
 	if ac.preview {
-		r.Event = AuditEventPreview
+		r.Event = auditEventPreview
 	}
 	if err != nil {
 		r.Outcome = string(err.Code)
@@ -431,7 +387,7 @@ func (a auditingConfirmer) Issue(ctx context.Context, b ConfirmationBinding) (Co
 	c, err := a.Confirmer.Issue(ctx, b)
 	if ac := auditCallFrom(ctx); ac != nil && err == nil {
 		ac.rec.ConfirmationID = c.ID
-		ac.confirmation(ctx, AuditEventConfirmationIssued, AuditOutcomeOK)
+		ac.confirmation(ctx, auditEventConfirmationIssued, auditOutcomeOK)
 	}
 	return c, err
 }
@@ -445,12 +401,12 @@ func (a auditingConfirmer) Consume(ctx context.Context, token string, b Confirma
 		}
 		switch {
 		case err == nil:
-			ac.confirmation(ctx, AuditEventConfirmationConsumed, AuditOutcomeOK)
+			ac.confirmation(ctx, auditEventConfirmationConsumed, auditOutcomeOK)
 		case errors.Is(err, ErrConfirmationInvalid) || errors.Is(err, ErrConfirmationUsed) ||
 			errors.Is(err, ErrConfirmationExpired) || errors.Is(err, ErrConfirmationMismatch):
 			// A failure of the Confirmer itself is the call's outcome,
 			// not a refusal.
-			ac.confirmation(ctx, AuditEventConfirmationDenied, string(consumeError(err).Code))
+			ac.confirmation(ctx, auditEventConfirmationDenied, string(consumeError(err).Code))
 		}
 	}
 	return err

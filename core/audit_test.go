@@ -13,20 +13,18 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
 )
-
-// AuditActor makes user an AuditPrincipal, so that executors without
-// AuditConfig.Actor name the test users.
-func (u user) AuditActor() core.AuditActor {
-	return core.AuditActor{AgentID: "agt_" + u.ID, HostID: "hst_1", UserID: u.ID}
-}
 
 // auditLog is an AuditWriter keeping records in memory; fail, when set,
 // decides which writes fail.
@@ -59,8 +57,8 @@ func (l *auditLog) take() []core.AuditRecord {
 	return recs
 }
 
-// events lists the event and outcome of each record.
-func events(recs []core.AuditRecord) string {
+// auditEvents lists the event and outcome of each record.
+func auditEvents(recs []core.AuditRecord) string {
 	parts := make([]string, len(recs))
 	for i, r := range recs {
 		parts[i] = r.Event + ":" + r.Outcome
@@ -93,14 +91,8 @@ func TestAuditRecordsExecutions(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	log := &auditLog{}
 	audited := core.MustDefine("transfer_money", "Move money", transfer, core.WithAuditEvent("money.transfer"))
-	e := mustExec(t, core.ExecutorConfig[app, user]{TracerProvider: tp, Audit: core.AuditConfig[user]{Writer: log}},
+	e := mustExec(t, core.Config{TracerProvider: tp, Audit: core.AuditConfig{Writer: log}},
 		audited, echoCap)
-	if d, _ := e.Registry().Lookup("transfer_money"); d.AuditEvent() != "money.transfer" || d.AuditRequired() || d.AuditArguments() {
-		t.Fatalf("definition: event %q, required %v, arguments %v", d.AuditEvent(), d.AuditRequired(), d.AuditArguments())
-	}
-	if d, _ := e.Registry().Lookup("echo"); d.AuditEvent() != "echo" {
-		t.Fatalf("default event = %q, want the capability's name", d.AuditEvent())
-	}
 	if !e.Audits() {
 		t.Fatal("Audits() = false with a writer")
 	}
@@ -108,28 +100,28 @@ func TestAuditRecordsExecutions(t *testing.T) {
 	const secret = "acct-SECRET-1"
 	args := `{"source_account":"` + secret + `", "destination_account":"b","amount":5.0,"currency":"USD"}`
 	canonical := `{"amount":5,"currency":"USD","destination_account":"b","source_account":"` + secret + `"}`
-	if _, err := e.ExecuteDynamic(ctx, "transfer_money", user{ID: "ann"}, []byte(args), nil); err != nil {
+	if _, err := e.Execute(ctx, "transfer_money", caller("ann"), []byte(args)); err != nil {
 		t.Fatal(err)
 	}
-	refuse := func(context.Context, *core.Invocation) error { return errors.New("no") }
-	if _, err := e.ExecuteDynamic(ctx, "transfer_money", user{ID: "ann"}, []byte(args), refuse); err == nil {
+	refused := authorizedBy(caller("ann"), func(context.Context, *auth.Call) error { return errors.New("no") })
+	if _, err := e.Execute(ctx, "transfer_money", refused, []byte(args)); err == nil {
 		t.Fatal("refused call ran")
 	}
-	if _, err := e.ExecuteDynamic(ctx, "transfer_money", user{ID: "ann"}, []byte(`{"amount":"`+secret+`"}`), nil); err == nil {
+	if _, err := e.Execute(ctx, "transfer_money", caller("ann"), []byte(`{"amount":"`+secret+`"}`)); err == nil {
 		t.Fatal("invalid input accepted")
 	}
-	if _, err := e.ExecuteDynamic(ctx, "no_such_"+secret, user{ID: "ann"}, []byte(args), nil); err == nil {
+	if _, err := e.Execute(ctx, "no_such_"+secret, caller("ann"), []byte(args)); err == nil {
 		t.Fatal("unknown capability ran")
 	}
 	// A typed call digests its encoded input: the same digest as the
 	// same arguments sent as JSON.
 	in := transferIn{Source: secret, Destination: "b", Amount: 5, Currency: "USD"}
-	if _, err := core.Execute(context.Background(), e, audited, user{ID: "bob"}, in); err != nil {
+	if _, err := core.Call(context.Background(), e, audited, caller("bob"), in); err != nil {
 		t.Fatal(err)
 	}
 
 	recs := log.take()
-	if got, want := events(recs), "money.transfer:ok money.transfer:forbidden money.transfer:invalid_input money.transfer:ok"; got != want {
+	if got, want := auditEvents(recs), "money.transfer:ok money.transfer:unauthorized money.transfer:invalid_request money.transfer:ok"; got != want {
 		t.Fatalf("records %s, want %s", got, want)
 	}
 	// Span 3 is the unknown capability's, which has no record.
@@ -147,8 +139,8 @@ func TestAuditRecordsExecutions(t *testing.T) {
 		}
 	}
 	for i, r := range recs[:3] {
-		if r.Actor != (core.AuditActor{AgentID: "agt_ann", HostID: "hst_1", UserID: "ann"}) || r.RequestID != "req-7" || r.ClientIP != "192.0.2.9" {
-			t.Errorf("record %d: actor %+v, request %q, client %q", i, r.Actor, r.RequestID, r.ClientIP)
+		if actorOf(r) != (actor{AgentID: "agt_ann", HostID: "hst_1", UserID: "ann"}) || r.RequestID != "req-7" || r.ClientIP != "192.0.2.9" {
+			t.Errorf("record %d: actor %+v, request %q, client %q", i, actorOf(r), r.RequestID, r.ClientIP)
 		}
 	}
 	if recs[0].ArgumentsDigest != sha256Hex(canonical) || recs[1].ArgumentsDigest != recs[0].ArgumentsDigest {
@@ -158,20 +150,50 @@ func TestAuditRecordsExecutions(t *testing.T) {
 		t.Errorf("digest of invalid input = %s", recs[2].ArgumentsDigest)
 	}
 	typed := recs[3]
-	if typed.ArgumentsDigest != recs[0].ArgumentsDigest || typed.Actor.UserID != "bob" || typed.RequestID != "" {
+	if typed.ArgumentsDigest != recs[0].ArgumentsDigest || actorOf(typed) != (actor{AgentID: "agt_bob", HostID: "hst_1", UserID: "bob"}) || typed.RequestID != "" {
 		t.Errorf("typed call record: %+v", typed)
 	}
 }
 
-func TestAuditActorOverridesPrincipal(t *testing.T) {
+// actor is who acted, as an audit record names them.
+type actor struct{ AgentID, HostID, UserID string }
+
+func actorOf(r core.AuditRecord) actor { return actor{r.AgentID, r.HostID, r.UserID} }
+
+// TestAuditRecordsNameTheIdentity: a record takes the agent, host and
+// user from the caller's identity, and no more; a call without an
+// identity names nobody.
+func TestAuditRecordsNameTheIdentity(t *testing.T) {
 	log := &auditLog{}
-	e := mustExec(t, core.ExecutorConfig[app, user]{Audit: core.AuditConfig[user]{Writer: log,
-		Actor: func(u user) core.AuditActor { return core.AuditActor{UserID: "u:" + u.ID} }}}, echoCap)
-	if _, err := e.ExecuteDynamic(context.Background(), "echo", user{ID: "ann"}, []byte(`{"text":"hi"}`), nil); err != nil {
+	e := mustExecWith(t, anyContext, core.Config{Audit: core.AuditConfig{Writer: log}}, echoCap)
+	ctx := context.Background()
+	ids := []*auth.Identity{
+		{Subject: "sub_1", AgentID: "agt_1", HostID: "hst_1", UserID: "usr_1", Claims: "claims"},
+		// An autonomous agent acts for nobody.
+		{Subject: "agt_2", AgentID: "agt_2", HostID: "hst_2"},
+		// A caller that is no agent: a user's session, say.
+		{Subject: "usr_3", UserID: "usr_3"},
+		nil,
+	}
+	for _, id := range ids {
+		if _, err := e.Execute(ctx, "echo", id, []byte(`{"text":"hi"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := core.Call(ctx, e, echoCap, nil, echoIn{Text: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	if recs := log.take(); len(recs) != 1 || recs[0].Actor != (core.AuditActor{UserID: "u:ann"}) {
-		t.Fatalf("records %+v", recs)
+	want := []actor{{"agt_1", "hst_1", "usr_1"}, {"agt_2", "hst_2", ""}, {"", "", "usr_3"}, {}, {}}
+	recs := log.take()
+	var got []actor
+	for _, r := range recs {
+		got = append(got, actorOf(r))
+		if strings.Contains(fmt.Sprintf("%+v", r), "sub_1") || strings.Contains(fmt.Sprintf("%+v", r), "claims") {
+			t.Errorf("a record holds more of the identity than its names: %+v", r)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("actors (-want +got):\n%s", diff)
 	}
 }
 
@@ -189,23 +211,24 @@ func TestAuditConfirmations(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := &auditLog{}
-	e := mustExec(t, core.ExecutorConfig[app, user]{
-		Confirmation: core.ConfirmationConfig[user]{Confirmer: m, Subject: func(u user) string { return u.ID }},
-		Audit:        core.AuditConfig[user]{Writer: log},
+	e := mustExec(t, core.Config{
+		Confirmation: core.ConfirmationConfig{Confirmer: m},
+		Audit:        core.AuditConfig{Writer: log},
 	}, pay)
-	ann := user{ID: "ann"}
+	ann := caller("ann")
 	args := []byte(`{"to":"bob","amount":30}`)
 
-	res, err := e.PreviewDynamic(ctx, "pay", ann, args, nil)
+	res, err := e.Preview(ctx, "pay", ann, args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	recs := log.take()
-	if got := events(recs); got != "confirmation.issued:ok preview:ok" {
+	if got := auditEvents(recs); got != "confirmation.issued:ok preview:ok" {
 		t.Fatalf("preview records: %s", got)
 	}
 	for _, r := range recs {
-		if r.ConfirmationID != res.Confirmation.ID || r.Capability != "pay" || r.ArgumentsDigest != sha256Hex(`{"amount":30,"to":"bob"}`) {
+		if r.ConfirmationID != res.Confirmation.ID || r.Capability != "pay" || r.ArgumentsDigest != sha256Hex(`{"amount":30,"to":"bob"}`) ||
+			actorOf(r) != (actor{AgentID: "agt_ann", HostID: "hst_1", UserID: "ann"}) {
 			t.Errorf("preview record %+v", r)
 		}
 	}
@@ -214,22 +237,22 @@ func TestAuditConfirmations(t *testing.T) {
 	}
 
 	// Without a token: a fresh one is issued and the call refused.
-	_, err = e.ExecuteDynamic(ctx, "pay", ann, args, nil)
-	if codeOf(err) != core.CodeConfirmationRequired {
+	_, err = e.Execute(ctx, "pay", ann, args)
+	if codeOf(err) != agentcap.CodeConfirmationRequired {
 		t.Fatalf("err = %v", err)
 	}
 	recs = log.take()
-	if got := events(recs); got != "confirmation.issued:ok pay:confirmation_required" || recs[0].ConfirmationID == "" ||
+	if got := auditEvents(recs); got != "confirmation.issued:ok pay:confirmation_required" || recs[0].ConfirmationID == "" ||
 		recs[1].ConfirmationID != recs[0].ConfirmationID {
 		t.Fatalf("records %s: %+v", got, recs)
 	}
 
 	token := res.Confirmation.Token
-	if _, err := e.ExecuteDynamic(core.WithConfirmationToken(ctx, token), "pay", ann, args, nil); err != nil {
+	if _, err := e.Execute(core.WithConfirmationToken(ctx, token), "pay", ann, args); err != nil {
 		t.Fatal(err)
 	}
 	recs = log.take()
-	if got := events(recs); got != "confirmation.consumed:ok pay:ok" {
+	if got := auditEvents(recs); got != "confirmation.consumed:ok pay:ok" {
 		t.Fatalf("records %s", got)
 	}
 	for _, r := range recs {
@@ -239,10 +262,10 @@ func TestAuditConfirmations(t *testing.T) {
 	}
 
 	// The spent token again: refused, and recorded as such.
-	if _, err := e.ExecuteDynamic(core.WithConfirmationToken(ctx, token), "pay", ann, args, nil); codeOf(err) != core.CodeConfirmationUsed {
+	if _, err := e.Execute(core.WithConfirmationToken(ctx, token), "pay", ann, args); codeOf(err) != agentcap.CodeConfirmationUsed {
 		t.Fatalf("err = %v", err)
 	}
-	if got := events(log.take()); got != "confirmation.denied:confirmation_used pay:confirmation_used" {
+	if got := auditEvents(log.take()); got != "confirmation.denied:confirmation_used pay:confirmation_used" {
 		t.Fatalf("records %s", got)
 	}
 	if runs != 1 {
@@ -256,7 +279,7 @@ func TestAuditRequired(t *testing.T) {
 	guarded := core.MustDefine("guarded", "Needs a trail",
 		func(_ context.Context, _ app, in echoIn) (echoOut, error) { runs++; return echoOut{Text: in.Text}, nil },
 		core.WithAuditRequired())
-	if _, err := core.NewExecutor(core.MustRegistry(guarded), core.ExecutorConfig[app, user]{CreateContext: createContext}); err == nil ||
+	if _, err := core.NewExecutor(core.MustRegistry(guarded), createContext, core.Config{}); err == nil ||
 		!strings.Contains(err.Error(), "Audit.Writer") {
 		t.Fatalf("NewExecutor without a writer: %v", err)
 	}
@@ -266,25 +289,22 @@ func TestAuditRequired(t *testing.T) {
 	var logged bytes.Buffer
 	down := errors.New("store down")
 	log := &auditLog{}
-	e := mustExec(t, core.ExecutorConfig[app, user]{
+	e := mustExec(t, core.Config{
 		MeterProvider: mp,
 		Logger:        slog.New(slog.NewTextHandler(&logged, nil)),
-		Audit:         core.AuditConfig[user]{Writer: log},
+		Audit:         core.AuditConfig{Writer: log},
 	}, guarded, echoCap)
-	if d, _ := e.Registry().Lookup("guarded"); !d.AuditRequired() {
-		t.Fatal("AuditRequired() = false")
-	}
-	if _, err := e.ExecuteDynamic(ctx, "guarded", user{ID: "ann"}, []byte(`{"text":"a"}`), nil); err != nil {
+	if _, err := e.Execute(ctx, "guarded", caller("ann"), []byte(`{"text":"a"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if got := events(log.take()); got != "guarded:started guarded:ok" {
+	if got := auditEvents(log.take()); got != "guarded:started guarded:ok" {
 		t.Fatalf("records %s", got)
 	}
 	// A refused call writes no start record.
-	if _, err := e.ExecuteDynamic(ctx, "guarded", user{}, []byte(`{"text":"a"}`), nil); err == nil {
+	if _, err := e.Execute(ctx, "guarded", nil, []byte(`{"text":"a"}`)); err == nil {
 		t.Fatal("a call without a user ran")
 	}
-	if got := events(log.take()); got != "guarded:no_user" {
+	if got := auditEvents(log.take()); got != "guarded:no_user" {
 		t.Fatalf("records %s", got)
 	}
 
@@ -292,21 +312,21 @@ func TestAuditRequired(t *testing.T) {
 	// handler; a call of another capability runs, and its lost record is
 	// counted and logged.
 	log.fail = func(core.AuditRecord) error { return down }
-	_, err := e.ExecuteDynamic(ctx, "guarded", user{ID: "ann"}, []byte(`{"text":"b"}`), nil)
+	_, err := e.Execute(ctx, "guarded", caller("ann"), []byte(`{"text":"b"}`))
 	ce := coreErr(t, err)
-	if ce.Code != core.CodeAuditUnavailable || ce.Stage != core.StageAudit || ce.HTTPStatus() != http.StatusServiceUnavailable ||
-		ce.WireCode() != "audit_unavailable" || !errors.Is(err, down) {
-		t.Fatalf("err = %v (status %d, wire %s)", err, ce.HTTPStatus(), ce.WireCode())
+	if ce.Code != agentcap.CodeAuditUnavailable || ce.Stage != agentcap.StageAudit || ce.HTTPStatus() != http.StatusServiceUnavailable ||
+		string(ce.Code) != "audit_unavailable" || strings.Contains(ce.Message, "store down") || !errors.Is(err, down) {
+		t.Fatalf("err = %v (status %d)", err, ce.HTTPStatus())
 	}
 	if runs != 1 {
 		t.Fatalf("the handler ran without a start record: runs = %d", runs)
 	}
-	if _, err := e.ExecuteDynamic(ctx, "echo", user{ID: "ann"}, []byte(`{"text":"c"}`), nil); err != nil {
+	if _, err := e.Execute(ctx, "echo", caller("ann"), []byte(`{"text":"c"}`)); err != nil {
 		t.Fatalf("an audit failure failed a call: %v", err)
 	}
 	// A writer that panics is a failure like any other.
 	log.fail = func(core.AuditRecord) error { panic("writer bug") }
-	if _, err := e.ExecuteDynamic(ctx, "echo", user{ID: "ann"}, []byte(`{"text":"d"}`), nil); err != nil {
+	if _, err := e.Execute(ctx, "echo", caller("ann"), []byte(`{"text":"d"}`)); err != nil {
 		t.Fatalf("a panicking writer failed a call: %v", err)
 	}
 
@@ -317,12 +337,12 @@ func TestAuditRequired(t *testing.T) {
 	failures := map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != core.MetricAuditFailures {
+			if m.Name != "agentcap.audit.failures" {
 				continue
 			}
 			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				c, _ := dp.Attributes.Value(core.AttrCapability)
-				ev, _ := dp.Attributes.Value(core.AttrAuditEvent)
+				c, _ := dp.Attributes.Value(attribute.Key("agentcap.capability"))
+				ev, _ := dp.Attributes.Value(attribute.Key("agentcap.audit.event"))
 				failures[c.AsString()+"/"+ev.AsString()] += dp.Value
 			}
 		}
@@ -338,13 +358,13 @@ func TestAuditRequired(t *testing.T) {
 
 func TestAuditWritesOutliveTheCall(t *testing.T) {
 	log := &auditLog{}
-	e := mustExec(t, core.ExecutorConfig[app, user]{Audit: core.AuditConfig[user]{Writer: log}}, echoCap)
+	e := mustExec(t, core.Config{Audit: core.AuditConfig{Writer: log}}, echoCap)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := e.ExecuteDynamic(ctx, "echo", user{ID: "ann"}, []byte(`{"text":"a"}`), nil); codeOf(err) != core.CodeCanceled {
+	if _, err := e.Execute(ctx, "echo", caller("ann"), []byte(`{"text":"a"}`)); codeOf(err) != agentcap.CodeCancelled {
 		t.Fatalf("err = %v", err)
 	}
-	if got := events(log.take()); got != "echo:canceled" {
+	if got := auditEvents(log.take()); got != "echo:cancelled" {
 		t.Fatalf("records %q: the canceled call's record was not written", got)
 	}
 }
@@ -353,15 +373,12 @@ func TestAuditArgumentsRedacted(t *testing.T) {
 	ctx := context.Background()
 	handler := func(_ context.Context, _ app, in cardPayIn) (payOut, error) { return payOut{Paid: in.Amount}, nil }
 	log := &auditLog{}
-	e := mustExec(t, core.ExecutorConfig[app, user]{Audit: core.AuditConfig[user]{Writer: log}},
+	e := mustExec(t, core.Config{Audit: core.AuditConfig{Writer: log}},
 		core.MustDefine("card_pay", "Pay by card", handler, core.WithAuditArguments()),
 		core.MustDefine("card_pay_quiet", "Pay by card", handler),
 		core.MustDefine("echo_kept", "Echo", func(_ context.Context, _ app, in echoIn) (echoOut, error) {
 			return echoOut{Text: in.Text}, nil
 		}, core.WithAuditArguments()))
-	if d, _ := e.Registry().Lookup("card_pay"); !d.AuditArguments() {
-		t.Fatal("AuditArguments() = false")
-	}
 	args := []byte(`{"amount":12,"pin":"PIN-SECRET","cards":[{"number":"NUM-SECRET","holder":"Ann"}]}`)
 	tests := []struct {
 		capability string
@@ -375,7 +392,7 @@ func TestAuditArgumentsRedacted(t *testing.T) {
 		{"card_pay", `{"amount":"PIN-SECRET"}`, ""},
 	}
 	for _, tt := range tests {
-		_, _ = e.ExecuteDynamic(ctx, tt.capability, user{ID: "ann"}, []byte(tt.args), nil)
+		_, _ = e.Execute(ctx, tt.capability, caller("ann"), []byte(tt.args))
 		recs := log.take()
 		if len(recs) != 1 {
 			t.Fatalf("%s: %d records", tt.capability, len(recs))

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 )
 
 // BatchCall is one invocation of a batch.
@@ -16,7 +19,7 @@ type BatchCall struct {
 	// Capability is the name of the capability to run.
 	Capability string
 	// Arguments is the raw JSON arguments object. Absent (nil) or null
-	// means {}, as for ExecuteDynamic.
+	// means {}, as for Execute.
 	Arguments json.RawMessage
 	// ConfirmationToken confirms the call, for a capability that needs a
 	// confirmation (see WithConfirmationToken); "" for none.
@@ -33,28 +36,28 @@ type BatchResult struct {
 	Data json.RawMessage
 	// Err is the call's failure, nil on success. One call's failure never
 	// affects the others.
-	Err *Error
+	Err *agentcap.Error
 }
 
 // msgBatchUnsupported is the public message of CodeBatchUnsupported.
 const msgBatchUnsupported = "this capability streams or runs as a job, which a batch cannot carry: execute it on its own"
 
-// ExecuteBatch runs calls for one principal with bounded concurrency and
+// ExecuteBatch runs calls for one caller with bounded concurrency and
 // returns their results in request order, each with its own outcome. The
 // batch itself fails only when it is empty or larger than MaxBatch. Items
 // naming a streaming or async capability are refused, each with
-// CodeBatchUnsupported, without running. Every item runs under ctx: when
-// it is canceled, the items still running are canceled with it.
-func (e *Executor[C, P]) ExecuteBatch(ctx context.Context, principal P, calls []BatchCall, authorize AuthorizeFunc) ([]BatchResult, error) {
+// batch_unsupported_result_type, without running. Every item runs under
+// ctx: when it is canceled, the items still running are canceled with it.
+func (e *Executor) ExecuteBatch(ctx context.Context, id *auth.Identity, calls []BatchCall) ([]BatchResult, error) {
 	if len(calls) == 0 || len(calls) > e.maxBatch {
-		return nil, &Error{Code: CodeInvalidInput, Stage: StageInput,
-			Message: fmt.Sprintf("a batch holds 1 to %d requests", e.maxBatch)}
+		return nil, newErr(agentcap.CodeInvalidRequest, agentcap.StageInput,
+			fmt.Sprintf("a batch holds 1 to %d requests", e.maxBatch), nil)
 	}
 	results := make([]BatchResult, len(calls))
 	workers := min(e.concurrency, len(calls))
 	if workers <= 1 {
 		for i, c := range calls {
-			results[i] = e.batchItem(ctx, principal, c, authorize)
+			results[i] = e.batchItem(ctx, id, c)
 		}
 		return results, nil
 	}
@@ -63,7 +66,7 @@ func (e *Executor[C, P]) ExecuteBatch(ctx context.Context, principal P, calls []
 	for range workers {
 		wg.Go(func() {
 			for i := range next {
-				results[i] = e.batchItem(ctx, principal, calls[i], authorize)
+				results[i] = e.batchItem(ctx, id, calls[i])
 			}
 		})
 	}
@@ -75,14 +78,14 @@ func (e *Executor[C, P]) ExecuteBatch(ctx context.Context, principal P, calls []
 	return results, nil
 }
 
-func (e *Executor[C, P]) batchItem(ctx context.Context, principal P, c BatchCall, authorize AuthorizeFunc) BatchResult {
-	if def, ok := e.reg.byName[c.Capability]; ok && def.longRunning() {
-		return BatchResult{ID: c.ID, Err: &Error{Code: CodeBatchUnsupported, Stage: StageLookup, Message: msgBatchUnsupported}}
+func (e *Executor) batchItem(ctx context.Context, id *auth.Identity, c BatchCall) BatchResult {
+	if def, ok := e.lookup(ctx, c.Capability, id); ok && def.longRunning() {
+		return BatchResult{ID: c.ID, Err: newErr(agentcap.CodeBatchUnsupported, agentcap.StageLookup, msgBatchUnsupported, nil)}
 	}
 	if c.ConfirmationToken != "" || confirmationToken(ctx) != "" {
 		// An item carries its own token, never the batch's.
 		ctx = context.WithValue(ctx, confirmationTokenKey{}, c.ConfirmationToken)
 	}
-	_, data, err := e.run(ctx, c.Capability, principal, c.Arguments, nil, authorize)
+	_, data, err := e.app.pipeline(ctx, c.Capability, id, c.Arguments, nil, nil)
 	return BatchResult{ID: c.ID, Data: data, Err: err}
 }

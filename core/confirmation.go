@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 )
 
 // WithConfirmation marks a capability whose every call must be confirmed
@@ -28,8 +31,8 @@ func (d *Definition) NeedsConfirmation() bool {
 // of one capability, with these arguments, by one caller, at one
 // location.
 type ConfirmationBinding struct {
-	// Subject names the caller (an agent id, a principal), as
-	// ConfirmationConfig.Subject names it.
+	// Subject names the caller: its identity's Subject (an Agent Auth
+	// agent's id).
 	Subject string
 	// Capability is the capability's name.
 	Capability string
@@ -63,7 +66,7 @@ type Confirmation struct {
 // for concurrent use.
 type Confirmer interface {
 	// Issue returns a fresh token for b. An error other than an
-	// *AppError or a context error is taken for a store that does not
+	// *agentcap.Error or a context error is taken for a store that does not
 	// answer (CodeTemporarilyUnavailable).
 	Issue(ctx context.Context, b ConfirmationBinding) (Confirmation, error)
 	// Consume spends token on a call described by b, atomically: of many
@@ -74,7 +77,7 @@ type Confirmer interface {
 	// that order of precedence, possibly wrapped; any other error is a
 	// failure of the Confirmer, which the executor takes for a store that
 	// does not answer (CodeTemporarilyUnavailable, unless it is an
-	// *AppError or a context error). A token that fails is not spent.
+	// *agentcap.Error or a context error). A token that fails is not spent.
 	Consume(ctx context.Context, token string, b ConfirmationBinding) error
 }
 
@@ -86,17 +89,16 @@ var (
 	ErrConfirmationMismatch = errors.New("agentcap: confirmation token issued for another call")
 )
 
-// ConfirmationConfig configures an executor's confirmations. P is the
-// principal type. The zero value confirms nothing.
-type ConfirmationConfig[P any] struct {
+// ConfirmationConfig configures an executor's confirmations. The zero
+// value confirms nothing. A token is bound to the caller's identity
+// (auth.Identity.Subject): a call without an identity cannot be
+// confirmed, and is refused with unauthorized when it needs a
+// confirmation.
+type ConfirmationConfig struct {
 	// Confirmer issues and consumes the tokens. Nil: no call needs a
 	// confirmation, and NewExecutor refuses a registry holding a
 	// capability defined WithConfirmation.
 	Confirmer Confirmer
-	// Subject names the caller a token is bound to (its agent id, say).
-	// Required with Confirmer. A principal named "" cannot confirm: its
-	// calls that need a confirmation are refused with CodeForbidden.
-	Subject func(principal P) string
 	// Rule decides which capabilities need a confirmation. Nil means
 	// (*Definition).NeedsConfirmation: those defined WithConfirmation and
 	// those of high or critical risk. Capabilities defined
@@ -107,38 +109,34 @@ type ConfirmationConfig[P any] struct {
 	Audience string
 	// Human asks a person to confirm the calls that a capability's
 	// WithHumanConfirmation rule picks. Nil: such calls are refused with
-	// CodeForbidden, since nobody can be asked.
+	// unauthorized, since nobody can be asked.
 	Human HumanConfirmer
 }
 
 // confirmation is an executor's checked ConfirmationConfig.
-type confirmation[P any] struct {
+type confirmation struct {
 	confirmer Confirmer
 	human     HumanConfirmer
-	subject   func(P) string
 	audience  string
 	// needs holds the capabilities that need a confirmation.
 	needs map[*Definition]bool
 }
 
-func newConfirmation[P any](cfg ConfirmationConfig[P], reg *Registry) (*confirmation[P], error) {
+func newConfirmation(cfg ConfirmationConfig, reg *Registry) (*confirmation, error) {
 	if cfg.Confirmer == nil {
 		for _, d := range reg.defs {
 			if d.confirm {
 				return nil, &DefinitionError{Capability: d.name,
-					Reason: "it needs a confirmation: set ExecutorConfig.Confirmation.Confirmer"}
+					Reason: "it needs a confirmation: set Config.Confirmation.Confirmer"}
 			}
 		}
 		return nil, nil
-	}
-	if cfg.Subject == nil {
-		return nil, errors.New("agentcap: executor: Confirmation.Subject is required with a Confirmer")
 	}
 	rule := cfg.Rule
 	if rule == nil {
 		rule = (*Definition).NeedsConfirmation
 	}
-	c := &confirmation[P]{confirmer: cfg.Confirmer, human: cfg.Human, subject: cfg.Subject, audience: cfg.Audience,
+	c := &confirmation{confirmer: cfg.Confirmer, human: cfg.Human, audience: cfg.Audience,
 		needs: make(map[*Definition]bool)}
 	for _, d := range reg.defs {
 		// A person's confirmation cannot be waived by the rule.
@@ -151,7 +149,7 @@ func newConfirmation[P any](cfg ConfirmationConfig[P], reg *Registry) (*confirma
 
 // NeedsConfirmation reports whether calls of d through e must carry a
 // confirmation token: e has a Confirmer and its rule says so.
-func (e *Executor[C, P]) NeedsConfirmation(d *Definition) bool {
+func (e *Executor) NeedsConfirmation(d *Definition) bool {
 	return e.confirm != nil && e.confirm.needs[d]
 }
 
@@ -177,8 +175,11 @@ func confirmationToken(ctx context.Context) string {
 
 // binding describes a call for its confirmation. ok is false for a caller
 // that cannot confirm.
-func (c *confirmation[P]) binding(def *Definition, principal P, args []byte) (ConfirmationBinding, bool) {
-	b := ConfirmationBinding{Subject: c.subject(principal), Capability: def.name, Arguments: args, Audience: def.location}
+func (c *confirmation) binding(def *Definition, id *auth.Identity, args []byte) (ConfirmationBinding, bool) {
+	b := ConfirmationBinding{Capability: def.name, Arguments: args, Audience: def.location}
+	if id != nil {
+		b.Subject = id.Subject
+	}
 	if b.Audience == "" {
 		b.Audience = c.audience
 	}
@@ -199,35 +200,40 @@ const (
 )
 
 // consumeError maps a Confirmer's refusal to its code.
-func consumeError(err error) *Error {
-	code, msg := CodeExecutionFailed, msgInternal
+func consumeError(err error) *agentcap.Error {
+	var code agentcap.Code
+	var msg string
 	switch {
 	case errors.Is(err, ErrConfirmationInvalid):
-		code, msg = CodeInvalidConfirmation, msgInvalidConfirmation
+		code, msg = agentcap.CodeInvalidConfirmation, msgInvalidConfirmation
 	case errors.Is(err, ErrConfirmationUsed):
-		code, msg = CodeConfirmationUsed, msgConfirmationUsed
+		code, msg = agentcap.CodeConfirmationUsed, msgConfirmationUsed
 	case errors.Is(err, ErrConfirmationExpired):
-		code, msg = CodeConfirmationExpired, msgConfirmationExpired
+		code, msg = agentcap.CodeConfirmationExpired, msgConfirmationExpired
 	case errors.Is(err, ErrConfirmationMismatch):
-		code, msg = CodeConfirmationMismatch, msgConfirmationMismatch
+		code, msg = agentcap.CodeConfirmationMismatch, msgConfirmationMismatch
 	default:
 		return confirmerFailure(err, msgConsumeUnavailable)
 	}
-	return &Error{Code: code, Stage: StageConfirmation, Message: msg, cause: err}
+	return newErr(code, agentcap.StageConfirmation, msg, err)
 }
 
 // confirmerFailure classifies a failure of a Confirmer or HumanConfirmer
 // that is not a refusal of the token. The caller's cancellation or
 // deadline, an application error and a panic keep their meaning; any
 // other error is taken for a store that did not answer, and the call,
-// which did not run, is refused with CodeTemporarilyUnavailable: fail
+// which did not run, is refused with temporarily_unavailable: fail
 // closed, and say that the same call may be sent again.
-func confirmerFailure(err error, msg string) *Error {
-	ce := classify(err, StageConfirmation, CodeTemporarilyUnavailable)
-	if ce.Code == CodeTemporarilyUnavailable && ce.app == nil {
-		ce.Message, ce.retry = msg, UnavailableRetryAfter
+func confirmerFailure(err error, msg string) *agentcap.Error {
+	if agentcap.As(err) != nil || errors.Is(err, ErrForbidden) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return classify(err, agentcap.StageConfirmation, agentcap.CodeTemporarilyUnavailable)
 	}
-	return ce
+	var pe *panicError
+	if errors.As(err, &pe) {
+		return internalAt(agentcap.StageConfirmation, err)
+	}
+	return agentcap.Unavailable(msg, err).WithStage(agentcap.StageConfirmation)
 }
 
 // ConfirmationJSON renders c as transports send it:

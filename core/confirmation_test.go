@@ -6,8 +6,15 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
 )
@@ -27,7 +34,7 @@ type payPreview struct {
 	BalanceTo int    `json:"balance_after"`
 }
 
-func confirmedExec(t *testing.T, runs *int, hooks ...core.Hook) *core.Executor[app, user] {
+func confirmedExec(t *testing.T, runs *int, hooks ...core.Hook) *core.Executor {
 	t.Helper()
 	pay := core.MustDefine("pay", "Pay someone",
 		func(_ context.Context, _ app, in payIn) (payOut, error) { *runs++; return payOut{Paid: in.Amount}, nil },
@@ -39,13 +46,11 @@ func confirmedExec(t *testing.T, runs *int, hooks ...core.Hook) *core.Executor[a
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := core.NewExecutor(core.MustRegistry(pay), core.ExecutorConfig[app, user]{
-		CreateContext: func(_ context.Context, u user, _ *core.Definition, _ any) (app, error) { return app{}, nil },
-		Hooks:         hooks,
+	e, err := core.NewExecutor(core.MustRegistry(pay), anyContext, core.Config{
+		Hooks: hooks,
 		// Sequential batches: the test counts runs without locks.
 		BatchConcurrency: 1,
-		Confirmation: core.ConfirmationConfig[user]{Confirmer: m, Subject: func(u user) string { return u.ID },
-			Audience: "https://bank.example/"},
+		Confirmation:     core.ConfirmationConfig{Confirmer: m, Audience: "https://bank.example/"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -53,9 +58,10 @@ func confirmedExec(t *testing.T, runs *int, hooks ...core.Hook) *core.Executor[a
 	return e
 }
 
-func codeOf(err error) core.Code {
-	var ce *core.Error
-	if errors.As(err, &ce) {
+// codeOf returns the code of err, an *agentcap.Error, and "" for any
+// other error.
+func codeOf(err error) agentcap.Code {
+	if ce, ok := err.(*agentcap.Error); ok {
 		return ce.Code
 	}
 	return ""
@@ -64,7 +70,7 @@ func codeOf(err error) core.Code {
 func TestPreviewAndConfirmation(t *testing.T) {
 	ctx := context.Background()
 	runs := 0
-	var stages []core.Stage
+	var stages []agentcap.Stage
 	var previews int
 	hook := func(_ context.Context, ev core.Event) error {
 		if ev.Phase != core.PhaseStart {
@@ -83,10 +89,10 @@ func TestPreviewAndConfirmation(t *testing.T) {
 	if def.PreviewSchema() == nil {
 		t.Fatal("no preview schema")
 	}
-	alice := user{ID: "alice"}
+	alice := caller("alice")
 	args := []byte(`{"to":"bob","amount":30}`)
 
-	res, err := e.PreviewDynamic(ctx, "pay", alice, args, nil)
+	res, err := e.Preview(ctx, "pay", alice, args)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,49 +101,49 @@ func TestPreviewAndConfirmation(t *testing.T) {
 	}
 
 	// Without a token: refused, with the preview and a fresh token.
-	_, err = e.ExecuteDynamic(ctx, "pay", alice, args, nil)
-	var ce *core.Error
-	if !errors.As(err, &ce) || ce.Code != core.CodeConfirmationRequired || ce.HTTPStatus() != 428 || runs != 0 {
+	_, err = e.Execute(ctx, "pay", alice, args)
+	ce, _ := err.(*agentcap.Error)
+	if ce == nil || ce.Code != agentcap.CodeConfirmationRequired || ce.HTTPStatus() != 428 || runs != 0 {
 		t.Fatalf("without a token: %v", err)
 	}
-	if p, _ := ce.Fields()["preview"].(json.RawMessage); string(p) != string(res.Data) {
+	if p, _ := ce.Fields["preview"].(json.RawMessage); string(p) != string(res.Data) {
 		t.Errorf("428 preview %s", p)
 	}
-	fresh, _ := ce.Fields()["confirmation"].(map[string]string)
+	fresh, _ := ce.Fields["confirmation"].(map[string]string)
 	if fresh["token"] == "" || fresh["expires_at"] == "" {
 		t.Errorf("428 confirmation %v", fresh)
 	}
 
 	withToken := func(tok string) context.Context { return core.WithConfirmationToken(ctx, tok) }
-	if _, err := e.ExecuteDynamic(withToken(res.Confirmation.Token), "pay", alice, []byte(`{"to":"bob","amount":31}`), nil); codeOf(err) != core.CodeConfirmationMismatch {
+	if _, err := e.Execute(withToken(res.Confirmation.Token), "pay", alice, []byte(`{"to":"bob","amount":31}`)); codeOf(err) != agentcap.CodeConfirmationMismatch {
 		t.Errorf("other arguments: %v", err)
 	}
-	if _, err := e.ExecuteDynamic(withToken(res.Confirmation.Token), "pay", user{ID: "mallory"}, args, nil); codeOf(err) != core.CodeInvalidConfirmation {
+	if _, err := e.Execute(withToken(res.Confirmation.Token), "pay", caller("mallory"), args); codeOf(err) != agentcap.CodeInvalidConfirmation {
 		t.Errorf("another caller: %v", err)
 	}
-	if _, err := e.ExecuteDynamic(withToken("cfm_forged"), "pay", alice, args, nil); codeOf(err) != core.CodeInvalidConfirmation {
+	if _, err := e.Execute(withToken("cfm_forged"), "pay", alice, args); codeOf(err) != agentcap.CodeInvalidConfirmation {
 		t.Errorf("forged: %v", err)
 	}
-	data, err := e.ExecuteDynamic(withToken(res.Confirmation.Token), "pay", alice, []byte(` {"amount":30, "to":"bob"}`), nil)
+	data, err := e.Execute(withToken(res.Confirmation.Token), "pay", alice, []byte(` {"amount":30, "to":"bob"}`))
 	if err != nil || string(data) != `{"paid":30}` || runs != 1 {
 		t.Fatalf("confirmed: %s %v runs=%d", data, err, runs)
 	}
-	if _, err := e.ExecuteDynamic(withToken(res.Confirmation.Token), "pay", alice, args, nil); codeOf(err) != core.CodeConfirmationUsed {
+	if _, err := e.Execute(withToken(res.Confirmation.Token), "pay", alice, args); codeOf(err) != agentcap.CodeConfirmationUsed {
 		t.Errorf("again: %v", err)
 	}
-	if _, err := e.ExecuteDynamic(ctx, "pay", user{}, args, nil); codeOf(err) != core.CodeForbidden {
-		t.Errorf("a caller without a subject: %v", err)
+	if _, err := e.Execute(ctx, "pay", nil, args); codeOf(err) != agentcap.CodeUnauthorized {
+		t.Errorf("a caller without an identity: %v", err)
 	}
 
 	// Batch items carry their own tokens.
 	results, err := e.ExecuteBatch(ctx, alice, []core.BatchCall{
 		{ID: "a", Capability: "pay", Arguments: args},
 		{ID: "b", Capability: "pay", Arguments: args, ConfirmationToken: fresh["token"]},
-	}, nil)
-	if err != nil || results[0].Err == nil || results[0].Err.Code != core.CodeConfirmationRequired || results[1].Err != nil || runs != 2 {
+	})
+	if err != nil || results[0].Err == nil || results[0].Err.Code != agentcap.CodeConfirmationRequired || results[1].Err != nil || runs != 2 {
 		t.Fatalf("batch: %+v %v runs=%d", results, err, runs)
 	}
-	if previews == 0 || stages[0] != core.StagePreview {
+	if previews == 0 || stages[0] != agentcap.StagePreview {
 		t.Errorf("hook stages %v, previews %d", stages, previews)
 	}
 }
@@ -147,11 +153,11 @@ func TestPreviewNotSupportedAndDefinitionChecks(t *testing.T) {
 	e := confirmedExec(t, &runs)
 	plain := core.MustDefine("plain", "No preview",
 		func(context.Context, app, core.NoInput) (payOut, error) { return payOut{}, nil })
-	pe := mustExec(t, core.ExecutorConfig[app, user]{}, plain)
-	if _, err := pe.PreviewDynamic(context.Background(), "plain", user{ID: "a"}, nil, nil); codeOf(err) != core.CodePreviewNotSupported {
+	pe := mustExec(t, core.Config{}, plain)
+	if _, err := pe.Preview(context.Background(), "plain", caller("a"), nil); codeOf(err) != agentcap.CodePreviewNotSupported {
 		t.Errorf("preview of plain: %v", err)
 	}
-	if _, err := e.PreviewDynamic(context.Background(), "nope", user{ID: "a"}, nil, nil); codeOf(err) != core.CodeUnknownCapability {
+	if _, err := e.Preview(context.Background(), "nope", caller("a"), nil); codeOf(err) != agentcap.CodeCapabilityNotFound {
 		t.Errorf("preview of unknown: %v", err)
 	}
 	if _, err := core.Define("p", "Wrong preview input",
@@ -164,9 +170,7 @@ func TestPreviewNotSupportedAndDefinitionChecks(t *testing.T) {
 	if !must.Definition().RequiresConfirmation() || !must.Definition().NeedsConfirmation() {
 		t.Error("WithConfirmation flags")
 	}
-	if _, err := core.NewExecutor(core.MustRegistry(must), core.ExecutorConfig[app, user]{
-		CreateContext: func(context.Context, user, *core.Definition, any) (app, error) { return app{}, nil },
-	}); err == nil {
+	if _, err := core.NewExecutor(core.MustRegistry(must), anyContext, core.Config{}); err == nil {
 		t.Error("a capability WithConfirmation without a Confirmer was accepted")
 	}
 }
@@ -199,24 +203,22 @@ func TestConfirmerDown(t *testing.T) {
 		func(_ context.Context, _ app, in payIn) (payOut, error) { runs++; return payOut{Paid: in.Amount}, nil },
 		core.WithRisk(core.RiskHigh),
 		core.WithPreview(func(_ context.Context, _ app, in payIn) (payPreview, error) { return payPreview{To: in.To}, nil }))
-	e, err := core.NewExecutor(core.MustRegistry(pay), core.ExecutorConfig[app, user]{
-		CreateContext: func(_ context.Context, u user, _ *core.Definition, _ any) (app, error) { return app{}, nil },
-		Confirmation: core.ConfirmationConfig[user]{Confirmer: fc, Subject: func(u user) string { return u.ID },
-			Audience: "https://bank.example/"},
+	e, err := core.NewExecutor(core.MustRegistry(pay), anyContext, core.Config{
+		Confirmation: core.ConfirmationConfig{Confirmer: fc, Audience: "https://bank.example/"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice := user{ID: "agt_alice"}
+	alice := caller("agt_alice")
 	args := []byte(`{"to":"bob","amount":5}`)
 	token := mustPreviewToken(t, e, alice, args)
 
 	unavailable := func(what string, err error, word string) {
 		t.Helper()
-		var ce *core.Error
-		if !errors.As(err, &ce) || ce.Code != core.CodeTemporarilyUnavailable || ce.Stage != core.StageConfirmation ||
-			ce.HTTPStatus() != http.StatusServiceUnavailable || ce.WireCode() != "temporarily_unavailable" ||
-			ce.RetryAfter() != core.UnavailableRetryAfter || !strings.Contains(ce.Message, word) || strings.Contains(ce.Message, "redis") {
+		ce, _ := err.(*agentcap.Error)
+		if ce == nil || ce.Code != agentcap.CodeTemporarilyUnavailable || ce.Stage != agentcap.StageConfirmation ||
+			ce.HTTPStatus() != http.StatusServiceUnavailable || string(ce.Code) != "temporarily_unavailable" ||
+			ce.RetryAfter != agentcap.UnavailableRetryAfter || !strings.Contains(ce.Message, word) || strings.Contains(ce.Message, "redis") {
 			t.Errorf("%s: %v", what, err)
 		}
 		if !errors.Is(err, fc.fail) {
@@ -224,11 +226,11 @@ func TestConfirmerDown(t *testing.T) {
 		}
 	}
 	fc.fail = errors.New("redis: connection refused")
-	_, err = e.ExecuteDynamic(core.WithConfirmationToken(ctx, token), "pay", alice, args, nil)
+	_, err = e.Execute(core.WithConfirmationToken(ctx, token), "pay", alice, args)
 	unavailable("consume", err, "not spent")
-	_, err = e.ExecuteDynamic(ctx, "pay", alice, args, nil)
+	_, err = e.Execute(ctx, "pay", alice, args)
 	unavailable("a call without a token", err, "cannot be issued")
-	_, err = e.PreviewDynamic(ctx, "pay", alice, args, nil)
+	_, err = e.Preview(ctx, "pay", alice, args)
 	unavailable("preview", err, "cannot be issued")
 	if runs != 0 {
 		t.Fatalf("%d runs while the Confirmer was down", runs)
@@ -238,17 +240,127 @@ func TestConfirmerDown(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	fc.fail = context.Canceled
-	if _, err := e.ExecuteDynamic(core.WithConfirmationToken(cctx, token), "pay", alice, args, nil); codeOf(err) != core.CodeCanceled {
+	if _, err := e.Execute(core.WithConfirmationToken(cctx, token), "pay", alice, args); codeOf(err) != agentcap.CodeCancelled {
 		t.Errorf("canceled: %v", err)
 	}
-	fc.fail = core.NewAppError(http.StatusTooManyRequests, "slow_down", "too many tokens")
-	if _, err := e.ExecuteDynamic(ctx, "pay", alice, args, nil); codeOf(err) != "slow_down" {
+	fc.fail = agentcap.NewError(agentcap.CodeRateLimited, "too many tokens").WithRetryAfter(3 * time.Second)
+	_, err = e.Execute(ctx, "pay", alice, args)
+	if ce, _ := err.(*agentcap.Error); ce == nil || ce.Code != agentcap.CodeRateLimited || ce.Message != "too many tokens" ||
+		ce.RetryAfter != 3*time.Second || ce.Stage != agentcap.StageConfirmation {
 		t.Errorf("application error: %v", err)
 	}
 
 	// Back up: the token that failed was not spent.
 	fc.fail = nil
-	if _, err := e.ExecuteDynamic(core.WithConfirmationToken(ctx, token), "pay", alice, args, nil); err != nil || runs != 1 {
+	if _, err := e.Execute(core.WithConfirmationToken(ctx, token), "pay", alice, args); err != nil || runs != 1 {
 		t.Fatalf("after the outage: %v (%d runs)", err, runs)
+	}
+}
+
+// bindingLog is a Confirmer that records the bindings it is asked to
+// issue and consume tokens for.
+type bindingLog struct {
+	core.Confirmer
+	mu               sync.Mutex
+	issued, consumed []core.ConfirmationBinding
+}
+
+func (l *bindingLog) Issue(ctx context.Context, b core.ConfirmationBinding) (core.Confirmation, error) {
+	l.mu.Lock()
+	l.issued = append(l.issued, copyBinding(b))
+	l.mu.Unlock()
+	return l.Confirmer.Issue(ctx, b)
+}
+
+func (l *bindingLog) Consume(ctx context.Context, token string, b core.ConfirmationBinding) error {
+	l.mu.Lock()
+	l.consumed = append(l.consumed, copyBinding(b))
+	l.mu.Unlock()
+	return l.Confirmer.Consume(ctx, token, b)
+}
+
+func copyBinding(b core.ConfirmationBinding) core.ConfirmationBinding {
+	b.Arguments = append([]byte(nil), b.Arguments...)
+	return b
+}
+
+// TestConfirmationBindsTheIdentitySubject: a token is bound to the
+// caller's Subject, whatever else its identity names; a caller without an
+// identity, or with an empty Subject, cannot confirm: unauthorized.
+func TestConfirmationBindsTheIdentitySubject(t *testing.T) {
+	ctx := context.Background()
+	var runs atomic.Int32
+	pay := core.MustDefine("pay", "Pay someone",
+		func(_ context.Context, _ app, in payIn) (payOut, error) {
+			runs.Add(1)
+			return payOut{Paid: in.Amount}, nil
+		},
+		core.WithConfirmation(),
+		core.WithPreview(func(_ context.Context, _ app, in payIn) (payPreview, error) { return payPreview{To: in.To}, nil }))
+	bl := &bindingLog{Confirmer: newManager(t)}
+	e := mustExecWith(t, anyContext, core.Config{
+		Confirmation: core.ConfirmationConfig{Confirmer: bl, Audience: "https://bank.example/"},
+	}, pay, echoCap)
+	args := []byte(`{"to":"bob","amount":5}`)
+	ann := &auth.Identity{Subject: "sub_ann", AgentID: "agt_1", HostID: "hst_1", UserID: "usr_ann"}
+
+	pv, err := e.Preview(ctx, "pay", ann, args)
+	if err != nil || pv.Confirmation == nil {
+		t.Fatalf("preview: %+v %v", pv, err)
+	}
+	want := core.ConfirmationBinding{Subject: "sub_ann", Capability: "pay", Arguments: args, Audience: "https://bank.example/"}
+	if len(bl.issued) != 1 {
+		t.Fatalf("%d tokens issued", len(bl.issued))
+	}
+	if diff := cmp.Diff(want, bl.issued[0]); diff != "" {
+		t.Errorf("issued binding (-want +got):\n%s", diff)
+	}
+
+	// The agent and the user do not own the token: another Subject with
+	// the same names is another caller.
+	twin := &auth.Identity{Subject: "sub_twin", AgentID: "agt_1", HostID: "hst_1", UserID: "usr_ann"}
+	withToken := core.WithConfirmationToken(ctx, pv.Confirmation.Token)
+	if _, err := e.Execute(withToken, "pay", twin, args); codeOf(err) != agentcap.CodeInvalidConfirmation {
+		t.Errorf("another subject: %v", err)
+	}
+	// The Subject does: the same Subject with other names spends it.
+	same := &auth.Identity{Subject: "sub_ann", AgentID: "agt_2", UserID: "usr_other"}
+	if _, err := e.Execute(withToken, "pay", same, args); err != nil || runs.Load() != 1 {
+		t.Fatalf("the same subject: %v (%d runs)", err, runs.Load())
+	}
+	for _, b := range bl.consumed {
+		if b.Subject != "sub_twin" && b.Subject != "sub_ann" {
+			t.Errorf("consumed binding of subject %q", b.Subject)
+		}
+	}
+
+	// Without an identity, or with an empty Subject, nobody can confirm.
+	bl.issued = nil
+	for _, id := range []*auth.Identity{nil, {AgentID: "agt_1", UserID: "usr_ann"}} {
+		_, err := e.Execute(ctx, "pay", id, args)
+		ce := coreErr(t, err)
+		if ce.Code != agentcap.CodeUnauthorized || ce.Stage != agentcap.StageConfirmation || ce.HTTPStatus() != http.StatusForbidden ||
+			ce.Fields != nil {
+			t.Errorf("execute as %+v: %+v", id, ce)
+		}
+		_, err = e.Execute(core.WithConfirmationToken(ctx, "cfm_any"), "pay", id, args)
+		if ce := coreErr(t, err); ce.Code != agentcap.CodeUnauthorized || ce.Stage != agentcap.StageConfirmation {
+			t.Errorf("execute with a token as %+v: %+v", id, ce)
+		}
+		_, err = e.Preview(ctx, "pay", id, args)
+		if ce := coreErr(t, err); ce.Code != agentcap.CodeUnauthorized || ce.Stage != agentcap.StageConfirmation {
+			t.Errorf("preview as %+v: %+v", id, ce)
+		}
+		res, err := e.ExecuteBatch(ctx, id, []core.BatchCall{{ID: "a", Capability: "pay", Arguments: args}})
+		if err != nil || res[0].Err == nil || res[0].Err.Code != agentcap.CodeUnauthorized {
+			t.Errorf("batch as %+v: %+v %v", id, res, err)
+		}
+		// A capability that needs no confirmation runs for it.
+		if _, err := e.Execute(ctx, "echo", id, []byte(`{"text":"x"}`)); err != nil {
+			t.Errorf("echo as %+v: %v", id, err)
+		}
+	}
+	if len(bl.issued) != 0 || runs.Load() != 1 {
+		t.Errorf("callers that cannot confirm got %d tokens and %d runs", len(bl.issued), runs.Load()-1)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/internal/schema"
 )
 
@@ -40,12 +41,6 @@ const (
 // schema is an empty object that admits no properties.
 type NoInput struct{}
 
-// Handler is the typed use case behind a capability. C is the application
-// context built by the executor's context resolver. In is a plain Go struct
-// and Out a plain Go type (a struct, a slice of structs, ...); their JSON
-// Schemas are derived when the capability is defined.
-type Handler[C, In, Out any] func(ctx context.Context, app C, in In) (Out, error)
-
 // Definer is implemented by everything that can be registered: a
 // *Definition and every *Capability.
 type Definer interface {
@@ -65,7 +60,7 @@ type Definition struct {
 	scope       string
 	tags        []string
 	location    string
-	visible     func(context.Context, any) bool
+	visible     func(ctx context.Context, id *auth.Identity, executing bool) bool
 	timeout     time.Duration
 	title       string
 	readOnly    bool
@@ -112,7 +107,7 @@ type Definition struct {
 }
 
 // Capability is a typed definition. It is what Define returns; it can be
-// registered like any Definer and called in process with [Execute].
+// registered like any Definer and called in process with [Call].
 type Capability[C, In, Out any] struct {
 	def *Definition
 }
@@ -164,17 +159,13 @@ func (d *Definition) InputSchema() json.RawMessage { return d.inputSchema }
 // modified.
 func (d *Definition) OutputSchema() json.RawMessage { return d.outputSchema }
 
-// InputFields returns the top-level input property names, in schema order.
-func (d *Definition) InputFields() []string { return d.inputProps }
-
-// Visible reports whether principal may see the capability in a listing.
-// Capabilities without a visibility predicate are visible to everyone.
-func (d *Definition) Visible(ctx context.Context, principal any) bool {
-	return d.visible == nil || d.visible(ctx, principal)
+// Visible reports whether the caller id (nil: anonymous) may see the
+// capability: in a listing (executing false), or when it calls it
+// (executing true; see WithVisibility). Capabilities without a visibility
+// predicate are visible to everyone.
+func (d *Definition) Visible(ctx context.Context, id *auth.Identity, executing bool) bool {
+	return d.visible == nil || d.visible(ctx, id, executing)
 }
-
-// AppContextType returns the application context type the handler expects.
-func (d *Definition) AppContextType() reflect.Type { return d.appType }
 
 // Option configures a capability at definition time.
 type Option func(*options)
@@ -187,7 +178,7 @@ type options struct {
 	scope        string
 	tags         []string
 	location     string
-	visible      func(context.Context, any) bool
+	visible      func(ctx context.Context, id *auth.Identity, executing bool) bool
 	timeout      time.Duration
 	inputSchema  json.RawMessage
 	outputSchema json.RawMessage
@@ -237,20 +228,16 @@ func WithTags(tags ...string) Option { return func(o *options) { o.tags = append
 // when that is not the server's default location.
 func WithLocation(u string) Option { return func(o *options) { o.location = u } }
 
-// WithVisibility sets the predicate that decides which principals see the
-// capability in list and describe. The principal is the executor's P value
-// (its zero value for unauthenticated callers). See also [VisibleTo].
-func WithVisibility(visible func(ctx context.Context, principal any) bool) Option {
+// WithVisibility sets the predicate that decides which callers see the
+// capability: in listings (executing false) and when they call it
+// (executing true), where a capability a caller may not see is answered
+// exactly like an unknown one, capability_not_found, before its input is
+// read. id is nil for an anonymous caller. A predicate that hides a
+// capability from some callers' listings may still admit them while they
+// execute, so that they get a precise refusal (unauthorized, say) from
+// the context resolver rather than a not-found that suggests a typo.
+func WithVisibility(visible func(ctx context.Context, id *auth.Identity, executing bool) bool) Option {
 	return func(o *options) { o.visible = visible }
-}
-
-// VisibleTo is WithVisibility for a typed principal. Principals of another
-// type never see the capability.
-func VisibleTo[P any](visible func(ctx context.Context, principal P) bool) Option {
-	return WithVisibility(func(ctx context.Context, principal any) bool {
-		p, ok := principal.(P)
-		return ok && visible(ctx, p)
-	})
 }
 
 // WithTimeout sets a per-capability timeout that replaces the executor's
@@ -295,7 +282,9 @@ func (e *DefinitionError) Error() string {
 	return fmt.Sprintf("agentcap: capability %q: %s", e.Capability, e.Reason)
 }
 
-// Define builds a capability from its name, description and typed handler.
+// Define builds a capability from its name, description and typed
+// handler: the use case behind it, which receives the application context
+// C that the executor's context function built and the decoded input In.
 // The input and output schemas are derived from In and Out once, here; a
 // type that cannot be described, a bad name, an empty description or
 // metadata that does not fit the schema fails with a *DefinitionError.
@@ -324,13 +313,13 @@ func (e *DefinitionError) Error() string {
 //     schema does not admit null: an empty listing is an empty array.
 //     []byte is the exception: it is a base64 string, and nil is null.
 //   - A nil pointer is null, which the schema of the value it points to
-//     does not admit: the call fails with CodeInvalidOutput, redacted as
-//     an internal error, as a result the handler forgot to fill.
+//     does not admit: the call fails with internal_error, as a result the
+//     handler forgot to fill.
 //
-// The value itself is not changed: Execute returns, and hooks see, what
+// The value itself is not changed: Call returns, and hooks see, what
 // the handler returned (a nil slice stays nil); Event.OutputJSON holds the
 // text that was sent.
-func Define[C, In, Out any](name, description string, handler Handler[C, In, Out], opts ...Option) (*Capability[C, In, Out], error) {
+func Define[C, In, Out any](name, description string, handler func(ctx context.Context, app C, in In) (Out, error), opts ...Option) (*Capability[C, In, Out], error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -488,7 +477,7 @@ func Define[C, In, Out any](name, description string, handler Handler[C, In, Out
 }
 
 // MustDefine is Define for package-level variables: it panics on error.
-func MustDefine[C, In, Out any](name, description string, handler Handler[C, In, Out], opts ...Option) *Capability[C, In, Out] {
+func MustDefine[C, In, Out any](name, description string, handler func(ctx context.Context, app C, in In) (Out, error), opts ...Option) *Capability[C, In, Out] {
 	c, err := Define(name, description, handler, opts...)
 	if err != nil {
 		panic(err)

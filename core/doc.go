@@ -11,19 +11,23 @@
 //
 // Input is decoded strictly and once: unknown keys, duplicate keys and
 // keys that differ from a field name only by letter case are rejected, and
-// every schema violation is reported with a JSON Pointer. The value that an
-// authorize callback approved is the value the context resolver and the
-// handler receive. The context resolver (ExecutorConfig.CreateContext) is
-// the security boundary: it turns a verified principal into the
-// application's own authorization state and never trusts roles or tenants
-// the caller sent. Output is validated before it reaches any transport.
+// every schema violation is reported with a JSON Pointer. Every call has
+// a caller: the *auth.Identity a transport's verifier returned (package
+// auth), or nil for an anonymous or in-process call. The identity's
+// Authorizer (an Agent Auth agent's grants, say) decides the call at the
+// authorize stage, and the value it approved is the value the context
+// function and the handler receive. The context function given to
+// [NewExecutor] is the security boundary: it turns a verified identity
+// into the application's own authorization state and never trusts roles
+// or tenants the caller sent. Output is validated before it reaches any
+// transport.
 //
-// Errors are safe by default. Every failure is an [*Error] with a stable
-// [Code], its [Stage], a public message and a hidden cause. Only an
-// [*AppError] carries an application's own words to a caller; plain errors
-// and panics are redacted. The one table from code to HTTP status and to
-// the Agent Auth wire code lives here ([HTTPStatus], [WireCode]) so every
-// transport agrees.
+// Errors are safe by default. Every failure is an *agentcap.Error with a
+// code from the one code set, its stage, a public message and a hidden
+// cause. A capability refuses a call in its own words by returning an
+// *agentcap.Error; plain errors and panics are redacted to
+// internal_error. The code decides the HTTP status (package agentcap), so
+// every transport agrees.
 //
 // # Constraints and units
 //
@@ -53,9 +57,30 @@
 // that it can still answer a refusal directly and only then commit to a
 // stream or a job. [ReportProgress] reaches the transport's listener
 // ([WithProgress]) in both cases. Batches refuse streaming and async
-// capabilities per item with CodeBatchUnsupported; the executor's default
+// capabilities per item with batch_unsupported_result_type; the executor's default
 // timeout does not apply to them (the transport bounds streams, the job
 // runner jobs).
+//
+// # Telemetry and the audit trail
+//
+// Every execution and preview is a span of the tracer
+// "github.com/agentcap/agentcap/core", named after the capability
+// ("agentcap.unknown_capability" for an unknown one), and a point of the
+// counter "agentcap.capability.executions" and the histogram
+// "agentcap.capability.duration" (seconds). Their attributes are bounded:
+// "agentcap.capability", "agentcap.stage", "agentcap.outcome" ("ok" or
+// "error"), "agentcap.error_code" on failures, and "agentcap.operation"
+// ("preview") on previews; never the caller, the arguments or the
+// result. Audit records that cannot be written are counted by
+// "agentcap.audit.failures", with "agentcap.audit.event".
+//
+// Audit records (Config.Audit) name the capability's event (WithAuditEvent,
+// else its name), or "preview", "confirmation.issued",
+// "confirmation.consumed" and "confirmation.denied"; their outcome is "ok",
+// "started" (the record written before the handler of a capability
+// defined WithAuditRequired) or the failure's code. Input fields tagged
+// `audit:"secret"` are kept as "[redacted]" (WithAuditArguments). Package
+// audit names the same events and outcomes.
 //
 // Package core imports no web framework and no authentication library.
 // Transports live in httpx (and the ginx, echox, fiberx mounts); Agent Auth

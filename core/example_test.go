@@ -2,9 +2,10 @@ package core_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -14,10 +15,9 @@ type Account struct {
 	UserID string
 }
 
-// Caller is the verified principal a transport hands to the executor.
-type Caller struct {
-	Subject string
-}
+// CodeAccountNotFound is the application's own error code, answered like
+// not_found (404).
+var CodeAccountNotFound = agentcap.NewCode("account_not_found", agentcap.CodeNotFound)
 
 type BalanceIn struct {
 	AccountID string `json:"account_id" description:"The account to read." minLength:"1"`
@@ -30,9 +30,18 @@ type BalanceOut struct {
 
 func checkBalance(_ context.Context, acct Account, in BalanceIn) (BalanceOut, error) {
 	if acct.UserID != "user_alice" || in.AccountID != "acc_123" {
-		return BalanceOut{}, core.NotFound("account_not_found", "no such account")
+		return BalanceOut{}, agentcap.NewError(CodeAccountNotFound, "no such account")
 	}
 	return BalanceOut{AccountID: in.AccountID, Balance: "5000.00"}, nil
+}
+
+// newAccount is the security boundary: it maps the verified identity to
+// the application's own user, never trusting anything the caller sent.
+func newAccount(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (Account, error) {
+	if id == nil || id.UserID != "alice" {
+		return Account{}, agentcap.NewError(agentcap.CodeUnauthorized, "unknown user")
+	}
+	return Account{UserID: "user_alice"}, nil
 }
 
 func ExampleDefine() {
@@ -41,11 +50,11 @@ func ExampleDefine() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(balance.Definition().Name(), balance.Definition().InputFields())
-	fmt.Println(string(balance.Definition().InputSchema()) != "")
+	fmt.Println(balance.Definition().Name(), balance.Definition().Risk())
+	fmt.Println(string(balance.Definition().InputSchema()))
 	// Output:
-	// check_balance [account_id]
-	// true
+	// check_balance low
+	// {"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"account_id":{"type":"string","description":"The account to read.","minLength":1}},"required":["account_id"],"additionalProperties":false}
 }
 
 func ExampleNewRegistry() {
@@ -60,16 +69,8 @@ func ExampleNewRegistry() {
 
 func ExampleNewExecutor() {
 	reg := core.MustRegistry(core.MustDefine("check_balance", "Read a balance.", checkBalance))
-	exec, err := core.NewExecutor(reg, core.ExecutorConfig[Account, Caller]{
-		// The security boundary: map the verified subject to the
-		// application's own user, never trusting anything the caller sent.
-		CreateContext: func(_ context.Context, c Caller, _ *core.Definition, _ any) (Account, error) {
-			if c.Subject != "alice" {
-				return Account{}, core.Forbidden("unknown_user", "unknown user")
-			}
-			return Account{UserID: "user_alice"}, nil
-		},
-	})
+	// The application context type, Account, is inferred from newAccount.
+	exec, err := core.NewExecutor(reg, newAccount, core.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -77,47 +78,55 @@ func ExampleNewExecutor() {
 	// Output: 1
 }
 
-func ExampleExecutor_ExecuteDynamic() {
+func ExampleExecutor_Execute() {
 	reg := core.MustRegistry(core.MustDefine("check_balance", "Read a balance.", checkBalance))
-	exec := core.MustExecutor(reg, core.ExecutorConfig[Account, Caller]{
-		CreateContext: func(context.Context, Caller, *core.Definition, any) (Account, error) {
-			return Account{UserID: "user_alice"}, nil
-		},
-	})
+	exec := core.MustExecutor(reg, newAccount, core.Config{})
 	ctx := context.Background()
+	// A transport's Verifier returns the identity of each request.
+	alice := &auth.Identity{Subject: "agt_1", AgentID: "agt_1", UserID: "alice"}
 
-	out, err := exec.ExecuteDynamic(ctx, "check_balance", Caller{Subject: "alice"}, []byte(`{"account_id":"acc_123"}`), nil)
+	out, err := exec.Execute(ctx, "check_balance", alice, []byte(`{"account_id":"acc_123"}`))
 	fmt.Println(string(out), err)
 
-	_, err = exec.ExecuteDynamic(ctx, "check_balance", Caller{Subject: "alice"}, []byte(`{"Account_ID":"acc_123"}`), nil)
-	var ce *core.Error
-	errors.As(err, &ce)
-	fmt.Println(ce.HTTPStatus(), ce.WireCode(), ce.Details)
+	_, err = exec.Execute(ctx, "check_balance", alice, []byte(`{"Account_ID":"acc_123"}`))
+	e := agentcap.As(err)
+	fmt.Println(e.HTTPStatus(), e.Code, e.Details)
 
-	_, err = exec.ExecuteDynamic(ctx, "check_balance", Caller{Subject: "alice"}, []byte(`{"account_id":"acc_999"}`), nil)
-	errors.As(err, &ce)
-	fmt.Println(ce.HTTPStatus(), ce.WireCode(), ce.Message)
+	_, err = exec.Execute(ctx, "check_balance", alice, []byte(`{"account_id":"acc_999"}`))
+	e = agentcap.As(err)
+	fmt.Println(e.HTTPStatus(), e.Code, e.Message)
+
+	_, err = exec.Execute(ctx, "check_balance", &auth.Identity{Subject: "agt_2", UserID: "mallory"}, []byte(`{"account_id":"acc_123"}`))
+	e = agentcap.As(err)
+	fmt.Println(e.HTTPStatus(), e.Code, e.Stage)
 	// Output:
 	// {"account_id":"acc_123","balance":"5000.00"} <nil>
 	// 400 invalid_request [{/Account_ID unknown field} {/account_id missing required field}]
 	// 404 account_not_found no such account
+	// 403 unauthorized context
+}
+
+func ExampleCall() {
+	balance := core.MustDefine("check_balance", "Read a balance.", checkBalance)
+	exec := core.MustExecutor(core.MustRegistry(balance), newAccount, core.Config{})
+	// In process, the input is typed and so is the result.
+	out, err := core.Call(context.Background(), exec, balance, &auth.Identity{Subject: "agt_1", UserID: "alice"}, BalanceIn{AccountID: "acc_123"})
+	fmt.Println(out.Balance, err)
+	// Output: 5000.00 <nil>
 }
 
 func ExampleLazy() {
-	lazy := core.Lazy(func(ctx context.Context) (*core.Executor[Account, Caller], error) {
+	reg := core.MustRegistry(core.MustDefine("check_balance", "Read a balance.", checkBalance))
+	lazy := core.Lazy(reg, func(ctx context.Context) (*core.Executor, error) {
 		// Open databases, load configuration... only when first needed.
-		reg, err := core.NewRegistry(core.MustDefine("check_balance", "Read a balance.", checkBalance))
-		if err != nil {
-			return nil, err
-		}
-		return core.NewExecutor(reg, core.ExecutorConfig[Account, Caller]{
-			CreateContext: func(context.Context, Caller, *core.Definition, any) (Account, error) {
-				return Account{UserID: "user_alice"}, nil
-			},
-		})
+		return core.NewExecutor(reg, newAccount, core.Config{})
 	})
-	exec, err := lazy.Get(context.Background())
-	again, _ := lazy.Get(context.Background())
-	fmt.Println(err, exec == again)
-	// Output: <nil> true
+	// Listings need no executor.
+	fmt.Println(lazy.Registry().Len(), lazy.Built() == nil)
+	exec, err := lazy.Executor(context.Background())
+	again, _ := lazy.Executor(context.Background())
+	fmt.Println(err, exec == again, lazy.Built() == exec)
+	// Output:
+	// 1 true
+	// <nil> true true
 }

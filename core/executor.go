@@ -18,33 +18,26 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/internal/jsonvalue"
 	"github.com/agentcap/agentcap/internal/schema"
 )
 
-// DefaultTimeout is the executor's per-capability timeout when the
+// defaultTimeout is the executor's per-capability timeout when the
 // configuration leaves it at zero.
-const DefaultTimeout = 30 * time.Second
+const defaultTimeout = 30 * time.Second
 
 // Batch defaults.
 const (
-	DefaultMaxBatch         = 50
-	DefaultBatchConcurrency = 20
+	defaultMaxBatch         = 50
+	defaultBatchConcurrency = 20
 )
 
-// ExecutorConfig configures an executor. C is the application context type
-// and P the verified principal type. Only CreateContext is required.
-type ExecutorConfig[C, P any] struct {
-	// CreateContext is the security boundary between a verified transport
-	// identity and the application's own authorization state. It receives
-	// the validated input (the same value the handler will get) and must
-	// re-read roles, tenants and memberships from the application, never
-	// trust what the caller sent. Return an *AppError (or wrap ErrForbidden)
-	// to refuse the call; any other error is redacted.
-	CreateContext func(ctx context.Context, principal P, def *Definition, input any) (C, error)
-
+// Config configures an executor. Every field has a usable zero value.
+type Config struct {
 	// Timeout bounds each execution unless the capability sets its own.
-	// Zero means DefaultTimeout; a negative value disables the default.
+	// Zero means defaultTimeout; a negative value disables the default.
 	Timeout time.Duration
 
 	// Hooks observe every execution. See Hook.
@@ -65,38 +58,60 @@ type ExecutorConfig[C, P any] struct {
 
 	// Confirmation configures the single-use tokens that confirm calls of
 	// risky capabilities. Its zero value confirms nothing.
-	Confirmation ConfirmationConfig[P]
+	Confirmation ConfirmationConfig
 
 	// Audit configures the audit trail of executions, previews and
 	// confirmations. Its zero value writes none.
-	Audit AuditConfig[P]
+	Audit AuditConfig
 }
 
 // Executor runs capabilities from a registry through the pipeline lookup,
-// input, authorize, context, audit, confirmation, handler, output. It is safe for
-// concurrent use.
-type Executor[C, P any] struct {
+// input, authorize, context, audit, confirmation, handler, output. It is
+// safe for concurrent use.
+type Executor struct {
 	reg         *Registry
-	create      func(ctx context.Context, principal P, def *Definition, input any) (C, error)
 	timeout     time.Duration
 	hooks       []Hook
 	logger      *slog.Logger
 	tel         *telemetry
 	maxBatch    int
 	concurrency int
-	confirm     *confirmation[P]
-	audit       *auditor[P]
+	confirm     *confirmation
+	audit       *auditor
+	// app runs the pipeline with the application context's own type, so
+	// that the context is never boxed on its way to the handler.
+	app pipeliner
 }
 
-// NewExecutor builds an executor. It fails when the configuration is
-// incomplete or when a registered capability expects another application
-// context type than C.
-func NewExecutor[C, P any](reg *Registry, cfg ExecutorConfig[C, P]) (*Executor[C, P], error) {
+// pipeliner is the typed part of an executor: an *appPipeline[C].
+type pipeliner interface {
+	pipeline(ctx context.Context, name string, id *auth.Identity, args []byte, typed *typedInput, preview *PreviewResult) (any, []byte, *agentcap.Error)
+}
+
+// appPipeline runs an executor's pipeline for application context C.
+type appPipeline[C any] struct {
+	e      *Executor
+	create func(ctx context.Context, id *auth.Identity, def *Definition, input any) (C, error)
+}
+
+// NewExecutor builds an executor for the capabilities of reg. newContext
+// builds the application context of each call, and is the security
+// boundary between a verified identity (from package auth) and the
+// application's own authorization state: it receives the validated input
+// (the same value the handler will get) and must re-read roles, tenants
+// and memberships from the application, never trust what the caller
+// sent. Return an *agentcap.Error (or wrap ErrForbidden) to refuse the
+// call; any other error is redacted. The identity is nil for an
+// in-process call made without one.
+//
+// NewExecutor fails when the configuration is inconsistent or when a
+// registered capability expects another application context than C.
+func NewExecutor[C any](reg *Registry, newContext func(ctx context.Context, id *auth.Identity, def *Definition, input any) (C, error), cfg Config) (*Executor, error) {
 	if reg == nil {
 		return nil, errors.New("agentcap: executor: nil registry")
 	}
-	if cfg.CreateContext == nil {
-		return nil, errors.New("agentcap: executor: CreateContext is required")
+	if newContext == nil {
+		return nil, errors.New("agentcap: executor: nil context function")
 	}
 	appType := reflect.TypeFor[C]()
 	for _, d := range reg.defs {
@@ -108,23 +123,23 @@ func NewExecutor[C, P any](reg *Registry, cfg ExecutorConfig[C, P]) (*Executor[C
 	if cfg.MaxBatch < 0 || cfg.BatchConcurrency < 0 {
 		return nil, errors.New("agentcap: executor: negative batch limits")
 	}
-	e := &Executor[C, P]{
+	e := &Executor{
 		reg:         reg,
-		create:      cfg.CreateContext,
 		timeout:     cfg.Timeout,
 		hooks:       slices.Clone(cfg.Hooks),
 		logger:      cfg.Logger,
 		maxBatch:    cfg.MaxBatch,
 		concurrency: cfg.BatchConcurrency,
 	}
+	e.app = &appPipeline[C]{e: e, create: newContext}
 	if e.timeout == 0 {
-		e.timeout = DefaultTimeout
+		e.timeout = defaultTimeout
 	}
 	if e.maxBatch == 0 {
-		e.maxBatch = DefaultMaxBatch
+		e.maxBatch = defaultMaxBatch
 	}
 	if e.concurrency == 0 {
-		e.concurrency = DefaultBatchConcurrency
+		e.concurrency = defaultBatchConcurrency
 	}
 	confirm, err := newConfirmation(cfg.Confirmation, reg)
 	if err != nil {
@@ -145,52 +160,44 @@ func NewExecutor[C, P any](reg *Registry, cfg ExecutorConfig[C, P]) (*Executor[C
 	return e, nil
 }
 
-// MustExecutor is NewExecutor for package-level variables: it panics on
-// error.
-func MustExecutor[C, P any](reg *Registry, cfg ExecutorConfig[C, P]) *Executor[C, P] {
-	e, err := NewExecutor(reg, cfg)
+// MustExecutor is NewExecutor that panics on error, for programs whose
+// executor is part of their start-up.
+func MustExecutor[C any](reg *Registry, newContext func(ctx context.Context, id *auth.Identity, def *Definition, input any) (C, error), cfg Config) *Executor {
+	e, err := NewExecutor(reg, newContext, cfg)
 	if err != nil {
 		panic(err)
 	}
 	return e
 }
 
+// IdentityContext is the context function of capabilities whose
+// application context is the caller's verified identity itself, for
+// applications with nothing of their own to look up per call:
+//
+//	exec, err := core.NewExecutor(reg, core.IdentityContext, core.Config{})
+//
+// with handlers of the form func(ctx, id *auth.Identity, in In) (Out,
+// error). A call without an identity is refused (unauthorized), so a
+// handler may read id without checking it. Applications with roles,
+// tenants or memberships of their own write a context function that
+// re-reads them instead.
+func IdentityContext(_ context.Context, id *auth.Identity, _ *Definition, _ any) (*auth.Identity, error) {
+	if id == nil {
+		return nil, ErrForbidden
+	}
+	return id, nil
+}
+
 // Registry returns the executor's registry.
-func (e *Executor[C, P]) Registry() *Registry { return e.reg }
+func (e *Executor) Registry() *Registry { return e.reg }
 
 // MaxBatch returns the largest batch the executor accepts.
-func (e *Executor[C, P]) MaxBatch() int { return e.maxBatch }
+func (e *Executor) MaxBatch() int { return e.maxBatch }
 
-// Visible returns the definitions principal may see, in name order.
-func (e *Executor[C, P]) Visible(ctx context.Context, principal P) []*Definition {
-	out := make([]*Definition, 0, len(e.reg.defs))
-	for _, d := range e.reg.defs {
-		if d.Visible(ctx, principal) {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// Describe returns the named definition if principal may see it.
-func (e *Executor[C, P]) Describe(ctx context.Context, principal P, name string) (*Definition, bool) {
-	d, ok := e.reg.Lookup(name)
-	if !ok || !d.Visible(ctx, principal) {
-		return nil, false
-	}
-	return d, true
-}
-
-// AuthorizeFunc decides, before any application context is built, whether
-// an invocation may run. It sees the exact parsed input that will then go
-// to the context resolver and the handler. Returning an *AppError refuses
-// with that error; any other error refuses with CodeForbidden.
-type AuthorizeFunc func(ctx context.Context, inv *Invocation) error
-
-// Invocation is one call as the authorize step sees it.
+// Invocation is one call as the executor runs it, from the input stage on.
 type Invocation struct {
 	Definition *Definition
-	Principal  any
+	Identity   *auth.Identity
 	// Arguments holds the raw top-level argument values exactly as the
 	// caller sent them, before decoding. It is nil for typed calls.
 	Arguments map[string]json.RawMessage
@@ -224,70 +231,99 @@ func (inv *Invocation) Normalized(field string) (json.RawMessage, bool) {
 	return v, ok
 }
 
-// ExecuteDynamic runs the named capability for principal with raw JSON
-// arguments, as a transport does. Absent or null arguments mean {}. The
-// optional authorize callback runs after input validation and before the
-// context is built. The result is the validated output JSON; every error is
-// an *Error.
-func (e *Executor[C, P]) ExecuteDynamic(ctx context.Context, name string, principal P, args []byte, authorize AuthorizeFunc) (json.RawMessage, error) {
-	_, data, err := e.run(ctx, name, principal, args, nil, authorize)
+// authorize runs the identity's Authorizer for inv.
+func (inv *Invocation) authorize(ctx context.Context) error {
+	return inv.Identity.Authorizer.Authorize(ctx, &auth.Call{
+		Capability:          inv.Definition.name,
+		RequiredConstraints: inv.Definition.required,
+		Units:               inv.Definition.units,
+		Arguments:           inv.Arguments,
+		Input:               inv.Input,
+		Normalized:          inv.Normalized,
+	})
+}
+
+// Execute runs the named capability for the caller id with raw JSON
+// arguments, as a transport does. Absent or null arguments mean {}. A
+// capability id may not see (see WithVisibility) is refused as an unknown
+// one; the identity's Authorizer, when it has one, decides the call after
+// input validation and before the context is built. The result is the
+// validated output JSON; every error is an *agentcap.Error.
+func (e *Executor) Execute(ctx context.Context, name string, id *auth.Identity, args []byte) (json.RawMessage, error) {
+	_, data, err := e.app.pipeline(ctx, name, id, args, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	return data, nil
 }
 
-// Execute runs a typed capability in process, through the same stages as
-// ExecuteDynamic minus decoding: the input value is validated against the
-// input schema (via its JSON encoding) and used as is. The capability must
-// be registered with e.
-func Execute[C, P, In, Out any](ctx context.Context, e *Executor[C, P], c *Capability[C, In, Out], principal P, in In) (Out, error) {
+// Call runs a typed capability in process, through the same stages as
+// Executor.Execute minus decoding: the input value is validated against
+// the input schema (via its JSON encoding) and used as is. The capability
+// must be registered with e. id may be nil for a call the program makes
+// on its own behalf; the identity's Authorizer, when it has one, decides
+// the call as it does for a transport.
+func Call[C, In, Out any](ctx context.Context, e *Executor, c *Capability[C, In, Out], id *auth.Identity, in In) (Out, error) {
 	var zero Out
 	if c == nil {
-		return zero, &Error{Code: CodeUnknownCapability, Stage: StageLookup, Message: "unknown capability"}
+		return zero, ErrUnknownCapability
 	}
 	if d, ok := e.reg.Lookup(c.def.name); !ok || d != c.def {
-		return zero, &Error{Code: CodeUnknownCapability, Stage: StageLookup, Message: "unknown capability"}
+		return zero, ErrUnknownCapability
 	}
-	out, _, err := e.run(ctx, c.def.name, principal, nil, &typedInput{in}, nil)
+	out, _, err := e.app.pipeline(ctx, c.def.name, id, nil, &typedInput{in}, nil)
 	if err != nil {
 		return zero, err
 	}
 	return out.(Out), nil
 }
 
+// msgUnknownCapability is the message of an unknown capability, and of
+// one the caller may not see: the two cannot be told apart.
+const msgUnknownCapability = "unknown capability"
+
+// ErrUnknownCapability is the refusal of a call of an unknown capability,
+// or of one the caller may not see.
+var ErrUnknownCapability = &agentcap.Error{Code: agentcap.CodeCapabilityNotFound, Stage: agentcap.StageLookup, Message: msgUnknownCapability}
+
 // typedInput marks an in-process call and carries its input value.
 type typedInput struct{ v any }
 
-// run is the pipeline of an execution. Exactly one of args and typed is
-// used.
-func (e *Executor[C, P]) run(ctx context.Context, name string, principal P, args []byte, typed *typedInput, authorize AuthorizeFunc) (any, []byte, *Error) {
-	return e.pipeline(ctx, name, principal, args, typed, authorize, nil)
+// lookup finds the capability a caller runs: an unknown name, and one the
+// caller may not see, fail alike.
+func (e *Executor) lookup(ctx context.Context, name string, id *auth.Identity) (*Definition, bool) {
+	def, ok := e.reg.byName[name]
+	if !ok || !def.Visible(ctx, id, true) {
+		return nil, false
+	}
+	return def, true
 }
 
 // pipeline runs an execution, or a preview when preview is non-nil (which
-// then receives the preview's confirmation, if one is issued).
-func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P, args []byte, typed *typedInput, authorize AuthorizeFunc, preview *PreviewResult) (any, []byte, *Error) {
+// then receives the preview's confirmation, if one is issued). Exactly
+// one of args and typed is used.
+func (p *appPipeline[C]) pipeline(ctx context.Context, name string, id *auth.Identity, args []byte, typed *typedInput, preview *PreviewResult) (any, []byte, *agentcap.Error) {
+	e := p.e
 	start := time.Now()
 	isPreview := preview != nil
-	def, ok := e.reg.byName[name]
+	def, ok := e.lookup(ctx, name, id)
 	if !ok {
-		err := &Error{Code: CodeUnknownCapability, Stage: StageLookup, Message: "unknown capability"}
+		err := ErrUnknownCapability
 		ctx, span := e.tel.start(ctx, nil, isPreview)
 		took := time.Since(start)
 		e.tel.finish(ctx, span, nil, took, err, isPreview)
 		if len(e.hooks) > 0 {
-			emit(ctx, e.hooks, e.logger, Event{Phase: PhaseError, Stage: StageLookup, Capability: name,
-				Principal: principal, Duration: took, Err: err, Preview: isPreview})
+			emit(ctx, e.hooks, e.logger, Event{Phase: PhaseError, Stage: agentcap.StageLookup, Capability: name,
+				Identity: id, Duration: took, Err: err, Preview: isPreview})
 		}
 		return nil, nil, err
 	}
 
 	ctx, span := e.tel.start(ctx, def, isPreview)
-	ctx, ac := e.auditBegin(ctx, def, principal, args, typed, isPreview, start)
+	ctx, ac := e.auditBegin(ctx, def, id, args, typed, isPreview, start)
 	if len(e.hooks) > 0 {
-		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseStart, Stage: StageLookup, Capability: name,
-			Definition: def, Principal: principal, Preview: isPreview})
+		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseStart, Stage: agentcap.StageLookup, Capability: name,
+			Definition: def, Identity: id, Preview: isPreview})
 	}
 	timeout := def.timeout
 	// A preview is quick whatever its capability: the executor's default
@@ -308,11 +344,11 @@ func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P,
 		in, out   any
 		c         C
 		data      []byte
-		err       *Error
+		err       *agentcap.Error
 		inputDone bool
 		appDone   bool
 	)
-	fail := func(e2 *Error) (any, []byte, *Error) {
+	fail := func(e2 *agentcap.Error) (any, []byte, *agentcap.Error) {
 		took = time.Since(start)
 		e.tel.finish(ctx, span, def, took, e2, isPreview)
 		if ac != nil {
@@ -320,7 +356,7 @@ func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P,
 		}
 		if len(e.hooks) > 0 {
 			ev := Event{Phase: PhaseError, Stage: e2.Stage, Capability: name, Definition: def,
-				Principal: principal, Duration: took, Err: e2, Preview: isPreview}
+				Identity: id, Duration: took, Err: e2, Preview: isPreview}
 			if inputDone {
 				ev.Input = in
 			}
@@ -333,14 +369,15 @@ func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P,
 	}
 
 	// input
+	authorizer := id != nil && id.Authorizer != nil
 	var members map[string]json.RawMessage
-	err = guard(StageInput, func() *Error {
+	err = guard(agentcap.StageInput, func() *agentcap.Error {
 		if typed != nil {
 			in = typed.v
 			return def.checkTyped(in)
 		}
-		var derr *Error
-		in, members, derr = def.decodeDynamic(args, authorize != nil)
+		var derr *agentcap.Error
+		in, members, derr = def.decodeDynamic(args, authorizer)
 		return derr
 	})
 	if err != nil {
@@ -349,29 +386,29 @@ func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P,
 	inputDone = true
 
 	// authorize
-	if authorize != nil {
-		inv := &Invocation{Definition: def, Principal: principal, Arguments: members, Input: in}
-		if err = classify(protect(func() error { return authorize(ctx, inv) }), StageAuthorize, CodeForbidden); err != nil {
+	if authorizer {
+		inv := &Invocation{Definition: def, Identity: id, Arguments: members, Input: in}
+		if err = classify(protect(func() error { return inv.authorize(ctx) }), agentcap.StageAuthorize, agentcap.CodeUnauthorized); err != nil {
 			return fail(err)
 		}
 	}
 
 	// context
 	if cerr := ctx.Err(); cerr != nil {
-		return fail(classify(cerr, StageContext, CodeExecutionFailed))
+		return fail(classify(cerr, agentcap.StageContext, agentcap.CodeInternalError))
 	}
 	perr := protect(func() error {
 		var cerr error
-		c, cerr = e.create(ctx, principal, def, in)
+		c, cerr = p.create(ctx, id, def, in)
 		return cerr
 	})
-	if err = classify(perr, StageContext, CodeExecutionFailed); err != nil {
+	if err = classify(perr, agentcap.StageContext, agentcap.CodeInternalError); err != nil {
 		return fail(err)
 	}
 	appDone = true
 
 	if isPreview {
-		return e.finishPreview(ctx, span, start, &took, def, principal, args, typed, c, in, preview, fail)
+		return p.finishPreview(ctx, span, start, &took, def, id, args, typed, c, in, preview, fail)
 	}
 
 	// audit
@@ -383,7 +420,7 @@ func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P,
 
 	// confirmation
 	if e.confirm != nil && e.confirm.needs[def] {
-		if err = e.confirmCall(ctx, def, principal, args, typed, c, in); err != nil {
+		if err = p.confirmCall(ctx, def, id, args, typed, c, in); err != nil {
 			return fail(err)
 		}
 	}
@@ -398,13 +435,13 @@ func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P,
 		out, herr = call(ctx, c, in)
 		return herr
 	})
-	if err = classify(perr, StageHandler, CodeExecutionFailed); err != nil {
+	if err = classify(perr, agentcap.StageHandler, agentcap.CodeInternalError); err != nil {
 		return fail(err)
 	}
 
 	// output
-	err = guard(StageOutput, func() *Error {
-		var oerr *Error
+	err = guard(agentcap.StageOutput, func() *agentcap.Error {
+		var oerr *agentcap.Error
 		data, oerr = def.checkOutput(out)
 		return oerr
 	})
@@ -418,8 +455,8 @@ func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P,
 		ac.end(ctx, took, nil, in, true)
 	}
 	if len(e.hooks) > 0 {
-		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseEnd, Stage: StageOutput, Capability: name, Definition: def,
-			Principal: principal, Duration: took, App: c, Input: in, Output: out, OutputJSON: data})
+		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseEnd, Stage: agentcap.StageOutput, Capability: name, Definition: def,
+			Identity: id, Duration: took, App: c, Input: in, Output: out, OutputJSON: data})
 	}
 	return out, data, nil
 }
@@ -427,13 +464,14 @@ func (e *Executor[C, P]) pipeline(ctx context.Context, name string, principal P,
 // finishPreview runs the preview stage of a preview, the validation of
 // its result and, when the capability needs one, the issue of a
 // confirmation.
-func (e *Executor[C, P]) finishPreview(ctx context.Context, span trace.Span, start time.Time, took *time.Duration, def *Definition, principal P, args []byte, typed *typedInput, c C, in any, res *PreviewResult, fail func(*Error) (any, []byte, *Error)) (any, []byte, *Error) {
-	out, data, err := e.callPreview(ctx, def, c, in)
+func (p *appPipeline[C]) finishPreview(ctx context.Context, span trace.Span, start time.Time, took *time.Duration, def *Definition, id *auth.Identity, args []byte, typed *typedInput, c C, in any, res *PreviewResult, fail func(*agentcap.Error) (any, []byte, *agentcap.Error)) (any, []byte, *agentcap.Error) {
+	e := p.e
+	out, data, err := p.callPreview(ctx, def, c, in)
 	if err != nil {
 		return fail(err)
 	}
 	if e.confirm != nil && e.confirm.needs[def] {
-		b, err := e.bindCall(def, principal, args, typed)
+		b, err := e.bindCall(def, id, args, typed)
 		if err != nil {
 			return fail(err)
 		}
@@ -456,25 +494,25 @@ func (e *Executor[C, P]) finishPreview(ctx context.Context, span trace.Span, sta
 		ac.end(ctx, *took, nil, in, true)
 	}
 	if len(e.hooks) > 0 {
-		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseEnd, Stage: StagePreview, Capability: def.name, Definition: def,
-			Principal: principal, Duration: *took, App: c, Input: in, Output: out, OutputJSON: data, Preview: true})
+		emit(ctx, e.hooks, e.logger, Event{Phase: PhaseEnd, Stage: agentcap.StagePreview, Capability: def.name, Definition: def,
+			Identity: id, Duration: *took, App: c, Input: in, Output: out, OutputJSON: data, Preview: true})
 	}
 	return out, data, nil
 }
 
 // callPreview runs the preview handler and validates its result.
-func (e *Executor[C, P]) callPreview(ctx context.Context, def *Definition, c C, in any) (out any, data []byte, err *Error) {
+func (p *appPipeline[C]) callPreview(ctx context.Context, def *Definition, c C, in any) (out any, data []byte, err *agentcap.Error) {
 	call := def.preview.call.(func(context.Context, C, any) (any, error))
 	perr := protect(func() error {
 		var herr error
 		out, herr = call(ctx, c, in)
 		return herr
 	})
-	if err = classify(perr, StagePreview, CodeExecutionFailed); err != nil {
+	if err = classify(perr, agentcap.StagePreview, agentcap.CodeInternalError); err != nil {
 		return nil, nil, err
 	}
-	err = guard(StageOutput, func() *Error {
-		var oerr *Error
+	err = guard(agentcap.StageOutput, func() *agentcap.Error {
+		var oerr *agentcap.Error
 		data, oerr = def.preview.check(out)
 		return oerr
 	})
@@ -486,16 +524,16 @@ func (e *Executor[C, P]) callPreview(ctx context.Context, def *Definition, c C, 
 
 // bindCall describes a call for its confirmation token: the raw
 // arguments of a dynamic call, the encoded input of a typed one.
-func (e *Executor[C, P]) bindCall(def *Definition, principal P, args []byte, typed *typedInput) (ConfirmationBinding, *Error) {
+func (e *Executor) bindCall(def *Definition, id *auth.Identity, args []byte, typed *typedInput) (ConfirmationBinding, *agentcap.Error) {
 	if typed != nil {
 		var err error
 		if args, err = def.encodeIn(typed.v); err != nil {
-			return ConfirmationBinding{}, &Error{Code: CodeExecutionFailed, Stage: StageConfirmation, Message: msgInternal, cause: err}
+			return ConfirmationBinding{}, internalAt(agentcap.StageConfirmation, err)
 		}
 	}
-	b, ok := e.confirm.binding(def, principal, args)
+	b, ok := e.confirm.binding(def, id, args)
 	if !ok {
-		return b, &Error{Code: CodeForbidden, Stage: StageConfirmation, Message: msgCannotConfirm}
+		return b, newErr(agentcap.CodeUnauthorized, agentcap.StageConfirmation, msgCannotConfirm, nil)
 	}
 	return b, nil
 }
@@ -507,8 +545,9 @@ func (e *Executor[C, P]) bindCall(def *Definition, principal P, args []byte, typ
 // trip only. A call that a person must confirm consumes only a token
 // issued after a person's confirmation; without one, the person is asked
 // and the call fails with CodeConfirmationPending.
-func (e *Executor[C, P]) confirmCall(ctx context.Context, def *Definition, principal P, args []byte, typed *typedInput, c C, in any) *Error {
-	b, err := e.bindCall(def, principal, args, typed)
+func (p *appPipeline[C]) confirmCall(ctx context.Context, def *Definition, id *auth.Identity, args []byte, typed *typedInput, c C, in any) *agentcap.Error {
+	e := p.e
+	b, err := e.bindCall(def, id, args, typed)
 	if err != nil {
 		return err
 	}
@@ -523,7 +562,7 @@ func (e *Executor[C, P]) confirmCall(ctx context.Context, def *Definition, princ
 	}
 	fields := make(map[string]any, 2)
 	if def.preview != nil {
-		_, data, perr := e.callPreview(ctx, def, c, in)
+		_, data, perr := p.callPreview(ctx, def, c, in)
 		if perr != nil {
 			return perr
 		}
@@ -537,13 +576,15 @@ func (e *Executor[C, P]) confirmCall(ctx context.Context, def *Definition, princ
 		return confirmerFailure(ierr, msgIssueUnavailable)
 	}
 	fields["confirmation"] = ConfirmationJSON(conf)
-	return &Error{Code: CodeConfirmationRequired, Stage: StageConfirmation, Message: msgConfirmationRequired, fields: fields}
+	ce := newErr(agentcap.CodeConfirmationRequired, agentcap.StageConfirmation, msgConfirmationRequired, nil)
+	ce.Fields = fields
+	return ce
 }
 
 // decodeDynamic parses, validates and decodes raw arguments, once. It
 // returns the decoded input and, when withMembers asks for them (for an
 // authorize callback), the raw top-level members.
-func (d *Definition) decodeDynamic(args []byte, withMembers bool) (any, map[string]json.RawMessage, *Error) {
+func (d *Definition) decodeDynamic(args []byte, withMembers bool) (any, map[string]json.RawMessage, *agentcap.Error) {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		trimmed = []byte("{}")
@@ -571,7 +612,7 @@ func (d *Definition) decodeDynamic(args []byte, withMembers bool) (any, map[stri
 			return nil, nil, invalidInput(err, convertViolations(violations))
 		}
 		if err != nil {
-			return nil, nil, invalidInput(err, []Violation{{Message: "the arguments cannot be decoded"}})
+			return nil, nil, invalidInput(err, []agentcap.Violation{{Message: "the arguments cannot be decoded"}})
 		}
 		return in, members, nil
 	}
@@ -611,10 +652,10 @@ func parseObject(data []byte) (any, error) {
 }
 
 // checkTyped validates a typed input through its JSON encoding.
-func (d *Definition) checkTyped(in any) *Error {
+func (d *Definition) checkTyped(in any) *agentcap.Error {
 	data, err := d.encodeIn(in)
 	if err != nil {
-		return invalidInput(err, []Violation{{Message: "the input cannot be encoded as JSON"}})
+		return invalidInput(err, []agentcap.Violation{{Message: "the input cannot be encoded as JSON"}})
 	}
 	violations, err := d.inValidator.ValidateJSON(data)
 	if err != nil {
@@ -632,11 +673,10 @@ func (d *Definition) checkTyped(in any) *Error {
 // result whose type implies its derived schema (a struct of plain scalar
 // fields without keyword tags, see schema.ImpliedBy) is only encoded:
 // validating it could not fail.
-func (d *Definition) checkOutput(out any) ([]byte, *Error) {
+func (d *Definition) checkOutput(out any) ([]byte, *agentcap.Error) {
 	data, err := d.encodeOut(out)
 	if err != nil {
-		return nil, &Error{Code: CodeInvalidOutput, Stage: StageOutput, Message: msgInternal,
-			cause: fmt.Errorf("encoding the result: %w", err)}
+		return nil, internalAt(agentcap.StageOutput, fmt.Errorf("encoding the result: %w", err))
 	}
 	if d.outImplied {
 		return data, nil
@@ -646,19 +686,17 @@ func (d *Definition) checkOutput(out any) ([]byte, *Error) {
 
 // validateResult validates an encoded result (what names it in the hidden
 // cause).
-func validateResult(v *schema.Validator, data []byte, what string) ([]byte, *Error) {
+func validateResult(v *schema.Validator, data []byte, what string) ([]byte, *agentcap.Error) {
 	violations, err := v.ValidateJSON(data)
 	if err != nil {
-		return nil, &Error{Code: CodeInvalidOutput, Stage: StageOutput, Message: msgInternal,
-			cause: fmt.Errorf("re-reading the encoded %s: %w", what, err)}
+		return nil, internalAt(agentcap.StageOutput, fmt.Errorf("re-reading the encoded %s: %w", what, err))
 	}
 	if len(violations) > 0 {
 		parts := make([]string, len(violations))
 		for i, v := range violations {
 			parts[i] = fmt.Sprintf("%s: %s", pathOrRoot(v.Path), v.Message)
 		}
-		return nil, &Error{Code: CodeInvalidOutput, Stage: StageOutput, Message: msgInternal,
-			cause: fmt.Errorf("the %s does not fit its schema: %s", what, strings.Join(parts, "; "))}
+		return nil, internalAt(agentcap.StageOutput, fmt.Errorf("the %s does not fit its schema: %s", what, strings.Join(parts, "; ")))
 	}
 	return data, nil
 }
@@ -670,30 +708,31 @@ func pathOrRoot(p string) string {
 	return p
 }
 
-func invalidInput(cause error, details []Violation) *Error {
+func invalidInput(cause error, details []agentcap.Violation) *agentcap.Error {
 	msg := "the arguments are invalid"
-	if n := len(details); n > MaxViolations {
-		details = details[:MaxViolations:MaxViolations]
-		msg = "the arguments are invalid (the first " + strconv.Itoa(MaxViolations) + " of " + strconv.Itoa(n) + " violations are listed)"
+	if n := len(details); n > maxViolations {
+		details = details[:maxViolations:maxViolations]
+		msg = "the arguments are invalid (the first " + strconv.Itoa(maxViolations) + " of " + strconv.Itoa(n) + " violations are listed)"
 	}
-	return &Error{Code: CodeInvalidInput, Stage: StageInput, Message: msg, Details: details, cause: cause}
+	e := newErr(agentcap.CodeInvalidRequest, agentcap.StageInput, msg, cause)
+	e.Details = details
+	return e
 }
 
-// MaxViolations bounds the violations an invalid_input error lists, so
+// maxViolations bounds the violations an invalid_input error lists, so
 // that an error answer stays small whatever the arguments: input with
-// thousands of unknown or wrong members gets the first MaxViolations and
+// thousands of unknown or wrong members gets the first maxViolations and
 // a message giving the total.
-const MaxViolations = 50
+const maxViolations = 50
 
 // guard runs a stage of the executor's own that calls application code
 // indirectly (UnmarshalJSON, MarshalJSON and TextMarshaler methods of the
 // input and output types), turning a panic into a redacted failure of that
 // stage.
-func guard(stage Stage, f func() *Error) (err *Error) {
+func guard(stage agentcap.Stage, f func() *agentcap.Error) (err *agentcap.Error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &Error{Code: CodeExecutionFailed, Stage: stage, Message: msgInternal,
-				cause: &panicError{value: r, stack: debug.Stack()}}
+			err = internalAt(stage, &panicError{value: r, stack: debug.Stack()})
 		}
 	}()
 	return f()
@@ -708,11 +747,3 @@ func protect(f func() error) (err error) {
 	}()
 	return f()
 }
-
-// panicError is the hidden cause of a recovered panic.
-type panicError struct {
-	value any
-	stack []byte
-}
-
-func (p *panicError) Error() string { return fmt.Sprintf("panic: %v\n%s", p.value, p.stack) }

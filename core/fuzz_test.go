@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -40,13 +42,14 @@ var fuzzKeys = map[string]bool{
 	"tags": true, "lines": true, "when": true, "sku": true, "qty": true, "note": true,
 }
 
-// FuzzExecuteDynamic sends arbitrary arguments through the input stage,
-// for a derived schema and for a loose explicit one (which leaves the
-// decoding to encoding/json). An accepted document must have no duplicate
-// keys and only exact field names, and the handler must receive what
-// encoding/json decodes from it; a refused one is invalid_input with at
-// least one violation; an authorize callback (which parses the members
-// too) must not change the answer.
+// FuzzExecuteDynamic sends arbitrary raw arguments through the input
+// stage of Executor.Execute, for a derived schema and for a loose explicit
+// one (which leaves the decoding to encoding/json). An accepted document
+// must have no duplicate keys and only exact field names, and the handler
+// must receive what encoding/json decodes from it; a refused one is
+// invalid_request with at least one violation; an identity with an
+// Authorizer (for which the arguments' raw members are parsed too) must
+// not change the answer, and its Authorizer must see those members.
 func FuzzExecuteDynamic(f *testing.F) {
 	var got fuzzOrder
 	handler := func(_ context.Context, _ app, in fuzzOrder) (struct{}, error) {
@@ -61,7 +64,7 @@ func FuzzExecuteDynamic(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	e, err := core.NewExecutor(reg, core.ExecutorConfig[app, user]{CreateContext: createContext})
+	e, err := core.NewExecutor(reg, createContext, core.Config{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -76,7 +79,12 @@ func FuzzExecuteDynamic(f *testing.F) {
 		f.Add(false, []byte(s))
 		f.Add(true, []byte(s))
 	}
-	allow := func(context.Context, *core.Invocation) error { return nil }
+	var members map[string]json.RawMessage
+	plainID := caller("u")
+	authID := authorizedBy(plainID, func(_ context.Context, call *auth.Call) error {
+		members = call.Arguments
+		return nil
+	})
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, loose bool, args []byte) {
 		name := "derived"
@@ -84,26 +92,40 @@ func FuzzExecuteDynamic(f *testing.F) {
 			name = "loose"
 		}
 		got = fuzzOrder{}
-		_, errPlain := e.ExecuteDynamic(ctx, name, user{ID: "u"}, args, nil)
+		_, errPlain := e.Execute(ctx, name, plainID, args)
 		plain := got
 		got = fuzzOrder{}
-		_, errAuth := e.ExecuteDynamic(ctx, name, user{ID: "u"}, args, allow)
+		members = nil
+		_, errAuth := e.Execute(ctx, name, authID, args)
 		if (errPlain == nil) != (errAuth == nil) {
 			t.Fatalf("%s %q: without authorize %v, with authorize %v", name, args, errPlain, errAuth)
 		}
 		if errPlain != nil {
 			a, b := fuzzInputError(t, errPlain), fuzzInputError(t, errAuth)
 			if diff := cmp.Diff(a.Details, b.Details); diff != "" {
-				t.Fatalf("%s %q: violations differ with an authorize callback (-without +with):\n%s", name, args, diff)
+				t.Fatalf("%s %q: violations differ with an Authorizer (-without +with):\n%s", name, args, diff)
 			}
 			return
 		}
 		if diff := cmp.Diff(plain, got); diff != "" {
-			t.Fatalf("%s %q: inputs differ with an authorize callback (-without +with):\n%s", name, args, diff)
+			t.Fatalf("%s %q: inputs differ with an Authorizer (-without +with):\n%s", name, args, diff)
 		}
 		doc := bytes.TrimSpace(args)
 		if len(doc) == 0 || string(doc) == "null" {
 			doc = []byte("{}")
+		}
+		// The Authorizer saw the document's members as they were sent.
+		var sent map[string]json.RawMessage
+		if err := json.Unmarshal(doc, &sent); err != nil {
+			t.Fatalf("%s %q accepted, encoding/json cannot read its members: %v", name, args, err)
+		}
+		if len(sent) != len(members) {
+			t.Fatalf("%s %q: the Authorizer saw %d members, the document has %d", name, args, len(members), len(sent))
+		}
+		for k, v := range sent {
+			if !bytes.Equal(bytes.TrimSpace(members[k]), bytes.TrimSpace(v)) {
+				t.Fatalf("%s %q: the Authorizer saw %s = %s, the document has %s", name, args, k, members[k], v)
+			}
 		}
 		if err := strictKeys(doc); err != nil {
 			t.Fatalf("%s %q accepted: %v", name, args, err)
@@ -130,15 +152,15 @@ func FuzzExecuteDynamic(f *testing.F) {
 	})
 }
 
-// fuzzInputError checks that err is an input-stage invalid_input error
+// fuzzInputError checks that err is an input-stage invalid_request error
 // with violations at JSON Pointers, and returns it.
-func fuzzInputError(t *testing.T, err error) *core.Error {
+func fuzzInputError(t *testing.T, err error) *agentcap.Error {
 	t.Helper()
-	var ce *core.Error
-	if !errors.As(err, &ce) {
-		t.Fatalf("not a *core.Error: %T %v", err, err)
+	ce, ok := err.(*agentcap.Error)
+	if !ok {
+		t.Fatalf("not an *agentcap.Error: %T %v", err, err)
 	}
-	if ce.Code != core.CodeInvalidInput || ce.Stage != core.StageInput || len(ce.Details) == 0 {
+	if ce.Code != agentcap.CodeInvalidRequest || ce.Stage != agentcap.StageInput || len(ce.Details) == 0 {
 		t.Fatalf("refusal %+v", ce)
 	}
 	for _, v := range ce.Details {

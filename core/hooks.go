@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 )
 
 // Phase is the moment a hook event describes.
@@ -29,16 +32,17 @@ type Event struct {
 	Phase Phase
 	// Stage is StageLookup on start, StageOutput on end, and the failing
 	// stage on error.
-	Stage Stage
+	Stage agentcap.Stage
 	// Capability is the requested name. For an unknown capability it is the
 	// name the caller sent.
 	Capability string
 	// Definition is nil when the lookup failed.
 	Definition *Definition
-	Principal  any
+	// Identity is the caller; nil for an anonymous or in-process call.
+	Identity *auth.Identity
 	// Duration is the time since execution began; 0 on start.
 	Duration time.Duration
-	Err      *Error
+	Err      *agentcap.Error
 	// App is the application context, once built.
 	App any
 	// Input is the validated, decoded input.
@@ -48,7 +52,7 @@ type Event struct {
 	// OutputJSON is the validated encoded result, on end. It must not be
 	// modified.
 	OutputJSON json.RawMessage
-	// Preview reports an event of a preview (Executor.PreviewDynamic):
+	// Preview reports an event of a preview (Executor.Preview):
 	// its end event has Stage StagePreview, and Output is the preview's
 	// result.
 	Preview bool

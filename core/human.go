@@ -6,13 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-)
 
-// HumanRule decides, from a call's application context and parsed input,
-// whether a person must confirm the call (see [WithHumanConfirmation]).
-// It must not change anything; an error fails the call at stage
-// confirmation, as a handler's error would.
-type HumanRule[C, In any] func(ctx context.Context, app C, in In) (bool, error)
+	"github.com/agentcap/agentcap"
+)
 
 // humanOption is what WithHumanConfirmation hands to Define before the
 // handler's types are known.
@@ -24,7 +20,10 @@ type humanOption struct {
 }
 
 // WithHumanConfirmation makes a person confirm the calls for which rule
-// reports true (a transfer above some amount, say); the other calls are
+// reports true (a transfer above some amount, say), deciding from the
+// call's application context and input; rule must not change anything,
+// and its error fails the call at stage confirmation as a handler's would.
+// The other calls are
 // confirmed as WithConfirmation asks. Such a call without a confirmation
 // token asks the executor's HumanConfirmer (see
 // [ConfirmationConfig.Human]) for the person's decision and fails with
@@ -35,7 +34,7 @@ type humanOption struct {
 // The capability needs a preview (WithPreview): it is what the person is
 // shown. C and In must be the handler's, or Define fails. The option
 // implies WithConfirmation.
-func WithHumanConfirmation[C, In any](rule HumanRule[C, In]) Option {
+func WithHumanConfirmation[C, In any](rule func(ctx context.Context, app C, in In) (bool, error)) Option {
 	return func(o *options) {
 		o.confirm = true
 		if rule == nil {
@@ -67,10 +66,6 @@ func (h *humanOption) build(d *Definition) error {
 	return nil
 }
 
-// RequiresHumanConfirmation reports whether some calls of the capability
-// need a person's confirmation: it was defined WithHumanConfirmation.
-func (d *Definition) RequiresHumanConfirmation() bool { return d.human != nil }
-
 // HumanConfirmer asks a person to confirm one call and tells the caller
 // where to wait for the decision. agentcap's Agent Auth provider
 // implements it (provider.Provider.HumanConfirmer): the person is the
@@ -82,7 +77,7 @@ type HumanConfirmer interface {
 	// returns what the caller is told. Once the person confirms, the
 	// implementation issues, once, a token for r.Binding (whose Human is
 	// set) through the executor's Confirmer, and hands it to the caller
-	// that polls StatusURL. An *AppError refuses the call in its own
+	// that polls StatusURL. An *agentcap.Error refuses the call in its own
 	// words; any other error is taken for a store that does not answer,
 	// and the call is refused with CodeTemporarilyUnavailable.
 	RequestHumanConfirmation(ctx context.Context, r HumanConfirmationRequest) (*HumanConfirmationPending, error)
@@ -132,7 +127,7 @@ const (
 )
 
 // needsHuman runs def's rule, if it has one, for a call.
-func needsHuman[C any](ctx context.Context, def *Definition, app C, in any) (bool, *Error) {
+func needsHuman[C any](ctx context.Context, def *Definition, app C, in any) (bool, *agentcap.Error) {
 	if def.human == nil {
 		return false, nil
 	}
@@ -143,7 +138,7 @@ func needsHuman[C any](ctx context.Context, def *Definition, app C, in any) (boo
 		human, rerr = rule(ctx, app, in)
 		return rerr
 	})
-	if err := classify(perr, StageConfirmation, CodeExecutionFailed); err != nil {
+	if err := classify(perr, agentcap.StageConfirmation, agentcap.CodeInternalError); err != nil {
 		return false, err
 	}
 	return human, nil
@@ -152,14 +147,15 @@ func needsHuman[C any](ctx context.Context, def *Definition, app C, in any) (boo
 // askHuman asks the executor's HumanConfirmer to have a person confirm
 // the call b, whose preview is preview, and returns the
 // CodeConfirmationPending error that tells the caller how to wait.
-func (c *confirmation[P]) askHuman(ctx context.Context, def *Definition, b ConfirmationBinding, preview json.RawMessage) *Error {
+func (c *confirmation) askHuman(ctx context.Context, def *Definition, b ConfirmationBinding, preview json.RawMessage) *agentcap.Error {
 	if c.human == nil {
-		return &Error{Code: CodeForbidden, Stage: StageConfirmation, Message: msgNoHumanConfirmer}
+		return newErr(agentcap.CodeUnauthorized, agentcap.StageConfirmation, msgNoHumanConfirmer, nil)
 	}
 	p, err := c.human.RequestHumanConfirmation(ctx, HumanConfirmationRequest{Binding: b, Definition: def, Preview: preview})
 	if err != nil {
 		return confirmerFailure(err, msgHumanUnavailable)
 	}
-	return &Error{Code: CodeConfirmationPending, Stage: StageConfirmation, Message: msgConfirmationPending,
-		fields: map[string]any{"approval": p.Approval, "status_url": p.StatusURL, "preview": preview}}
+	ce := newErr(agentcap.CodeConfirmationPending, agentcap.StageConfirmation, msgConfirmationPending, nil)
+	ce.Fields = map[string]any{"approval": p.Approval, "status_url": p.StatusURL, "preview": preview}
+	return ce
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
 )
@@ -54,15 +56,22 @@ func (f *fakePerson) approve(t *testing.T) string {
 	return c.Token
 }
 
+// codeNegativeAmount refuses a negative payment; codeNoPerson is a
+// HumanConfirmer's refusal.
+var (
+	codeNegativeAmount = agentcap.NewCode("negative_amount", agentcap.CodeInvalidRequest)
+	codeNoPerson       = agentcap.NewCode("no_person", agentcap.CodeUnauthorized)
+)
+
 // bigPayments needs a person's confirmation of payments above 50.
 func bigPayments(_ context.Context, _ app, in payIn) (bool, error) {
 	if in.Amount < 0 {
-		return false, core.BadRequest("negative", "no negative payments")
+		return false, agentcap.NewError(codeNegativeAmount, "no negative payments")
 	}
 	return in.Amount > 50, nil
 }
 
-func humanExec(t *testing.T, runs *int, person core.HumanConfirmer, m *confirm.Manager) *core.Executor[app, user] {
+func humanExec(t *testing.T, runs *int, person core.HumanConfirmer, m *confirm.Manager) *core.Executor {
 	t.Helper()
 	pay := core.MustDefine("pay", "Pay someone",
 		func(_ context.Context, _ app, in payIn) (payOut, error) { *runs++; return payOut{Paid: in.Amount}, nil },
@@ -70,11 +79,9 @@ func humanExec(t *testing.T, runs *int, person core.HumanConfirmer, m *confirm.M
 			return payPreview{To: in.To, Amount: in.Amount, BalanceTo: 100 - in.Amount}, nil
 		}),
 		core.WithHumanConfirmation(bigPayments))
-	e, err := core.NewExecutor(core.MustRegistry(pay), core.ExecutorConfig[app, user]{
-		CreateContext:    func(_ context.Context, u user, _ *core.Definition, _ any) (app, error) { return app{}, nil },
+	e, err := core.NewExecutor(core.MustRegistry(pay), anyContext, core.Config{
 		BatchConcurrency: 1,
-		Confirmation: core.ConfirmationConfig[user]{Confirmer: m, Subject: func(u user) string { return u.ID },
-			Audience: "https://bank.example/", Human: person,
+		Confirmation: core.ConfirmationConfig{Confirmer: m, Audience: "https://bank.example/", Human: person,
 			// A rule that waives every confirmation does not waive a
 			// person's.
 			Rule: func(*core.Definition) bool { return false }},
@@ -96,29 +103,29 @@ func newManager(t *testing.T) *confirm.Manager {
 
 func TestHumanConfirmation(t *testing.T) {
 	ctx := context.Background()
-	alice := user{ID: "agt_alice"}
+	alice := caller("agt_alice")
 	m := newManager(t)
 	person := &fakePerson{m: m}
 	runs := 0
 	e := humanExec(t, &runs, person, m)
 	def, _ := e.Registry().Lookup("pay")
-	if !def.RequiresHumanConfirmation() || !def.RequiresConfirmation() || !e.NeedsConfirmation(def) {
+	if !def.RequiresConfirmation() || !e.NeedsConfirmation(def) {
 		t.Fatal("pay: a person's confirmation implies a confirmation")
 	}
 
 	// A small payment is confirmed as any other: the preview's token.
 	small := []byte(`{"to":"bob","amount":20}`)
-	pv, err := e.PreviewDynamic(ctx, "pay", alice, small, nil)
+	pv, err := e.Preview(ctx, "pay", alice, small)
 	if err != nil || pv.HumanConfirmation || pv.Confirmation == nil {
 		t.Fatalf("small preview: %+v %v", pv, err)
 	}
-	if _, err := e.ExecuteDynamic(core.WithConfirmationToken(ctx, pv.Confirmation.Token), "pay", alice, small, nil); err != nil {
+	if _, err := e.Execute(core.WithConfirmationToken(ctx, pv.Confirmation.Token), "pay", alice, small); err != nil {
 		t.Fatalf("small payment: %v", err)
 	}
 
 	// A big one: the preview hands out no token, and says why.
 	big := []byte(`{"to":"bob","amount":80}`)
-	pv, err = e.PreviewDynamic(ctx, "pay", alice, big, nil)
+	pv, err = e.Preview(ctx, "pay", alice, big)
 	if err != nil || !pv.HumanConfirmation || pv.Confirmation != nil || string(pv.Data) != `{"to":"bob","amount":80,"balance_after":20}` {
 		t.Fatalf("big preview: %+v %v", pv, err)
 	}
@@ -127,13 +134,13 @@ func TestHumanConfirmation(t *testing.T) {
 	}
 
 	// Executed without a token, it asks the person and waits.
-	_, err = e.ExecuteDynamic(ctx, "pay", alice, big, nil)
-	var ce *core.Error
-	if !errors.As(err, &ce) || ce.Code != core.CodeConfirmationPending || ce.HTTPStatus() != http.StatusAccepted ||
-		ce.WireCode() != "confirmation_pending" || ce.Stage != core.StageConfirmation {
+	_, err = e.Execute(ctx, "pay", alice, big)
+	var ce *agentcap.Error
+	if !asError(err, &ce) || ce.Code != agentcap.CodeConfirmationPending || ce.HTTPStatus() != http.StatusAccepted ||
+		string(ce.Code) != "confirmation_pending" || ce.Stage != agentcap.StageConfirmation {
 		t.Fatalf("big payment without a token: %v", err)
 	}
-	f := ce.Fields()
+	f := ce.Fields
 	if f["status_url"] != "https://bank.example/agent/confirmation?id=apr_1" || string(f["preview"].(json.RawMessage)) != string(pv.Data) ||
 		f["approval"].(core.ConfirmationApproval).UserCode != "BCDF-GHJK" {
 		t.Errorf("pending fields: %v", f)
@@ -151,34 +158,35 @@ func TestHumanConfirmation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ExecuteDynamic(core.WithConfirmationToken(ctx, plain.Token), "pay", alice, big, nil); codeOf(err) != core.CodeConfirmationMismatch {
+	if _, err := e.Execute(core.WithConfirmationToken(ctx, plain.Token), "pay", alice, big); codeOf(err) != agentcap.CodeConfirmationMismatch {
 		t.Errorf("the agent's own token: %v", err)
 	}
 
 	// The person's token runs the call once, and confirms no other.
 	token := person.approve(t)
 	withToken := core.WithConfirmationToken(ctx, token)
-	if _, err := e.ExecuteDynamic(withToken, "pay", alice, []byte(`{"to":"bob","amount":81}`), nil); codeOf(err) != core.CodeConfirmationMismatch {
+	if _, err := e.Execute(withToken, "pay", alice, []byte(`{"to":"bob","amount":81}`)); codeOf(err) != agentcap.CodeConfirmationMismatch {
 		t.Errorf("another amount: %v", err)
 	}
-	if _, err := e.ExecuteDynamic(withToken, "pay", user{ID: "agt_mallory"}, big, nil); codeOf(err) != core.CodeInvalidConfirmation {
+	if _, err := e.Execute(withToken, "pay", caller("agt_mallory"), big); codeOf(err) != agentcap.CodeInvalidConfirmation {
 		t.Errorf("another agent: %v", err)
 	}
 	before := runs
-	if out, err := e.ExecuteDynamic(withToken, "pay", alice, []byte(` {"amount":80, "to":"bob"}`), nil); err != nil || string(out) != `{"paid":80}` {
+	if out, err := e.Execute(withToken, "pay", alice, []byte(` {"amount":80, "to":"bob"}`)); err != nil || string(out) != `{"paid":80}` {
 		t.Fatalf("confirmed: %s %v", out, err)
 	}
-	if _, err := e.ExecuteDynamic(withToken, "pay", alice, big, nil); codeOf(err) != core.CodeConfirmationUsed || runs != before+1 {
+	if _, err := e.Execute(withToken, "pay", alice, big); codeOf(err) != agentcap.CodeConfirmationUsed || runs != before+1 {
 		t.Errorf("the token again: %v, %d runs", err, runs-before)
 	}
 
 	// A person's token confirms a call that needs one only.
-	if _, err := e.ExecuteDynamic(core.WithConfirmationToken(ctx, person.approve(t)), "pay", alice, small, nil); codeOf(err) != core.CodeConfirmationMismatch {
+	if _, err := e.Execute(core.WithConfirmationToken(ctx, person.approve(t)), "pay", alice, small); codeOf(err) != agentcap.CodeConfirmationMismatch {
 		t.Errorf("a person's token for a small payment: %v", err)
 	}
 
 	// The rule's refusal is the call's.
-	if _, err := e.ExecuteDynamic(ctx, "pay", alice, []byte(`{"to":"bob","amount":-1}`), nil); codeOf(err) != "negative" {
+	_, err = e.Execute(ctx, "pay", alice, []byte(`{"to":"bob","amount":-1}`))
+	if ce := coreErr(t, err); ce.Code != codeNegativeAmount || ce.Stage != agentcap.StageConfirmation || ce.HTTPStatus() != http.StatusBadRequest {
 		t.Errorf("the rule's error: %v", err)
 	}
 
@@ -186,15 +194,15 @@ func TestHumanConfirmation(t *testing.T) {
 	res, err := e.ExecuteBatch(ctx, alice, []core.BatchCall{
 		{ID: "big", Capability: "pay", Arguments: big},
 		{ID: "small", Capability: "pay", Arguments: small, ConfirmationToken: mustPreviewToken(t, e, alice, small)},
-	}, nil)
-	if err != nil || res[0].Err == nil || res[0].Err.Code != core.CodeConfirmationPending || res[1].Err != nil {
+	})
+	if err != nil || res[0].Err == nil || res[0].Err.Code != agentcap.CodeConfirmationPending || res[1].Err != nil {
 		t.Errorf("batch: %+v %v", res, err)
 	}
 }
 
-func mustPreviewToken(t *testing.T, e *core.Executor[app, user], u user, args []byte) string {
+func mustPreviewToken(t *testing.T, e *core.Executor, id *auth.Identity, args []byte) string {
 	t.Helper()
-	pv, err := e.PreviewDynamic(context.Background(), "pay", u, args, nil)
+	pv, err := e.Preview(context.Background(), "pay", id, args)
 	if err != nil || pv.Confirmation == nil {
 		t.Fatalf("preview: %+v %v", pv, err)
 	}
@@ -210,25 +218,25 @@ func TestHumanConfirmationRefusals(t *testing.T) {
 	// Without a HumanConfirmer nobody can be asked: refused, while the
 	// calls the rule lets through still run.
 	e := humanExec(t, &runs, nil, m)
-	_, err := e.ExecuteDynamic(ctx, "pay", user{ID: "agt_alice"}, big, nil)
-	var ce *core.Error
-	if !errors.As(err, &ce) || ce.Code != core.CodeForbidden || !strings.Contains(ce.Message, "person") {
+	_, err := e.Execute(ctx, "pay", caller("agt_alice"), big)
+	var ce *agentcap.Error
+	if !asError(err, &ce) || ce.Code != agentcap.CodeUnauthorized || !strings.Contains(ce.Message, "person") {
 		t.Errorf("no HumanConfirmer: %v", err)
 	}
 	small := []byte(`{"to":"bob","amount":5}`)
-	if _, err := e.ExecuteDynamic(core.WithConfirmationToken(ctx, mustPreviewToken(t, e, user{ID: "agt_alice"}, small)), "pay", user{ID: "agt_alice"}, small, nil); err != nil {
+	if _, err := e.Execute(core.WithConfirmationToken(ctx, mustPreviewToken(t, e, caller("agt_alice"), small)), "pay", caller("agt_alice"), small); err != nil {
 		t.Errorf("small payment without a HumanConfirmer: %v", err)
 	}
 
 	// The HumanConfirmer's refusal is the call's.
-	e = humanExec(t, &runs, &fakePerson{m: m, refuse: core.NewAppError(http.StatusForbidden, "no_person", "nobody to ask")}, m)
-	if _, err := e.ExecuteDynamic(ctx, "pay", user{ID: "agt_robot"}, big, nil); codeOf(err) != "no_person" {
+	e = humanExec(t, &runs, &fakePerson{m: m, refuse: agentcap.NewError(codeNoPerson, "nobody to ask")}, m)
+	if _, err := e.Execute(ctx, "pay", caller("agt_robot"), big); codeOf(err) != codeNoPerson {
 		t.Errorf("refused by the HumanConfirmer: %v", err)
 	}
 	e = humanExec(t, &runs, &fakePerson{m: m, refuse: errors.New("database down")}, m)
-	_, err = e.ExecuteDynamic(ctx, "pay", user{ID: "agt_alice"}, big, nil)
-	if !errors.As(err, &ce) || ce.Code != core.CodeTemporarilyUnavailable || ce.HTTPStatus() != http.StatusServiceUnavailable ||
-		ce.RetryAfter() != core.UnavailableRetryAfter || strings.Contains(ce.Message, "database") || !strings.Contains(ce.Message, "did not run") {
+	_, err = e.Execute(ctx, "pay", caller("agt_alice"), big)
+	if !asError(err, &ce) || ce.Code != agentcap.CodeTemporarilyUnavailable || ce.HTTPStatus() != http.StatusServiceUnavailable ||
+		ce.RetryAfter != agentcap.UnavailableRetryAfter || strings.Contains(ce.Message, "database") || !strings.Contains(ce.Message, "did not run") {
 		t.Errorf("failed HumanConfirmer: %v", err)
 	}
 	if runs != 1 {
@@ -258,10 +266,16 @@ func TestWithHumanConfirmationDefinition(t *testing.T) {
 	// A capability a person confirms needs a Confirmer, as any other
 	// that must be confirmed.
 	pay := core.MustDefine("pay", "Pay", handler, preview, core.WithHumanConfirmation(bigPayments))
-	_, err := core.NewExecutor(core.MustRegistry(pay), core.ExecutorConfig[app, user]{
-		CreateContext: func(context.Context, user, *core.Definition, any) (app, error) { return app{}, nil },
-	})
+	_, err := core.NewExecutor(core.MustRegistry(pay), anyContext, core.Config{})
 	if err == nil || !strings.Contains(err.Error(), "Confirmer") {
 		t.Errorf("executor without a Confirmer: %v", err)
 	}
+}
+
+// asError sets *target to err when err is an *agentcap.Error, as every
+// error of the executor is.
+func asError(err error, target **agentcap.Error) bool {
+	ce, ok := err.(*agentcap.Error)
+	*target = ce
+	return ok && ce != nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -25,14 +26,14 @@ func TestPlainOutputEncodingFailureIsHidden(t *testing.T) {
 		}
 		return plainOut{Value: 1.5, Label: "\xff"}, nil
 	})
-	e := mustExec(t, core.ExecutorConfig[app, user]{}, def)
-	data, err := e.ExecuteDynamic(context.Background(), "plain", user{ID: "a"}, []byte(`{"bad":false}`), nil)
+	e := mustExec(t, core.Config{}, def)
+	data, err := e.Execute(context.Background(), "plain", caller("a"), []byte(`{"bad":false}`))
 	if err != nil || string(data) != `{"value":1.5,"label":"\ufffd"}` {
 		t.Fatalf("got %s, %v", data, err)
 	}
-	_, err = e.ExecuteDynamic(context.Background(), "plain", user{ID: "a"}, []byte(`{"bad":true}`), nil)
+	_, err = e.Execute(context.Background(), "plain", caller("a"), []byte(`{"bad":true}`))
 	ce := coreErr(t, err)
-	if ce.Code != core.CodeInvalidOutput || ce.Stage != core.StageOutput || ce.WireCode() != core.WireInternalError {
+	if ce.Code != agentcap.CodeInternalError || ce.Stage != agentcap.StageOutput || ce.HTTPStatus() != 500 || ce.Message != "internal error" {
 		t.Fatalf("got %+v", ce)
 	}
 }

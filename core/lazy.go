@@ -7,71 +7,52 @@ import (
 	"sync/atomic"
 )
 
-// LazyExecutor builds an executor on first use. See Lazy and LazyFor.
-type LazyExecutor[C, P any] struct {
-	build func(context.Context) (*Executor[C, P], error)
+// LazyExecutor builds an executor on first use. See Lazy.
+type LazyExecutor struct {
+	build func(context.Context) (*Executor, error)
 	reg   *Registry
 
 	// ready holds the executor once built, so that every later call
 	// reads it without taking the lock.
-	ready atomic.Pointer[Executor[C, P]]
+	ready atomic.Pointer[Executor]
 
 	mu       sync.Mutex
-	inflight *lazyBuild[C, P]
+	inflight *lazyBuild
 }
 
-type lazyBuild[C, P any] struct {
+type lazyBuild struct {
 	done chan struct{}
-	exec *Executor[C, P]
+	exec *Executor
 	err  error
 }
 
-// Lazy returns a LazyExecutor around build. The first successful build is
-// memoized. Concurrent first callers share one in-flight build. A failed
-// build is not memoized: the next call builds again. The build runs with
-// the first caller's context values but not its cancellation, so one
-// caller giving up does not fail the build for the others; each caller
-// stops waiting when its own context ends.
-//
-// A LazyExecutor from Lazy does not know its registry before the build
-// (Registry returns nil); transports that serve listings without building
-// the executor need LazyFor.
-func Lazy[C, P any](build func(ctx context.Context) (*Executor[C, P], error)) *LazyExecutor[C, P] {
-	return &LazyExecutor[C, P]{build: build}
+// Lazy returns a LazyExecutor that builds an executor of reg with build
+// on first use, so that a program can serve listings before what the
+// executor needs (a database, say) is reachable: Registry returns reg at
+// once. The first successful build is memoized. Concurrent first callers
+// share one in-flight build. A failed build is not memoized: the next call
+// builds again. The build runs with the first caller's context values but
+// not its cancellation, so one caller giving up does not fail the build
+// for the others; each caller stops waiting when its own context ends. A
+// build that returns an executor of another registry fails (and is
+// retried like any failed build): what was listed must be what runs.
+func Lazy(reg *Registry, build func(ctx context.Context) (*Executor, error)) *LazyExecutor {
+	return &LazyExecutor{build: build, reg: reg}
 }
 
-// LazyFor is Lazy for an executor of reg: Registry returns reg before the
-// executor exists, so a transport can list and describe capabilities
-// without building it. A build that returns an executor of another
-// registry fails (and is retried like any failed build): what was listed
-// must be what runs.
-func LazyFor[C, P any](reg *Registry, build func(ctx context.Context) (*Executor[C, P], error)) *LazyExecutor[C, P] {
-	return &LazyExecutor[C, P]{build: build, reg: reg}
-}
-
-// errOtherRegistry fails a LazyFor build whose executor serves another
+// errOtherRegistry fails a build whose executor serves another
 // registry than the one given.
 var errOtherRegistry = errors.New("agentcap: lazy build returned an executor of another registry")
 
-// Registry returns the registry given to LazyFor, or, for a LazyExecutor
-// from Lazy, the built executor's registry (nil before the first
-// successful build).
-func (l *LazyExecutor[C, P]) Registry() *Registry {
-	if l.reg != nil {
-		return l.reg
-	}
-	if e := l.ready.Load(); e != nil {
-		return e.reg
-	}
-	return nil
-}
+// Registry returns the registry given to Lazy.
+func (l *LazyExecutor) Registry() *Registry { return l.reg }
 
 // Built returns the executor if a build has succeeded, and nil otherwise.
 // It never starts a build.
-func (l *LazyExecutor[C, P]) Built() *Executor[C, P] { return l.ready.Load() }
+func (l *LazyExecutor) Built() *Executor { return l.ready.Load() }
 
-// Get returns the executor, building it if needed.
-func (l *LazyExecutor[C, P]) Get(ctx context.Context) (*Executor[C, P], error) {
+// Executor returns the executor, building it if needed.
+func (l *LazyExecutor) Executor(ctx context.Context) (*Executor, error) {
 	if e := l.ready.Load(); e != nil {
 		return e, nil
 	}
@@ -82,7 +63,7 @@ func (l *LazyExecutor[C, P]) Get(ctx context.Context) (*Executor[C, P], error) {
 	}
 	b := l.inflight
 	if b == nil {
-		b = &lazyBuild[C, P]{done: make(chan struct{})}
+		b = &lazyBuild{done: make(chan struct{})}
 		l.inflight = b
 		go l.run(context.WithoutCancel(ctx), b)
 	}
@@ -96,9 +77,9 @@ func (l *LazyExecutor[C, P]) Get(ctx context.Context) (*Executor[C, P], error) {
 	}
 }
 
-func (l *LazyExecutor[C, P]) run(ctx context.Context, b *lazyBuild[C, P]) {
+func (l *LazyExecutor) run(ctx context.Context, b *lazyBuild) {
 	exec, err := protectBuild(ctx, l.build)
-	if err == nil && l.reg != nil && exec.reg != l.reg {
+	if err == nil && exec.reg != l.reg {
 		exec, err = nil, errOtherRegistry
 	}
 	l.mu.Lock()
@@ -111,7 +92,7 @@ func (l *LazyExecutor[C, P]) run(ctx context.Context, b *lazyBuild[C, P]) {
 	close(b.done)
 }
 
-func protectBuild[C, P any](ctx context.Context, build func(context.Context) (*Executor[C, P], error)) (exec *Executor[C, P], err error) {
+func protectBuild(ctx context.Context, build func(context.Context) (*Executor, error)) (exec *Executor, err error) {
 	err = protect(func() error {
 		var berr error
 		exec, berr = build(ctx)
@@ -122,3 +103,17 @@ func protectBuild[C, P any](ctx context.Context, build func(context.Context) (*E
 	})
 	return exec, err
 }
+
+// NeedsConfirmation reports whether calls of d must carry a confirmation
+// token: the built executor's answer (Executor.NeedsConfirmation) once it
+// exists; before the first build, whether d was defined WithConfirmation
+// (a capability an executor without a Confirmer refuses to serve), since
+// the executor's rule is not known yet.
+func (l *LazyExecutor) NeedsConfirmation(d *Definition) bool {
+	if e := l.ready.Load(); e != nil {
+		return e.NeedsConfirmation(d)
+	}
+	return d.RequiresConfirmation()
+}
+
+var errNilExecutor = errors.New("agentcap: lazy build returned a nil executor")

@@ -11,20 +11,23 @@ import (
 	"github.com/agentcap/agentcap/core"
 )
 
+// lazyReg is the registry of the lazy executors of the tests.
+var lazyReg = core.MustRegistry(transferCap)
+
 func TestLazySharesOneBuildAndMemoizes(t *testing.T) {
 	var builds atomic.Int32
 	release := make(chan struct{})
-	l := core.Lazy(func(context.Context) (*core.Executor[app, user], error) {
+	l := core.Lazy(lazyReg, func(context.Context) (*core.Executor, error) {
 		builds.Add(1)
 		<-release
-		return core.NewExecutor(core.MustRegistry(transferCap), core.ExecutorConfig[app, user]{CreateContext: createContext})
+		return core.NewExecutor(lazyReg, createContext, core.Config{})
 	})
 	const n = 64
 	var wg sync.WaitGroup
-	got := make([]*core.Executor[app, user], n)
+	got := make([]*core.Executor, n)
 	for i := range n {
 		wg.Go(func() {
-			e, err := l.Get(context.Background())
+			e, err := l.Executor(context.Background())
 			if err != nil {
 				t.Error(err)
 			}
@@ -39,23 +42,23 @@ func TestLazySharesOneBuildAndMemoizes(t *testing.T) {
 			t.Fatal("callers got different executors")
 		}
 	}
-	if e, _ := l.Get(context.Background()); e != got[0] || builds.Load() != 1 {
+	if e, _ := l.Executor(context.Background()); e != got[0] || builds.Load() != 1 {
 		t.Fatalf("builds = %d, want 1", builds.Load())
 	}
 }
 
 func TestLazyRetriesAfterFailure(t *testing.T) {
 	var builds atomic.Int32
-	l := core.Lazy(func(context.Context) (*core.Executor[app, user], error) {
+	l := core.Lazy(lazyReg, func(context.Context) (*core.Executor, error) {
 		if builds.Add(1) == 1 {
 			return nil, errors.New("database not ready")
 		}
-		return core.NewExecutor(core.MustRegistry(transferCap), core.ExecutorConfig[app, user]{CreateContext: createContext})
+		return core.NewExecutor(lazyReg, createContext, core.Config{})
 	})
-	if _, err := l.Get(context.Background()); err == nil {
+	if _, err := l.Executor(context.Background()); err == nil {
 		t.Fatal("first build should fail")
 	}
-	e, err := l.Get(context.Background())
+	e, err := l.Executor(context.Background())
 	if err != nil || e == nil {
 		t.Fatalf("retry: %v", err)
 	}
@@ -67,26 +70,26 @@ func TestLazyRetriesAfterFailure(t *testing.T) {
 func TestLazyCallerCancellationDoesNotFailOthers(t *testing.T) {
 	started := make(chan struct{})
 	release := make(chan struct{})
-	l := core.Lazy(func(ctx context.Context) (*core.Executor[app, user], error) {
+	l := core.Lazy(lazyReg, func(ctx context.Context) (*core.Executor, error) {
 		close(started)
 		select {
 		case <-release:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		return core.NewExecutor(core.MustRegistry(transferCap), core.ExecutorConfig[app, user]{CreateContext: createContext})
+		return core.NewExecutor(lazyReg, createContext, core.Config{})
 	})
 	first, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := l.Get(first)
+		_, err := l.Executor(first)
 		errc <- err
 	}()
 	<-started
 	var other sync.WaitGroup
-	var otherExec *core.Executor[app, user]
+	var otherExec *core.Executor
 	var otherErr error
-	other.Go(func() { otherExec, otherErr = l.Get(context.Background()) })
+	other.Go(func() { otherExec, otherErr = l.Executor(context.Background()) })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled caller: %v", err)

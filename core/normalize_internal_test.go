@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentcap/agentcap/internal/jsonvalue"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
 // normalizedField must give, for every field it answers for, the value

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -29,20 +30,20 @@ func TestPointerToNilCollectionOutput(t *testing.T) {
 		p := &m
 		return &p, nil
 	})
-	e := mustExec(t, core.ExecutorConfig[app, user]{}, list, table)
+	e := mustExec(t, core.Config{}, list, table)
 	ctx := context.Background()
 	for _, c := range []struct{ name, args, want string }{
 		{"ptr_list", `{"mode":"empty"}`, `[]`},
 		{"ptr_list", `{"mode":"full"}`, `["a"]`},
 		{"ptr_ptr_map", ``, `{}`},
 	} {
-		out, err := e.ExecuteDynamic(ctx, c.name, user{ID: "alice"}, []byte(c.args), nil)
+		out, err := e.Execute(ctx, c.name, caller("alice"), []byte(c.args))
 		if err != nil || string(out) != c.want {
 			t.Errorf("%s %s: %s, %v; want %s", c.name, c.args, out, err, c.want)
 		}
 	}
-	_, err := e.ExecuteDynamic(ctx, "ptr_list", user{ID: "alice"}, []byte(`{"mode":"nil"}`), nil)
-	if coreErr(t, err).Code != core.CodeInvalidOutput {
-		t.Errorf("a nil pointer result: %v, want invalid_output", err)
+	_, err := e.Execute(ctx, "ptr_list", caller("alice"), []byte(`{"mode":"nil"}`))
+	if ce := coreErr(t, err); ce.Code != agentcap.CodeInternalError || ce.Stage != agentcap.StageOutput {
+		t.Errorf("a nil pointer result: %v, want internal_error", err)
 	}
 }

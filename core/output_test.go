@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -89,37 +90,37 @@ func TestArrayOutputSchemas(t *testing.T) {
 	}
 }
 
-func TestArrayOutputExecuteDynamic(t *testing.T) {
-	e := mustExec(t, core.ExecutorConfig[app, user]{}, listCap, mapCap, pointerCap, countCap, tagsCap)
+func TestArrayOutputExecute(t *testing.T) {
+	e := mustExec(t, core.Config{}, listCap, mapCap, pointerCap, countCap, tagsCap)
 	tests := []struct {
 		name, capability, args string
-		want                   string    // the data, when the call succeeds
-		code                   core.Code // the error code otherwise
+		want                   string        // the data, when the call succeeds
+		code                   agentcap.Code // the error code otherwise
 	}{
 		{"array", "list_entries", `{"mode":"full"}`, `[{"id":"e1","kind":"a"},{"id":"e2","kind":"b"}]`, ""},
 		{"empty array", "list_entries", `{"mode":"empty"}`, `[]`, ""},
 		{"nil slice is an empty array", "list_entries", `{"mode":"nil"}`, `[]`, ""},
-		{"element outside the schema", "list_entries", `{"mode":"bad"}`, "", core.CodeInvalidOutput},
+		{"element outside the schema", "list_entries", `{"mode":"bad"}`, "", agentcap.CodeInternalError},
 		{"map", "map_entries", `{"mode":"full"}`, `{"e1":{"id":"e1","kind":"a"}}`, ""},
 		{"empty map", "map_entries", `{"mode":"empty"}`, `{}`, ""},
 		{"nil map is an empty object", "map_entries", `{"mode":"nil"}`, `{}`, ""},
-		{"map value outside the schema", "map_entries", `{"mode":"bad"}`, "", core.CodeInvalidOutput},
+		{"map value outside the schema", "map_entries", `{"mode":"bad"}`, "", agentcap.CodeInternalError},
 		{"pointer", "pointer_entry", `{"mode":"full"}`, `{"id":"e1","kind":"a"}`, ""},
-		{"nil pointer fails the output stage", "pointer_entry", `{"mode":"nil"}`, "", core.CodeInvalidOutput},
+		{"nil pointer fails the output stage", "pointer_entry", `{"mode":"nil"}`, "", agentcap.CodeInternalError},
 		{"integer", "count_entries", ``, `2`, ""},
 		{"strings", "entry_tags", ``, `["x","y"]`, ""},
-		{"arguments stay an object", "list_entries", `["full"]`, "", core.CodeInvalidInput},
+		{"arguments stay an object", "list_entries", `["full"]`, "", agentcap.CodeInvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := e.ExecuteDynamic(context.Background(), tt.capability, user{ID: "alice"}, []byte(tt.args), nil)
+			out, err := e.Execute(context.Background(), tt.capability, caller("alice"), []byte(tt.args))
 			if tt.code != "" {
 				ce := coreErr(t, err)
 				if ce.Code != tt.code || out != nil {
 					t.Fatalf("got %s, %+v; want code %s", out, ce, tt.code)
 				}
-				if tt.code == core.CodeInvalidOutput && (ce.Stage != core.StageOutput || ce.WireCode() != core.WireInternalError) {
-					t.Errorf("stage %s, wire code %s; want output, %s", ce.Stage, ce.WireCode(), core.WireInternalError)
+				if tt.code == agentcap.CodeInternalError && (ce.Stage != agentcap.StageOutput || ce.HTTPStatus() != 500 || ce.Message != "internal error") {
+					t.Errorf("stage %s, status %d, message %q; want output, 500, a generic message", ce.Stage, ce.HTTPStatus(), ce.Message)
 				}
 				return
 			}
@@ -134,8 +135,8 @@ func TestArrayOutputExecuteDynamic(t *testing.T) {
 }
 
 func TestNilPointerOutputNamesNull(t *testing.T) {
-	e := mustExec(t, core.ExecutorConfig[app, user]{}, pointerCap)
-	_, err := e.ExecuteDynamic(context.Background(), "pointer_entry", user{ID: "alice"}, []byte(`{"mode":"nil"}`), nil)
+	e := mustExec(t, core.Config{}, pointerCap)
+	_, err := e.Execute(context.Background(), "pointer_entry", caller("alice"), []byte(`{"mode":"nil"}`))
 	ce := coreErr(t, err)
 	// The cause, kept for logs, says why; the caller only sees an
 	// internal error.
@@ -147,7 +148,7 @@ func TestNilPointerOutputNamesNull(t *testing.T) {
 	}
 }
 
-func TestArrayOutputTypedExecute(t *testing.T) {
+func TestArrayOutputTypedCall(t *testing.T) {
 	var mu sync.Mutex
 	var ends []core.Event
 	hook := func(_ context.Context, ev core.Event) error {
@@ -158,10 +159,10 @@ func TestArrayOutputTypedExecute(t *testing.T) {
 		}
 		return nil
 	}
-	e := mustExec(t, core.ExecutorConfig[app, user]{Hooks: []core.Hook{hook}}, listCap, mapCap, pointerCap)
+	e := mustExec(t, core.Config{Hooks: []core.Hook{hook}}, listCap, mapCap, pointerCap)
 	ctx := context.Background()
 
-	got, err := core.Execute(ctx, e, listCap, user{ID: "alice"}, listIn{Mode: "full"})
+	got, err := core.Call(ctx, e, listCap, caller("alice"), listIn{Mode: "full"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,20 +172,20 @@ func TestArrayOutputTypedExecute(t *testing.T) {
 
 	// The typed caller gets the handler's value as it is; only the JSON
 	// sent is [].
-	got, err = core.Execute(ctx, e, listCap, user{ID: "alice"}, listIn{Mode: "nil"})
+	got, err = core.Call(ctx, e, listCap, caller("alice"), listIn{Mode: "nil"})
 	if err != nil || got != nil {
 		t.Fatalf("nil result: %#v, %v; want a nil slice", got, err)
 	}
-	m, err := core.Execute(ctx, e, mapCap, user{ID: "alice"}, listIn{Mode: "nil"})
+	m, err := core.Call(ctx, e, mapCap, caller("alice"), listIn{Mode: "nil"})
 	if err != nil || m != nil {
 		t.Fatalf("nil map result: %#v, %v; want a nil map", m, err)
 	}
-	if _, err := core.Execute(ctx, e, listCap, user{ID: "alice"}, listIn{Mode: "bad"}); coreErr(t, err).Code != core.CodeInvalidOutput {
+	if _, err := core.Call(ctx, e, listCap, caller("alice"), listIn{Mode: "bad"}); coreErr(t, err).Code != agentcap.CodeInternalError {
 		t.Errorf("bad element: %v", err)
 	}
-	p, err := core.Execute(ctx, e, pointerCap, user{ID: "alice"}, listIn{Mode: "nil"})
-	if p != nil || coreErr(t, err).Code != core.CodeInvalidOutput {
-		t.Errorf("nil pointer: %v, %v; want invalid_output", p, err)
+	p, err := core.Call(ctx, e, pointerCap, caller("alice"), listIn{Mode: "nil"})
+	if p != nil || coreErr(t, err).Code != agentcap.CodeInternalError {
+		t.Errorf("nil pointer: %v, %v; want internal_error", p, err)
 	}
 
 	mu.Lock()
@@ -201,15 +202,15 @@ func TestArrayOutputTypedExecute(t *testing.T) {
 }
 
 func TestArrayOutputBatch(t *testing.T) {
-	e := mustExec(t, core.ExecutorConfig[app, user]{BatchConcurrency: 2}, listCap, mapCap, pointerCap, tagsCap)
-	results, err := e.ExecuteBatch(context.Background(), user{ID: "alice"}, []core.BatchCall{
+	e := mustExec(t, core.Config{BatchConcurrency: 2}, listCap, mapCap, pointerCap, tagsCap)
+	results, err := e.ExecuteBatch(context.Background(), caller("alice"), []core.BatchCall{
 		{ID: "full", Capability: "list_entries", Arguments: json.RawMessage(`{"mode":"full"}`)},
 		{ID: "nil", Capability: "list_entries", Arguments: json.RawMessage(`{"mode":"nil"}`)},
 		{ID: "bad", Capability: "list_entries", Arguments: json.RawMessage(`{"mode":"bad"}`)},
 		{ID: "map", Capability: "map_entries", Arguments: json.RawMessage(`{"mode":"nil"}`)},
 		{ID: "pointer", Capability: "pointer_entry", Arguments: json.RawMessage(`{"mode":"nil"}`)},
 		{ID: "tags", Capability: "entry_tags"},
-	}, nil)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,9 +226,9 @@ func TestArrayOutputBatch(t *testing.T) {
 	want := []item{
 		{"full", `[{"id":"e1","kind":"a"},{"id":"e2","kind":"b"}]`, ""},
 		{"nil", `[]`, ""},
-		{"bad", "", "invalid_output"},
+		{"bad", "", "internal_error"},
 		{"map", `{}`, ""},
-		{"pointer", "", "invalid_output"},
+		{"pointer", "", "internal_error"},
 		{"tags", `["x","y"]`, ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -238,13 +239,13 @@ func TestArrayOutputBatch(t *testing.T) {
 // TestNilEncodingIsFresh makes sure the [] of a nil result is not shared:
 // a caller may append to the data it was given.
 func TestNilEncodingIsFresh(t *testing.T) {
-	e := mustExec(t, core.ExecutorConfig[app, user]{}, listCap)
-	first, err := e.ExecuteDynamic(context.Background(), "list_entries", user{ID: "alice"}, []byte(`{"mode":"nil"}`), nil)
+	e := mustExec(t, core.Config{}, listCap)
+	first, err := e.Execute(context.Background(), "list_entries", caller("alice"), []byte(`{"mode":"nil"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	first[0] = '!'
-	second, err := e.ExecuteDynamic(context.Background(), "list_entries", user{ID: "alice"}, []byte(`{"mode":"nil"}`), nil)
+	second, err := e.Execute(context.Background(), "list_entries", caller("alice"), []byte(`{"mode":"nil"}`))
 	if err != nil || string(second) != `[]` {
 		t.Fatalf("second call: %s, %v", second, err)
 	}
@@ -257,8 +258,8 @@ func TestExplicitOutputSchemaNeedNotBeAnObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := mustExec(t, core.ExecutorConfig[app, user]{}, def)
-	out, err := e.ExecuteDynamic(context.Background(), "ids", user{ID: "alice"}, nil, nil)
+	e := mustExec(t, core.Config{}, def)
+	out, err := e.Execute(context.Background(), "ids", caller("alice"), nil)
 	if err != nil || string(out) != `[]` {
 		t.Fatalf("got %s, %v; want []", out, err)
 	}
@@ -325,13 +326,14 @@ func TestOutputTypesRefused(t *testing.T) {
 
 func BenchmarkExecuteArrayOutput(b *testing.B) {
 	reg := core.MustRegistry(listCap)
-	e := core.MustExecutor(reg, core.ExecutorConfig[app, user]{CreateContext: createContext})
+	e := core.MustExecutor(reg, createContext, core.Config{})
+	id := caller("alice")
 	for _, mode := range []string{"full", "nil"} {
 		args := []byte(`{"mode":"` + mode + `"}`)
 		b.Run(mode, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := e.ExecuteDynamic(context.Background(), "list_entries", user{ID: "alice"}, args, nil); err != nil {
+				if _, err := e.Execute(context.Background(), "list_entries", id, args); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -49,24 +51,24 @@ func TestPanicsInJSONMethodsAreRedacted(t *testing.T) {
 			}
 			return explosiveOut(in), nil
 		})
-	e := mustExec(t, core.ExecutorConfig[app, user]{}, def)
+	e := mustExec(t, core.Config{}, def)
 	for _, tc := range []struct {
 		args  string
-		stage core.Stage
-	}{{`{"v":"boom"}`, core.StageInput}, {`{"v":"out"}`, core.StageOutput}} {
-		_, err := e.ExecuteDynamic(context.Background(), "explode", user{ID: "a"}, []byte(tc.args), nil)
+		stage agentcap.Stage
+	}{{`{"v":"boom"}`, agentcap.StageInput}, {`{"v":"out"}`, agentcap.StageOutput}} {
+		_, err := e.Execute(context.Background(), "explode", caller("a"), []byte(tc.args))
 		ce := coreErr(t, err)
-		if ce.Code != core.CodeExecutionFailed || ce.Stage != tc.stage || strings.Contains(ce.Message, "secret") {
+		if ce.Code != agentcap.CodeInternalError || ce.Stage != tc.stage || strings.Contains(ce.Message, "secret") {
 			t.Errorf("%s: got %s at %s: %q", tc.args, ce.Code, ce.Stage, ce.Message)
 		}
 	}
 	// In a batch, where items run on their own goroutines, a panic must not
 	// take the process down either.
-	results, err := e.ExecuteBatch(context.Background(), user{ID: "a"}, []core.BatchCall{
+	results, err := e.ExecuteBatch(context.Background(), caller("a"), []core.BatchCall{
 		{ID: "1", Capability: "explode", Arguments: json.RawMessage(`{"v":"boom"}`)},
 		{ID: "2", Capability: "explode", Arguments: json.RawMessage(`{"v":"out"}`)},
 		{ID: "3", Capability: "explode", Arguments: json.RawMessage(`{"v":"fine"}`)},
-	}, nil)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,12 +78,15 @@ func TestPanicsInJSONMethodsAreRedacted(t *testing.T) {
 }
 
 func TestPanicInAuthorizeIsAFailureNotARefusal(t *testing.T) {
-	e := mustExec(t, core.ExecutorConfig[app, user]{}, transferCap)
+	e := mustExec(t, core.Config{}, transferCap)
 	args := []byte(`{"source_account":"a","destination_account":"b","amount":1,"currency":"USD"}`)
-	_, err := e.ExecuteDynamic(context.Background(), "transfer_money", user{ID: "a"}, args,
-		func(context.Context, *core.Invocation) error { panic(errors.New("secret")) })
-	ce := coreErr(t, err)
-	if ce.Code != core.CodeExecutionFailed || ce.Stage != core.StageAuthorize || ce.HTTPStatus() != 500 {
-		t.Fatalf("got %s at %s (%d)", ce.Code, ce.Stage, ce.HTTPStatus())
+	// Even a panic that carries a refusal is a failure.
+	for _, v := range []any{errors.New("secret"), agentcap.NewError(agentcap.CodeCapabilityNotGranted, "secret")} {
+		id := authorizedBy(caller("a"), func(context.Context, *auth.Call) error { panic(v) })
+		_, err := e.Execute(context.Background(), "transfer_money", id, args)
+		ce := coreErr(t, err)
+		if ce.Code != agentcap.CodeInternalError || ce.Stage != agentcap.StageAuthorize || ce.HTTPStatus() != 500 || strings.Contains(ce.Message, "secret") {
+			t.Fatalf("%v: got %s at %s (%d)", v, ce.Code, ce.Stage, ce.HTTPStatus())
+		}
 	}
 }

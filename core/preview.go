@@ -6,15 +6,10 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/internal/schema"
 )
-
-// PreviewHandler is the typed dry run of a capability: it receives the
-// same application context and input as the capability's handler and
-// returns what the call would do, without changing anything. P is its own
-// result type, whose JSON Schema is derived when the capability is
-// defined and published as the capability's preview schema.
-type PreviewHandler[C, In, P any] func(ctx context.Context, app C, in In) (P, error)
 
 // previewOption is what WithPreview hands to Define before the handler's
 // types are known.
@@ -34,14 +29,18 @@ type previewSpec struct {
 	call      any
 }
 
-// WithPreview gives a capability a dry run. A preview runs the same
+// WithPreview gives a capability a dry run: preview receives the same
+// application context and input as the capability's handler and returns
+// what the call would do, without changing anything. P is its own result
+// type, whose JSON Schema is derived when the capability is defined and
+// published as the capability's preview schema. A preview runs the same
 // stages as an execution (lookup, input, authorize, context) and then
 // preview instead of the handler; its result is validated against the
 // schema derived from P (see [Definition.PreviewSchema]) like any result.
 // preview must not change anything: it shows a person or an agent what
 // the call would do, before a confirmation is asked for (see
 // [WithConfirmation]). C and In must be the handler's, or Define fails.
-func WithPreview[C, In, P any](preview PreviewHandler[C, In, P]) Option {
+func WithPreview[C, In, P any](preview func(ctx context.Context, app C, in In) (P, error)) Option {
 	return func(o *options) {
 		if preview == nil {
 			o.preview = &previewOption{}
@@ -107,29 +106,20 @@ type PreviewResult struct {
 	HumanConfirmation bool
 }
 
-// PreviewDynamic runs the preview of the named capability for principal
+// Preview runs the preview of the named capability for the caller id
 // with raw JSON arguments, as a transport does: lookup, input, authorize
-// and context exactly as [Executor.ExecuteDynamic] runs them, then the
-// preview handler (stage StagePreview) and the validation of its result.
-// When the capability needs a confirmation, a token bound to principal,
-// the capability and these arguments is issued with the result. A
-// capability without a preview fails with CodePreviewNotSupported. Every
-// error is an *Error.
-func (e *Executor[C, P]) PreviewDynamic(ctx context.Context, name string, principal P, args []byte, authorize AuthorizeFunc) (*PreviewResult, error) {
-	res, err := e.runPreview(ctx, name, principal, args, authorize)
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// runPreview returns a typed nil error, for callers that keep *Error.
-func (e *Executor[C, P]) runPreview(ctx context.Context, name string, principal P, args []byte, authorize AuthorizeFunc) (*PreviewResult, *Error) {
-	if def, ok := e.reg.byName[name]; ok && def.preview == nil {
-		return nil, &Error{Code: CodePreviewNotSupported, Stage: StageLookup, Message: msgPreviewNotSupported}
+// and context exactly as [Executor.Execute] runs them, then the preview
+// handler (stage preview) and the validation of its result. When the
+// capability needs a confirmation, a token bound to id, the capability
+// and these arguments is issued with the result. A capability without a
+// preview fails with preview_not_supported. Every error is an
+// *agentcap.Error.
+func (e *Executor) Preview(ctx context.Context, name string, id *auth.Identity, args []byte) (*PreviewResult, error) {
+	if def, ok := e.lookup(ctx, name, id); ok && def.preview == nil {
+		return nil, newErr(agentcap.CodePreviewNotSupported, agentcap.StageLookup, msgPreviewNotSupported, nil)
 	}
 	var res PreviewResult
-	_, data, err := e.pipeline(ctx, name, principal, args, nil, authorize, &res)
+	_, data, err := e.app.pipeline(ctx, name, id, args, nil, &res)
 	if err != nil {
 		return nil, err
 	}
@@ -141,11 +131,10 @@ const msgPreviewNotSupported = "this capability has no preview"
 
 // checkPreview encodes and validates a preview's result, as checkOutput
 // does for the handler's.
-func (p *previewSpec) check(out any) ([]byte, *Error) {
+func (p *previewSpec) check(out any) ([]byte, *agentcap.Error) {
 	data, err := p.encode(out)
 	if err != nil {
-		return nil, &Error{Code: CodeInvalidOutput, Stage: StageOutput, Message: msgInternal,
-			cause: fmt.Errorf("encoding the preview: %w", err)}
+		return nil, internalAt(agentcap.StageOutput, fmt.Errorf("encoding the preview: %w", err))
 	}
 	if p.implied {
 		return data, nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -23,12 +24,11 @@ func TestReportProgressReachesTheListenerThroughTheExecutor(t *testing.T) {
 			}
 			return out{Done: v.Steps}, nil
 		})
-	exec := core.MustExecutor(core.MustRegistry(c), core.ExecutorConfig[struct{}, string]{
-		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-	})
+	exec := core.MustExecutor(core.MustRegistry(c), func(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+		core.Config{})
 	var got []core.Progress
 	ctx := core.WithProgress(context.Background(), func(p core.Progress) { got = append(got, p) })
-	if _, err := exec.ExecuteDynamic(ctx, "count_up", "p", []byte(`{"steps":3}`), nil); err != nil {
+	if _, err := exec.Execute(ctx, "count_up", nil, []byte(`{"steps":3}`)); err != nil {
 		t.Fatal(err)
 	}
 	want := []core.Progress{{1, 3, "step"}, {2, 3, "step"}, {3, 3, "step"}}

@@ -1,9 +1,12 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/agentcap/agentcap/auth"
 )
 
 // Registry is an immutable set of capability definitions, listed in name
@@ -58,3 +61,24 @@ func (r *Registry) All() []*Definition { return slices.Clone(r.defs) }
 
 // Len returns the number of definitions.
 func (r *Registry) Len() int { return len(r.defs) }
+
+// Visible returns the definitions the caller id (nil: anonymous) may see in
+// a listing, in name order.
+func (r *Registry) Visible(ctx context.Context, id *auth.Identity) []*Definition {
+	out := make([]*Definition, 0, len(r.defs))
+	for _, d := range r.defs {
+		if d.Visible(ctx, id, false) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Describe returns the named definition if the caller id may see it.
+func (r *Registry) Describe(ctx context.Context, id *auth.Identity, name string) (*Definition, bool) {
+	d, ok := r.byName[name]
+	if !ok || !d.Visible(ctx, id, false) {
+		return nil, false
+	}
+	return d, true
+}

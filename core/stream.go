@@ -8,16 +8,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/internal/schema"
 )
-
-// StreamHandler is the typed use case behind a streaming capability. It
-// sends intermediate results ("chunks") through emit while it works and
-// returns the final result, which is validated against the output schema
-// like any other result. Chunk is a plain Go type whose JSON Schema is
-// derived when the capability is defined and published as its chunk
-// schema.
-type StreamHandler[C, In, Chunk, Out any] func(ctx context.Context, app C, in In, emit *Emitter[Chunk]) (Out, error)
 
 // Emitter sends the chunks of one streaming call. It is safe for
 // concurrent use.
@@ -32,7 +25,7 @@ type emitState struct {
 	mu   sync.Mutex
 	// bad is the first chunk that failed its schema; the call then fails
 	// with it whatever the handler returns.
-	bad *Error
+	bad *agentcap.Error
 }
 
 // streamInfo is what a definition knows about its chunks.
@@ -53,7 +46,7 @@ type streamKey struct{}
 
 // WithStream returns a copy of ctx under which a streaming capability's
 // chunks reach sink. Calls of a streaming capability without a sink (an
-// in-process [Execute], say) validate their chunks and drop them.
+// in-process [Call], say) validate their chunks and drop them.
 func WithStream(ctx context.Context, sink StreamSink) context.Context {
 	if sink == nil {
 		return ctx
@@ -62,8 +55,8 @@ func WithStream(ctx context.Context, sink StreamSink) context.Context {
 }
 
 // Emit validates chunk against the chunk schema and sends it. A chunk that
-// does not fit is a fault of the handler: Emit returns an *Error with
-// CodeInvalidOutput, and the call fails with that error even if the
+// does not fit is a fault of the handler: Emit returns an
+// *agentcap.Error with internal_error, and the call fails with that error even if the
 // handler ignores it (the caller sees an internal error; the details stay
 // in the hidden cause). A sink error is returned as it is.
 func (e *Emitter[Chunk]) Emit(chunk Chunk) error {
@@ -99,12 +92,15 @@ func (s *emitState) fail(cause error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.bad == nil {
-		s.bad = &Error{Code: CodeInvalidOutput, Stage: StageHandler, Message: msgInternal, cause: cause}
+		s.bad = internalAt(agentcap.StageHandler, cause)
 	}
 	return s.bad
 }
 
-// DefineStream builds a streaming capability. Everything [Define] says
+// DefineStream builds a streaming capability. Its handler sends
+// intermediate results ("chunks") through emit while it works and returns
+// the final result, which is validated against the output schema like any
+// other result. Chunk is a plain Go type. Everything [Define] says
 // about names, schemas and options holds; in addition the JSON Schema of
 // Chunk is derived here (like an output schema) and every emitted chunk is
 // validated against it. Transports publish it next to the output schema
@@ -114,8 +110,8 @@ func (s *emitState) fail(cause error) error {
 // the transport bounds a stream (httpx ends it after its maximum
 // duration, when the client goes away and when the caller's credentials
 // are revoked). [WithTimeout] still applies when given. Batches refuse
-// streaming capabilities with CodeBatchUnsupported.
-func DefineStream[C, In, Chunk, Out any](name, description string, handler StreamHandler[C, In, Chunk, Out], opts ...Option) (*Capability[C, In, Out], error) {
+// streaming capabilities with batch_unsupported_result_type.
+func DefineStream[C, In, Chunk, Out any](name, description string, handler func(ctx context.Context, app C, in In, emit *Emitter[Chunk]) (Out, error), opts ...Option) (*Capability[C, In, Out], error) {
 	if handler == nil {
 		return nil, &DefinitionError{Capability: name, Reason: "nil handler"}
 	}
@@ -144,7 +140,7 @@ func DefineStream[C, In, Chunk, Out any](name, description string, handler Strea
 
 // MustDefineStream is DefineStream for package-level variables: it panics
 // on error.
-func MustDefineStream[C, In, Chunk, Out any](name, description string, handler StreamHandler[C, In, Chunk, Out], opts ...Option) *Capability[C, In, Out] {
+func MustDefineStream[C, In, Chunk, Out any](name, description string, handler func(ctx context.Context, app C, in In, emit *Emitter[Chunk]) (Out, error), opts ...Option) *Capability[C, In, Out] {
 	c, err := DefineStream(name, description, handler, opts...)
 	if err != nil {
 		panic(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -32,14 +33,13 @@ func ExampleDefineStream() {
 			}
 			return countdownDone{Message: "liftoff"}, nil
 		})
-	exec := core.MustExecutor(core.MustRegistry(countdown), core.ExecutorConfig[struct{}, string]{
-		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-	})
+	exec := core.MustExecutor(core.MustRegistry(countdown), func(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+		core.Config{})
 	ctx := core.WithStream(context.Background(), func(chunk json.RawMessage) error {
 		fmt.Printf("chunk %s\n", chunk)
 		return nil
 	})
-	out, err := exec.ExecuteDynamic(ctx, "countdown", "user", []byte(`{"from":3}`), nil)
+	out, err := exec.Execute(ctx, "countdown", &auth.Identity{Subject: "agt_1", UserID: "user"}, []byte(`{"from":3}`))
 	fmt.Println(string(out), err)
 	fmt.Println(string(countdown.Definition().ChunkSchema()))
 	// Output:

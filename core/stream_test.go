@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -54,10 +56,10 @@ var slowJob = core.MustDefine("slow_job", "Wait for the context.",
 		}
 	}, core.WithAsync())
 
-func streamExecutor(t *testing.T, timeout time.Duration) *core.Executor[app, user] {
+func streamExecutor(t *testing.T, timeout time.Duration) *core.Executor {
 	t.Helper()
 	return core.MustExecutor(core.MustRegistry(ticker, slowJob, core.MustDefine("echo", "Echo.", echo)),
-		core.ExecutorConfig[app, user]{CreateContext: createContext, Timeout: timeout})
+		createContext, core.Config{Timeout: timeout})
 }
 
 func echo(_ context.Context, a app, in echoIn) (echoOut, error) {
@@ -71,7 +73,7 @@ func TestStreamSinkReceivesValidatedChunks(t *testing.T) {
 		got = append(got, string(chunk))
 		return nil
 	})
-	data, err := e.ExecuteDynamic(ctx, "ticker", user{ID: "u1"}, []byte(`{"n":3}`), nil)
+	data, err := e.Execute(ctx, "ticker", caller("u1"), []byte(`{"n":3}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func TestStreamSinkReceivesValidatedChunks(t *testing.T) {
 
 func TestStreamWithoutSinkDropsChunks(t *testing.T) {
 	e := streamExecutor(t, 0)
-	out, err := core.Execute(context.Background(), e, ticker, user{ID: "u1"}, tickIn{N: 2})
+	out, err := core.Call(context.Background(), e, ticker, caller("u1"), tickIn{N: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,9 +101,8 @@ func TestStreamBadChunkFailsTheCall(t *testing.T) {
 	e := streamExecutor(t, 0)
 	var n int
 	ctx := core.WithStream(context.Background(), func(json.RawMessage) error { n++; return nil })
-	_, err := e.ExecuteDynamic(ctx, "ticker", user{ID: "u1"}, []byte(`{"n":7}`), nil)
-	var ce *core.Error
-	if !errors.As(err, &ce) || ce.Code != core.CodeInvalidOutput || ce.Message != "internal error" {
+	_, err := e.Execute(ctx, "ticker", caller("u1"), []byte(`{"n":7}`))
+	if ce := coreErr(t, err); ce.Code != agentcap.CodeInternalError || ce.Stage != agentcap.StageHandler || ce.Message != "internal error" {
 		t.Fatalf("err %v", err)
 	}
 	if n != 2 {
@@ -113,7 +114,7 @@ func TestStreamSinkErrorReachesHandler(t *testing.T) {
 	e := streamExecutor(t, 0)
 	gone := errors.New("client gone")
 	ctx := core.WithStream(context.Background(), func(json.RawMessage) error { return gone })
-	_, err := e.ExecuteDynamic(ctx, "ticker", user{ID: "u1"}, []byte(`{"n":2}`), nil)
+	_, err := e.Execute(ctx, "ticker", caller("u1"), []byte(`{"n":2}`))
 	if !errors.Is(err, gone) {
 		t.Fatalf("err %v, want the sink's error as cause", err)
 	}
@@ -149,23 +150,24 @@ func TestDefinitionReportsStreamAndAsync(t *testing.T) {
 // timeout; ordinary ones are.
 func TestLongRunningIgnoresDefaultTimeout(t *testing.T) {
 	e := streamExecutor(t, 20*time.Millisecond)
-	if _, err := e.ExecuteDynamic(context.Background(), "slow_job", user{ID: "u1"}, nil, nil); err != nil {
+	if _, err := e.Execute(context.Background(), "slow_job", caller("u1"), nil); err != nil {
 		t.Fatalf("async capability: %v", err)
 	}
 }
 
 func TestBatchRefusesStreamsAndJobs(t *testing.T) {
 	e := streamExecutor(t, 0)
-	res, err := e.ExecuteBatch(context.Background(), user{ID: "u1"}, []core.BatchCall{
+	res, err := e.ExecuteBatch(context.Background(), caller("u1"), []core.BatchCall{
 		{ID: "a", Capability: "ticker", Arguments: json.RawMessage(`{"n":1}`)},
 		{ID: "b", Capability: "slow_job"},
 		{ID: "c", Capability: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)},
-	}, nil)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range res[:2] {
-		if r.Err == nil || r.Err.Code != core.CodeBatchUnsupported || r.Err.WireCode() != "batch_unsupported_result_type" || r.Err.HTTPStatus() != 400 {
+		if r.Err == nil || r.Err.Code != agentcap.CodeBatchUnsupported || string(r.Err.Code) != "batch_unsupported_result_type" || r.Err.HTTPStatus() != 400 ||
+			r.Err.Stage != agentcap.StageLookup {
 			t.Errorf("%s: %v", r.ID, r.Err)
 		}
 	}
@@ -178,42 +180,18 @@ func TestOnHandlerStartOnlyForCallsThatRun(t *testing.T) {
 	e := streamExecutor(t, 0)
 	for _, tc := range []struct {
 		name, args string
-		p          user
+		id         *auth.Identity
 		want       int
 	}{
-		{"runs", `{"text":"x"}`, user{ID: "u"}, 1},
-		{"bad input", `{"text":1}`, user{ID: "u"}, 0},
-		{"refused context", `{"text":"x"}`, user{}, 0},
+		{"runs", `{"text":"x"}`, caller("u"), 1},
+		{"bad input", `{"text":1}`, caller("u"), 0},
+		{"refused context", `{"text":"x"}`, nil, 0},
 	} {
 		n := 0
 		ctx := core.OnHandlerStart(context.Background(), func() { n++ })
-		_, _ = e.ExecuteDynamic(ctx, "echo", tc.p, []byte(tc.args), nil)
+		_, _ = e.Execute(ctx, "echo", tc.id, []byte(tc.args))
 		if n != tc.want {
 			t.Errorf("%s: start called %d times, want %d", tc.name, n, tc.want)
-		}
-	}
-}
-
-func TestNewCodesInTable(t *testing.T) {
-	for _, tc := range []struct {
-		code   core.Code
-		status int
-		wire   string
-	}{
-		{core.CodeBatchUnsupported, 400, "batch_unsupported_result_type"},
-		{core.CodeStreamExpired, 504, "stream_expired"},
-		{core.CodeJobNotFound, 404, "job_not_found"},
-		{core.CodeCancelled, 409, "cancelled"},
-		{core.CodeInstanceLost, 503, "instance_lost"},
-		{core.CodeInvalidIdempotencyKey, 400, "invalid_idempotency_key"},
-		{core.CodeIdempotencyInProgress, 409, "idempotency_in_progress"},
-		{core.CodeIdempotencyKeyReused, 422, "idempotency_key_reused"},
-	} {
-		if got := core.HTTPStatus(tc.code); got != tc.status {
-			t.Errorf("%s: status %d, want %d", tc.code, got, tc.status)
-		}
-		if got := core.WireCode(tc.code); got != tc.wire {
-			t.Errorf("%s: wire %q, want %q", tc.code, got, tc.wire)
 		}
 	}
 }
@@ -228,7 +206,7 @@ func TestBatchItemsShareTheContext(t *testing.T) {
 			<-ctx.Done()
 			return tickOut{}, ctx.Err()
 		})
-	e := core.MustExecutor(core.MustRegistry(block), core.ExecutorConfig[app, user]{CreateContext: createContext})
+	e := core.MustExecutor(core.MustRegistry(block), createContext, core.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		for range 3 {
@@ -236,12 +214,12 @@ func TestBatchItemsShareTheContext(t *testing.T) {
 		}
 		cancel()
 	}()
-	res, err := e.ExecuteBatch(ctx, user{ID: "u"}, []core.BatchCall{{ID: "1", Capability: "block"}, {ID: "2", Capability: "block"}, {ID: "3", Capability: "block"}}, nil)
+	res, err := e.ExecuteBatch(ctx, caller("u"), []core.BatchCall{{ID: "1", Capability: "block"}, {ID: "2", Capability: "block"}, {ID: "3", Capability: "block"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range res {
-		if r.Err == nil || r.Err.Code != core.CodeCanceled {
+		if r.Err == nil || r.Err.Code != agentcap.CodeCancelled {
 			t.Errorf("%s: %v", r.ID, r.Err)
 		}
 	}

@@ -9,38 +9,40 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentcap/agentcap"
 )
 
-// InstrumentationName is the name of the tracer and meter the executor
+// instrumentationName is the name of the tracer and meter the executor
 // uses.
-const InstrumentationName = "github.com/agentcap/agentcap/core"
+const instrumentationName = "github.com/agentcap/agentcap/core"
 
 // Telemetry attribute keys. Their values are bounded: capability names come
 // from the registry (unknown names are never recorded), stages and outcomes
 // are closed sets, and error codes are pipeline or application codes.
 const (
-	AttrCapability = attribute.Key("agentcap.capability")
-	AttrStage      = attribute.Key("agentcap.stage")
-	AttrOutcome    = attribute.Key("agentcap.outcome")
-	AttrErrorCode  = attribute.Key("agentcap.error_code")
-	// AttrOperation is set, to OperationPreview, on the spans and metrics
+	attrCapability = attribute.Key("agentcap.capability")
+	attrStage      = attribute.Key("agentcap.stage")
+	attrOutcome    = attribute.Key("agentcap.outcome")
+	attrErrorCode  = attribute.Key("agentcap.error_code")
+	// attrOperation is set, to operationPreview, on the spans and metrics
 	// of previews; executions do not carry it.
-	AttrOperation = attribute.Key("agentcap.operation")
+	attrOperation = attribute.Key("agentcap.operation")
 )
 
-// OperationPreview is the AttrOperation value of previews.
-const OperationPreview = "preview"
+// operationPreview is the attrOperation value of previews.
+const operationPreview = "preview"
 
 // Metric names.
 const (
-	MetricExecutions = "agentcap.capability.executions"
-	MetricDuration   = "agentcap.capability.duration"
+	metricExecutions = "agentcap.capability.executions"
+	metricDuration   = "agentcap.capability.duration"
 )
 
 // Outcomes recorded on spans and metrics.
 const (
-	OutcomeOK    = "ok"
-	OutcomeError = "error"
+	outcomeOK    = "ok"
+	outcomeError = "error"
 )
 
 // spanNameUnknown names spans of calls whose capability does not exist, so
@@ -56,17 +58,17 @@ type telemetryAttrs struct {
 	// allocate on every call.
 	okAdd    []metric.AddOption
 	okRecord []metric.RecordOption
-	// The same for previews, whose successful stage is StagePreview.
+	// The same for previews, whose successful stage is preview.
 	previewSpanStart []trace.SpanStartOption
 	previewOkAdd     []metric.AddOption
 	previewOkRecord  []metric.RecordOption
 }
 
 func newTelemetryAttrs(name string) telemetryAttrs {
-	c := AttrCapability.String(name)
-	set := attribute.NewSet(c, AttrStage.String(string(StageOutput)), AttrOutcome.String(OutcomeOK))
-	op := AttrOperation.String(OperationPreview)
-	pset := attribute.NewSet(c, op, AttrStage.String(string(StagePreview)), AttrOutcome.String(OutcomeOK))
+	c := attrCapability.String(name)
+	set := attribute.NewSet(c, attrStage.String(string(agentcap.StageOutput)), attrOutcome.String(outcomeOK))
+	op := attrOperation.String(operationPreview)
+	pset := attribute.NewSet(c, op, attrStage.String(string(agentcap.StagePreview)), attrOutcome.String(outcomeOK))
 	return telemetryAttrs{
 		capability:       c,
 		spanStart:        []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(c)},
@@ -92,20 +94,20 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	meter := mp.Meter(InstrumentationName)
-	count, err := meter.Int64Counter(MetricExecutions,
+	meter := mp.Meter(instrumentationName)
+	count, err := meter.Int64Counter(metricExecutions,
 		metric.WithDescription("Capability executions, by capability, stage reached, outcome and error code."),
 		metric.WithUnit("{execution}"))
 	if err != nil {
 		return nil, err
 	}
-	duration, err := meter.Float64Histogram(MetricDuration,
+	duration, err := meter.Float64Histogram(metricDuration,
 		metric.WithDescription("Duration of capability executions."),
 		metric.WithUnit("s"))
 	if err != nil {
 		return nil, err
 	}
-	return &telemetry{tracer: tp.Tracer(InstrumentationName), count: count, duration: duration}, nil
+	return &telemetry{tracer: tp.Tracer(instrumentationName), count: count, duration: duration}, nil
 }
 
 // start opens the span of an execution or a preview.
@@ -113,7 +115,7 @@ func (t *telemetry) start(ctx context.Context, def *Definition, preview bool) (c
 	switch {
 	case def == nil && preview:
 		return t.tracer.Start(ctx, spanNameUnknown, trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithAttributes(AttrOperation.String(OperationPreview)))
+			trace.WithAttributes(attrOperation.String(operationPreview)))
 	case def == nil:
 		return t.tracer.Start(ctx, spanNameUnknown, trace.WithSpanKind(trace.SpanKindInternal))
 	case preview:
@@ -124,15 +126,15 @@ func (t *telemetry) start(ctx context.Context, def *Definition, preview bool) (c
 
 // finish closes the span and records metrics. Only bounded attributes are
 // recorded: never the principal, arguments or results.
-func (t *telemetry) finish(ctx context.Context, span trace.Span, def *Definition, took time.Duration, err *Error, preview bool) {
+func (t *telemetry) finish(ctx context.Context, span trace.Span, def *Definition, took time.Duration, err *agentcap.Error, preview bool) {
 	secs := took.Seconds()
 	if err == nil {
-		stage, add, record := StageOutput, def.tel.okAdd, def.tel.okRecord
+		stage, add, record := agentcap.StageOutput, def.tel.okAdd, def.tel.okRecord
 		if preview {
-			stage, add, record = StagePreview, def.tel.previewOkAdd, def.tel.previewOkRecord
+			stage, add, record = agentcap.StagePreview, def.tel.previewOkAdd, def.tel.previewOkRecord
 		}
 		if span.IsRecording() {
-			span.SetAttributes(AttrStage.String(string(stage)), AttrOutcome.String(OutcomeOK))
+			span.SetAttributes(attrStage.String(string(stage)), attrOutcome.String(outcomeOK))
 		}
 		span.End()
 		t.count.Add(ctx, 1, add...)
@@ -144,12 +146,12 @@ func (t *telemetry) finish(ctx context.Context, span trace.Span, def *Definition
 		attrs = append(attrs, def.tel.capability)
 	}
 	if preview {
-		attrs = append(attrs, AttrOperation.String(OperationPreview))
+		attrs = append(attrs, attrOperation.String(operationPreview))
 	}
 	attrs = append(attrs,
-		AttrStage.String(string(err.Stage)),
-		AttrOutcome.String(OutcomeError),
-		AttrErrorCode.String(string(err.Code)))
+		attrStage.String(string(err.Stage)),
+		attrOutcome.String(outcomeError),
+		attrErrorCode.String(string(err.Code)))
 	if span.IsRecording() {
 		span.SetAttributes(attrs...)
 		span.SetStatus(codes.Error, string(err.Code))

@@ -12,6 +12,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -21,17 +22,17 @@ func TestTelemetryIsBoundedAndCarriesNoData(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 
-	e := mustExec(t, core.ExecutorConfig[app, user]{TracerProvider: tp, MeterProvider: mp}, transferCap)
+	e := mustExec(t, core.Config{TracerProvider: tp, MeterProvider: mp}, transferCap)
 	const secretArg, secretUser = "acct-SECRET-777", "user-SECRET-888"
 	ok := []byte(`{"source_account":"` + secretArg + `","destination_account":"b","amount":99.5,"currency":"USD"}`)
 	bad := []byte(`{"source_account":"` + secretArg + `","destination_account":"b","amount":-1,"currency":"USD"}`)
-	if _, err := e.ExecuteDynamic(context.Background(), "transfer_money", user{ID: secretUser}, ok, nil); err != nil {
+	if _, err := e.Execute(context.Background(), "transfer_money", caller(secretUser), ok); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ExecuteDynamic(context.Background(), "transfer_money", user{ID: secretUser}, bad, nil); err == nil {
+	if _, err := e.Execute(context.Background(), "transfer_money", caller(secretUser), bad); err == nil {
 		t.Fatal("bad input accepted")
 	}
-	if _, err := e.ExecuteDynamic(context.Background(), "caller-chosen-"+secretArg, user{ID: secretUser}, ok, nil); err == nil {
+	if _, err := e.Execute(context.Background(), "caller-chosen-"+secretArg, caller(secretUser), ok); err == nil {
 		t.Fatal("unknown capability accepted")
 	}
 
@@ -41,9 +42,9 @@ func TestTelemetryIsBoundedAndCarriesNoData(t *testing.T) {
 	}
 	wantNames := []string{"transfer_money", "transfer_money", "agentcap.unknown_capability"}
 	wantAttrs := []map[attribute.Key]string{
-		{core.AttrCapability: "transfer_money", core.AttrStage: "output", core.AttrOutcome: "ok"},
-		{core.AttrCapability: "transfer_money", core.AttrStage: "input", core.AttrOutcome: "error", core.AttrErrorCode: "invalid_input"},
-		{core.AttrStage: "lookup", core.AttrOutcome: "error", core.AttrErrorCode: "unknown_capability"},
+		{attribute.Key("agentcap.capability"): "transfer_money", attribute.Key("agentcap.stage"): "output", attribute.Key("agentcap.outcome"): "ok"},
+		{attribute.Key("agentcap.capability"): "transfer_money", attribute.Key("agentcap.stage"): "input", attribute.Key("agentcap.outcome"): "error", attribute.Key("agentcap.error_code"): "invalid_request"},
+		{attribute.Key("agentcap.stage"): "lookup", attribute.Key("agentcap.outcome"): "error", attribute.Key("agentcap.error_code"): "capability_not_found"},
 	}
 	for i, s := range ended {
 		if s.Name() != wantNames[i] {
@@ -88,7 +89,7 @@ func TestTelemetryIsBoundedAndCarriesNoData(t *testing.T) {
 			}
 		}
 	}
-	if !seen[core.MetricExecutions] || !seen[core.MetricDuration] {
+	if !seen["agentcap.capability.executions"] || !seen["agentcap.capability.duration"] {
 		t.Errorf("metrics = %v", seen)
 	}
 }
@@ -106,22 +107,22 @@ func TestTelemetryOfPreviews(t *testing.T) {
 		core.WithPreview(func(_ context.Context, _ app, in payIn) (payPreview, error) {
 			return payPreview{To: in.To, Amount: in.Amount}, nil
 		}))
-	e := mustExec(t, core.ExecutorConfig[app, user]{TracerProvider: tp, MeterProvider: mp}, pay)
+	e := mustExec(t, core.Config{TracerProvider: tp, MeterProvider: mp}, pay)
 	ctx := context.Background()
-	if _, err := e.PreviewDynamic(ctx, "pay", user{ID: "a"}, []byte(`{"to":"bob","amount":3}`), nil); err != nil {
+	if _, err := e.Preview(ctx, "pay", caller("a"), []byte(`{"to":"bob","amount":3}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.PreviewDynamic(ctx, "pay", user{ID: "a"}, []byte(`{"to":"bob","amount":"3"}`), nil); codeOf(err) != core.CodeInvalidInput {
+	if _, err := e.Preview(ctx, "pay", caller("a"), []byte(`{"to":"bob","amount":"3"}`)); codeOf(err) != agentcap.CodeInvalidRequest {
 		t.Fatalf("bad preview input: %v", err)
 	}
-	if _, err := e.ExecuteDynamic(ctx, "pay", user{ID: "a"}, []byte(`{"to":"bob","amount":3}`), nil); err != nil {
+	if _, err := e.Execute(ctx, "pay", caller("a"), []byte(`{"to":"bob","amount":3}`)); err != nil {
 		t.Fatal(err)
 	}
 
 	want := []map[attribute.Key]string{
-		{core.AttrCapability: "pay", core.AttrOperation: "preview", core.AttrStage: "preview", core.AttrOutcome: "ok"},
-		{core.AttrCapability: "pay", core.AttrOperation: "preview", core.AttrStage: "input", core.AttrOutcome: "error", core.AttrErrorCode: "invalid_input"},
-		{core.AttrCapability: "pay", core.AttrStage: "output", core.AttrOutcome: "ok"},
+		{attribute.Key("agentcap.capability"): "pay", attribute.Key("agentcap.operation"): "preview", attribute.Key("agentcap.stage"): "preview", attribute.Key("agentcap.outcome"): "ok"},
+		{attribute.Key("agentcap.capability"): "pay", attribute.Key("agentcap.operation"): "preview", attribute.Key("agentcap.stage"): "input", attribute.Key("agentcap.outcome"): "error", attribute.Key("agentcap.error_code"): "invalid_request"},
+		{attribute.Key("agentcap.capability"): "pay", attribute.Key("agentcap.stage"): "output", attribute.Key("agentcap.outcome"): "ok"},
 	}
 	ended := spans.Ended()
 	if len(ended) != len(want) {
@@ -145,12 +146,12 @@ func TestTelemetryOfPreviews(t *testing.T) {
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			sum, ok := m.Data.(metricdata.Sum[int64])
-			if m.Name != core.MetricExecutions || !ok {
+			if m.Name != "agentcap.capability.executions" || !ok {
 				continue
 			}
 			for _, dp := range sum.DataPoints {
-				op, _ := dp.Attributes.Value(core.AttrOperation)
-				stage, _ := dp.Attributes.Value(core.AttrStage)
+				op, _ := dp.Attributes.Value(attribute.Key("agentcap.operation"))
+				stage, _ := dp.Attributes.Value(attribute.Key("agentcap.stage"))
 				counts[op.AsString()+"/"+stage.AsString()] += dp.Value
 			}
 		}

@@ -6,15 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/core"
 )
 
 // runWith executes a capability whose handler is h, with the given timeout.
-func runWith(t *testing.T, ctx context.Context, timeout time.Duration, h core.Handler[app, core.NoInput, echoOut]) error {
+func runWith(t *testing.T, ctx context.Context, timeout time.Duration, h func(context.Context, app, core.NoInput) (echoOut, error)) error {
 	t.Helper()
 	def := core.MustDefine("probe", "Probes its context.", h, core.WithTimeout(timeout))
-	e := mustExec(t, core.ExecutorConfig[app, user]{}, def)
-	_, err := e.ExecuteDynamic(ctx, "probe", user{ID: "a"}, nil, nil)
+	e := mustExec(t, core.Config{}, def)
+	_, err := e.Execute(ctx, "probe", caller("a"), nil)
 	return err
 }
 
@@ -55,7 +56,7 @@ func TestTimeoutContext(t *testing.T) {
 			<-ctx.Done()
 			return echoOut{}, ctx.Err()
 		})
-		if ce := coreErr(t, err); ce.Code != core.CodeTimeout || ce.Stage != core.StageHandler {
+		if ce := coreErr(t, err); ce.Code != agentcap.CodeTimeout || ce.Stage != agentcap.StageHandler {
 			t.Fatalf("got %+v", ce)
 		}
 	})
@@ -69,7 +70,7 @@ func TestTimeoutContext(t *testing.T) {
 				return echoOut{}, errors.New("the deadline never came")
 			}
 		})
-		if ce := coreErr(t, err); ce.Code != core.CodeTimeout || ce.HTTPStatus() != 504 {
+		if ce := coreErr(t, err); ce.Code != agentcap.CodeTimeout || ce.HTTPStatus() != 504 {
 			t.Fatalf("got %+v", ce)
 		}
 	})
@@ -79,7 +80,7 @@ func TestTimeoutContext(t *testing.T) {
 			time.Sleep(15 * time.Millisecond)
 			return echoOut{}, ctx.Err()
 		})
-		if ce := coreErr(t, err); ce.Code != core.CodeTimeout {
+		if ce := coreErr(t, err); ce.Code != agentcap.CodeTimeout {
 			t.Fatalf("got %+v", ce)
 		}
 	})
@@ -97,7 +98,7 @@ func TestTimeoutContext(t *testing.T) {
 			<-ctx.Done()
 			return echoOut{}, ctx.Err()
 		})
-		if ce := coreErr(t, err); ce.Code != core.CodeCanceled || ce.Stage != core.StageHandler {
+		if ce := coreErr(t, err); ce.Code != agentcap.CodeCancelled || ce.Stage != agentcap.StageHandler {
 			t.Fatalf("got %+v", ce)
 		}
 	})
@@ -155,8 +156,8 @@ func TestTimeoutContext(t *testing.T) {
 			}
 			return echoOut{}, nil
 		})
-		e := mustExec(t, core.ExecutorConfig[app, user]{Timeout: -1}, def)
-		if _, err := e.ExecuteDynamic(context.Background(), "probe", user{ID: "a"}, nil, nil); err != nil {
+		e := mustExec(t, core.Config{Timeout: -1}, def)
+		if _, err := e.Execute(context.Background(), "probe", caller("a"), nil); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -2,11 +2,12 @@ package core_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -22,10 +23,9 @@ func TestInvalidInputListsAtMostMaxViolations(t *testing.T) {
 	c := core.MustDefine("many", "Echo a.", func(_ context.Context, _ struct{}, in manyIn) (manyOut, error) {
 		return manyOut(in), nil
 	})
-	e := core.MustExecutor(core.MustRegistry(c), core.ExecutorConfig[struct{}, string]{
-		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-	})
-	for _, n := range []int{1, core.MaxViolations, core.MaxViolations + 1, 500} {
+	e := core.MustExecutor(core.MustRegistry(c), func(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+		core.Config{})
+	for _, n := range []int{1, 50, 50 + 1, 500} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var b strings.Builder
 			b.WriteString(`{"a":"x"`)
@@ -33,17 +33,17 @@ func TestInvalidInputListsAtMostMaxViolations(t *testing.T) {
 				fmt.Fprintf(&b, `,"unknown_%d":1`, i)
 			}
 			b.WriteString("}")
-			_, err := e.ExecuteDynamic(context.Background(), "many", "p", []byte(b.String()), nil)
-			var ce *core.Error
-			if !errors.As(err, &ce) || ce.Code != core.CodeInvalidInput {
-				t.Fatalf("err = %v, want invalid_input", err)
+			_, err := e.Execute(context.Background(), "many", nil, []byte(b.String()))
+			ce, _ := err.(*agentcap.Error)
+			if ce == nil || ce.Code != agentcap.CodeInvalidRequest || ce.Stage != agentcap.StageInput {
+				t.Fatalf("err = %v, want invalid_request", err)
 			}
-			want := min(n, core.MaxViolations)
+			want := min(n, 50)
 			if len(ce.Details) != want {
 				t.Errorf("%d violations listed, want %d", len(ce.Details), want)
 			}
 			total := fmt.Sprintf("of %d violations", n)
-			if truncated := n > core.MaxViolations; strings.Contains(ce.Message, total) != truncated {
+			if truncated := n > 50; strings.Contains(ce.Message, total) != truncated {
 				t.Errorf("message %q: mentions the total = %v, want %v", ce.Message, !truncated, truncated)
 			}
 		})

@@ -4,6 +4,12 @@
 // The mount only moves bytes: every status code, header and body comes
 // from [httpx.Handler.Serve], so an Echo app answers exactly like
 // net/http. Middleware of the group runs first, as for any Echo route.
+//
+// Who calls is the handler's business: its verifier
+// (httpx.Config.Verifier) reads the headers and client address of each
+// request as Echo received it, and the auth.Identity it returns
+// reaches the executor's context function, whose context also sees
+// the values Echo middleware set with c.Set (see Mount).
 package echox
 
 import (
@@ -34,7 +40,7 @@ var (
 // Mount registers h's routes on r, for every method Echo's Any covers, so
 // that httpx answers a wrong method with 405 as on any other transport.
 //
-// h may serve an executor built on first use (httpx.NewLazy): list and
+// h may serve an executor built on first use (httpx.New over a core.Lazy): list and
 // describe then answer from the registry before the executor exists, and
 // the first execution builds it.
 //
@@ -46,13 +52,13 @@ var (
 // echo.Context goes back to Echo's pool and the lookups fall through to
 // the request context alone: a goroutine that outlives the request never
 // reads a recycled echo.Context.
-func Mount[C, P any](r Router, h *httpx.Handler[C, P]) {
+func Mount(r Router, h *httpx.Handler) {
 	for _, route := range h.Routes() {
 		r.Any("/"+route, handler(h, route))
 	}
 }
 
-func handler[C, P any](h *httpx.Handler[C, P], route string) echo.HandlerFunc {
+func handler(h *httpx.Handler, route string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := httpx.NewRequest(c.Response(), c.Request(), route)
 		sc := &storeContext{Context: c.Request().Context(), ec: c}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/echox"
 	"github.com/agentcap/agentcap/httpx"
@@ -23,14 +24,15 @@ func ExampleMount() {
 	}
 	whoami := core.MustDefine("tenant.current", "Name the current tenant",
 		func(_ context.Context, t tenant, _ core.NoInput) (out, error) { return out{Tenant: t.Name}, nil })
-	exec := core.MustExecutor(core.MustRegistry(whoami), core.ExecutorConfig[tenant, string]{
-		CreateContext: func(ctx context.Context, _ string, _ *core.Definition, _ any) (tenant, error) {
+	exec := core.MustExecutor(core.MustRegistry(whoami),
+		func(ctx context.Context, _ *auth.Identity, _ *core.Definition, _ any) (tenant, error) {
 			name, _ := ctx.Value("tenant").(string)
 			return tenant{Name: name}, nil
-		},
-	})
-	h, err := httpx.New(exec, httpx.Config[string]{
-		Authenticate: func(context.Context, *httpx.Request) (string, error) { return "agent", nil },
+		}, core.Config{})
+	h, err := httpx.New(exec, httpx.Config{
+		Verifier: auth.VerifierFunc(func(context.Context, *auth.Request) (*auth.Identity, error) {
+			return &auth.Identity{Subject: "agent"}, nil
+		}),
 	})
 	if err != nil {
 		panic(err)

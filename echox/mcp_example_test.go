@@ -10,9 +10,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/echox"
-	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/mcpx"
 )
 
@@ -26,18 +26,20 @@ func ExampleMountMCP() {
 		func(_ context.Context, user string, _ core.NoInput) (out, error) {
 			return out{Text: "hello " + user}, nil
 		})
-	exec := core.MustExecutor(core.MustRegistry(hello), core.ExecutorConfig[string, string]{
-		CreateContext: func(_ context.Context, user string, _ *core.Definition, _ any) (string, error) { return user, nil },
-	})
-	s, err := mcpx.New(exec, mcpx.Config[string]{
-		Authenticate: func(_ context.Context, req *httpx.Request) (string, error) {
-			if req.Header("Authorization") != "Bearer demo-token" {
-				return "", httpx.ErrNoCredentials
-			}
-			return "demo", nil
+	exec := core.MustExecutor(core.MustRegistry(hello),
+		func(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (string, error) {
+			return id.UserID, nil
 		},
-		SessionOwner: func(user string) string { return user },
-		Resource:     "https://app.example/mcp",
+		core.Config{})
+	s, err := mcpx.New(exec, mcpx.Config{
+		// One token, for the user demo, who owns the sessions it opens.
+		Verifier: auth.VerifierFunc(func(_ context.Context, req *auth.Request) (*auth.Identity, error) {
+			if req.Authorization != "Bearer demo-token" {
+				return nil, auth.ErrNoCredentials
+			}
+			return &auth.Identity{Subject: "demo", UserID: "demo"}, nil
+		}),
+		Resource: "https://app.example/mcp",
 	})
 	if err != nil {
 		log.Fatal(err)

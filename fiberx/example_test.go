@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/fiberx"
 	"github.com/agentcap/agentcap/httpx"
@@ -22,16 +23,16 @@ func ExampleMount() {
 				Pong bool `json:"pong"`
 			}{true}, nil
 		})
-	exec := core.MustExecutor(core.MustRegistry(ping), core.ExecutorConfig[struct{}, string]{
-		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-	})
-	h, err := httpx.New(exec, httpx.Config[string]{
-		Authenticate: func(_ context.Context, req *httpx.Request) (string, error) {
-			if req.Header("Authorization") == "" {
-				return "", httpx.ErrNoCredentials
+	exec := core.MustExecutor(core.MustRegistry(ping),
+		func(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+		core.Config{})
+	h, err := httpx.New(exec, httpx.Config{
+		Verifier: auth.VerifierFunc(func(_ context.Context, req *auth.Request) (*auth.Identity, error) {
+			if req.Authorization == "" {
+				return nil, auth.ErrNoCredentials
 			}
-			return "agent", nil
-		},
+			return &auth.Identity{Subject: "agent"}, nil
+		}),
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -18,6 +18,11 @@
 // must run with fiber.Config.Immutable. It never hands *fiber.Ctx or *fasthttp.RequestCtx out as a
 // context.Context.
 //
+// Who calls is the handler's business: its verifier
+// (httpx.Config.Verifier) reads the copied headers and the client's
+// address, and may keep them past the request; the auth.Identity it
+// returns reaches the executor's context function along with the Locals.
+//
 // Fiber (fasthttp) does not report a client that goes away mid-request,
 // so unlike net/http, Gin and Echo, a disconnect does not cancel a running
 // capability; the executor's timeout still bounds it. Event streams are
@@ -48,7 +53,7 @@ import (
 // method, so that httpx answers a wrong method with 405 as on any other
 // transport.
 //
-// h may serve an executor built on first use (httpx.NewLazy): list and
+// h may serve an executor built on first use (httpx.New over a core.Lazy): list and
 // describe then answer from the registry before the executor exists, and
 // the first execution builds it.
 //
@@ -61,13 +66,13 @@ import (
 // plain text. Set BodyLimit to h.MaxBodyBytes() so that Fiber buffers no
 // more than httpx accepts; httpx then answers every oversize body with its
 // own 413 envelope, as on the other routers.
-func Mount[C, P any](r fiber.Router, h *httpx.Handler[C, P]) {
+func Mount(r fiber.Router, h *httpx.Handler) {
 	for _, route := range h.Routes() {
 		r.All("/"+route, handler(h, route))
 	}
 }
 
-func handler[C, P any](h *httpx.Handler[C, P], route string) fiber.Handler {
+func handler(h *httpx.Handler, route string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		body := getBody()
 		resp := h.Serve(newRequest(c, route, h.MaxBodyBytes(), body))

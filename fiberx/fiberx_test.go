@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/fiberx"
 	"github.com/agentcap/agentcap/httpx"
@@ -33,23 +34,24 @@ type userKey struct{}
 
 type app struct{ Local, User string }
 
+// anyone verifies every request as the caller "p".
+var anyone = auth.VerifierFunc(func(context.Context, *auth.Request) (*auth.Identity, error) {
+	return &auth.Identity{Subject: "p"}, nil
+})
+
 func newApp(t testing.TB, limit int64) *fiber.App {
 	t.Helper()
 	echo := core.MustDefine("echo", "Echo",
 		func(_ context.Context, a app, in echoIn) (echoOut, error) {
 			return echoOut{Text: in.Text, Local: a.Local, User: a.User}, nil
 		})
-	exec := core.MustExecutor(core.MustRegistry(echo), core.ExecutorConfig[app, string]{
-		CreateContext: func(ctx context.Context, p string, _ *core.Definition, _ any) (app, error) {
+	exec := core.MustExecutor(core.MustRegistry(echo),
+		func(ctx context.Context, _ *auth.Identity, _ *core.Definition, _ any) (app, error) {
 			local, _ := ctx.Value("local").(string)
 			user, _ := ctx.Value(userKey{}).(string)
 			return app{Local: local, User: user}, nil
-		},
-	})
-	h, err := httpx.New(exec, httpx.Config[string]{
-		Authenticate: func(context.Context, *httpx.Request) (string, error) { return "p", nil },
-		MaxBodyBytes: limit,
-	})
+		}, core.Config{})
+	h, err := httpx.New(exec, httpx.Config{Verifier: anyone, MaxBodyBytes: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func BenchmarkFiberExecute(b *testing.B) {
 	}
 }
 
-// TestFiberHeaders checks what an authenticator sees of the request
+// TestFiberHeaders checks what a verifier sees of the request
 // headers: lookups ignore letter case, a repeated header gives its first
 // value, and every header is there however many were sent. The lookup is
 // a copy: kept past the request, it still answers with that request's
@@ -156,18 +158,18 @@ func TestFiberHeaders(t *testing.T) {
 	got := make(chan seen, 2)
 	ping := core.MustDefine("ping", "Ping",
 		func(context.Context, struct{}, core.NoInput) (echoIn, error) { return echoIn{Text: "pong"}, nil })
-	exec := core.MustExecutor(core.MustRegistry(ping), core.ExecutorConfig[struct{}, string]{
-		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-	})
-	h, err := httpx.New(exec, httpx.Config[string]{
-		Authenticate: func(_ context.Context, req *httpx.Request) (string, error) {
+	exec := core.MustExecutor(core.MustRegistry(ping),
+		func(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+		core.Config{})
+	h, err := httpx.New(exec, httpx.Config{
+		Verifier: auth.VerifierFunc(func(_ context.Context, req *auth.Request) (*auth.Identity, error) {
 			s := seen{lookup: req.Header, values: map[string]string{}}
 			for _, n := range names {
 				s.values[n] = req.Header(n)
 			}
 			got <- s
-			return "p", nil
-		},
+			return &auth.Identity{Subject: "p"}, nil
+		}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,12 @@
 // The mount only moves bytes: every status code, header and body comes
 // from [httpx.Handler.Serve], so a Gin app answers exactly like net/http.
 // Middleware of the group runs first, as for any Gin route.
+//
+// Who calls is the handler's business: its verifier
+// (httpx.Config.Verifier) reads the headers and client address of each
+// request as Gin received it, and the auth.Identity it returns
+// reaches the executor's context function, whose context also sees
+// the keys Gin middleware set with c.Set (see Mount).
 package ginx
 
 import (
@@ -33,7 +39,7 @@ var (
 // Mount registers h's routes on r, for every method Gin's Any covers, so
 // that httpx answers a wrong method with 405 as on any other transport.
 //
-// h may serve an executor built on first use (httpx.NewLazy): list and
+// h may serve an executor built on first use (httpx.New over a core.Lazy): list and
 // describe then answer from the registry before the executor exists, and
 // the first execution builds it.
 //
@@ -42,13 +48,13 @@ var (
 // c.Set. The keys are copied when the request reaches the mount: a
 // *gin.Context is recycled after the handler returns, so nothing of it may
 // stay reachable from a context the capability might keep.
-func Mount[C, P any](r Router, h *httpx.Handler[C, P]) {
+func Mount(r Router, h *httpx.Handler) {
 	for _, route := range h.Routes() {
 		r.Any("/"+route, handler(h, route))
 	}
 }
 
-func handler[C, P any](h *httpx.Handler[C, P], route string) gin.HandlerFunc {
+func handler(h *httpx.Handler, route string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		req := httpx.NewRequest(c.Writer, c.Request, route)
 		req.Context = withKeys(c.Request.Context(), c.Keys)

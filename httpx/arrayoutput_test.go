@@ -19,7 +19,7 @@ type listQuery struct {
 
 // arrayHandler serves a capability whose result is a top-level array; it
 // answers a nil slice when asked for nothing.
-func arrayHandler(t *testing.T) *httpx.Handler[appCtx, user] {
+func arrayHandler(t *testing.T) *httpx.Handler {
 	t.Helper()
 	items := core.MustDefine("items", "List the items",
 		func(_ context.Context, _ appCtx, q listQuery) ([]listedItem, error) {
@@ -28,12 +28,8 @@ func arrayHandler(t *testing.T) *httpx.Handler[appCtx, user] {
 			}
 			return []listedItem{{ID: "i1"}, {ID: "i2"}}, nil
 		})
-	exec := core.MustExecutor(core.MustRegistry(items), core.ExecutorConfig[appCtx, user]{
-		CreateContext: func(_ context.Context, u user, _ *core.Definition, _ any) (appCtx, error) {
-			return appCtx{User: u.ID}, nil
-		},
-	})
-	h, err := httpx.New(exec, httpx.Config[user]{Authenticate: authenticate})
+	exec := core.MustExecutor(core.MustRegistry(items), newAppCtx, core.Config{})
+	h, err := httpx.New(exec, httpx.Config{Verifier: tokens{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/audit"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
@@ -38,20 +39,18 @@ func TestAuditRecordsNameTheRequest(t *testing.T) {
 	sink := &flakySink{store: store}
 	newServer := func(audited bool, clientIP func(*httpx.Request) string) *httptest.Server {
 		t.Helper()
-		cfg := core.ExecutorConfig[struct{}, string]{
-			CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-			Audit: core.AuditConfig[string]{Writer: audit.ForExecutor(sink),
-				Actor: func(p string) core.AuditActor { return core.AuditActor{AgentID: p} }},
-		}
+		cfg := core.Config{Audit: core.AuditConfig{Writer: audit.ForExecutor(sink)}}
 		reg := core.MustRegistry(send)
 		if !audited {
 			reg = core.MustRegistry(core.MustDefine("send", "Send money",
 				func(_ context.Context, _ struct{}, in sendIn) (sendOut, error) { return sendOut{Sent: in.Amount}, nil }))
-			cfg.Audit = core.AuditConfig[string]{}
+			cfg.Audit = core.AuditConfig{}
 		}
-		h, err := httpx.New(core.MustExecutor(reg, cfg), httpx.Config[string]{
-			Authenticate: func(_ context.Context, r *httpx.Request) (string, error) { return "agt_1", nil },
-			ClientIP:     clientIP,
+		h, err := httpx.New(core.MustExecutor(reg, noContext, cfg), httpx.Config{
+			Verifier: auth.VerifierFunc(func(context.Context, *auth.Request) (*auth.Identity, error) {
+				return &auth.Identity{Subject: "agt_1", AgentID: "agt_1"}, nil
+			}),
+			ClientIP: clientIP,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -169,11 +168,9 @@ func TestAuditRecordsNameTheRequest(t *testing.T) {
 // carries that name.
 func TestAuditRecordsNameAStream(t *testing.T) {
 	store := audit.NewMemory()
-	exec := core.MustExecutor(core.MustRegistry(pinger), core.ExecutorConfig[string, string]{
-		CreateContext: func(_ context.Context, p string, _ *core.Definition, _ any) (string, error) { return p, nil },
-		Audit:         core.AuditConfig[string]{Writer: audit.ForExecutor(store)},
-	})
-	h, err := httpx.New(exec, httpx.Config[string]{Authenticate: bearerName})
+	exec := core.MustExecutor(core.MustRegistry(pinger), subjectOf,
+		core.Config{Audit: core.AuditConfig{Writer: audit.ForExecutor(store)}})
+	h, err := httpx.New(exec, httpx.Config{Verifier: bearerName})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
@@ -63,6 +64,12 @@ func (c switchedConfirmer) Consume(ctx context.Context, token string, b core.Con
 	return c.Confirmer.Consume(ctx, token, b)
 }
 
+// noContext builds the empty application context of capabilities that
+// need none.
+func noContext(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) {
+	return struct{}{}, nil
+}
+
 func newConfirmFixture(t *testing.T) *confirmFixture {
 	f := &confirmFixture{t: t, now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
 	send := core.MustDefine("send", "Send money",
@@ -77,21 +84,13 @@ func newConfirmFixture(t *testing.T) *confirmFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := core.MustExecutor(core.MustRegistry(send), core.ExecutorConfig[struct{}, string]{
-		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-		Confirmation: core.ConfirmationConfig[string]{Confirmer: switchedConfirmer{mgr, &f.down},
-			Subject: func(p string) string { return p }},
-	})
+	exec := core.MustExecutor(core.MustRegistry(send), noContext,
+		core.Config{Confirmation: core.ConfirmationConfig{Confirmer: switchedConfirmer{mgr, &f.down}}})
 	guard, err := idempotency.New(idempotency.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := httpx.New(exec, httpx.Config[string]{
-		Authenticate: func(_ context.Context, r *httpx.Request) (string, error) {
-			return strings.TrimPrefix(r.Header("Authorization"), "Bearer "), nil
-		},
-		LongRunning: httpx.LongRunning[string]{Owner: func(p string) string { return p }, Idempotency: guard},
-	})
+	h, err := httpx.New(exec, httpx.Config{Verifier: bearerName, LongRunning: httpx.LongRunning{Idempotency: guard}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,33 +290,29 @@ func TestDiscoveryConfirmation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	config := func(confirmer core.Confirmer) core.ExecutorConfig[struct{}, string] {
-		return core.ExecutorConfig[struct{}, string]{
-			CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-			Confirmation:  core.ConfirmationConfig[string]{Confirmer: confirmer, Subject: func(p string) string { return p }},
-		}
+	config := func(confirmer core.Confirmer) core.Config {
+		return core.Config{Confirmation: core.ConfirmationConfig{Confirmer: confirmer}}
 	}
-	auth := httpx.Config[string]{Authenticate: func(context.Context, *httpx.Request) (string, error) { return "alice", nil }}
-	handler := func(exec *core.Executor[struct{}, string]) *httpx.Handler[struct{}, string] {
-		h, err := httpx.New(exec, auth)
+	cfg := httpx.Config{Verifier: auth.VerifierFunc(func(context.Context, *auth.Request) (*auth.Identity, error) {
+		return &auth.Identity{Subject: "alice"}, nil
+	})}
+	handler := func(src core.Source) *httpx.Handler {
+		h, err := httpx.New(src, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return h
 	}
-	withConfirmer := handler(core.MustExecutor(defs(), config(mgr)))
+	withConfirmer := handler(core.MustExecutor(defs(), noContext, config(mgr)))
 	reg := defs()
 	without := handler(core.MustExecutor(core.MustRegistry(
 		core.MustDefine("risky", "Needs one by risk", run, core.WithRisk(core.RiskCritical)),
 		core.MustDefine("plain", "Needs none", run, core.WithRisk(core.RiskMedium), core.WithPreview(preview)),
-	), config(nil)))
-	lazy := core.LazyFor(reg, func(context.Context) (*core.Executor[struct{}, string], error) {
-		return core.NewExecutor(reg, config(mgr))
+	), noContext, config(nil)))
+	lazy := core.Lazy(reg, func(context.Context) (*core.Executor, error) {
+		return core.NewExecutor(reg, noContext, config(mgr))
 	})
-	lazyHandler, err := httpx.NewLazy(lazy, auth)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lazyHandler := handler(lazy)
 
 	type entry struct {
 		Risk                 string          `json:"risk"`
@@ -395,7 +390,7 @@ func TestDiscoveryConfirmation(t *testing.T) {
 		"risky":    {"critical", false, false},
 		"plain":    {"medium", true, false},
 	})
-	if _, err := lazy.Get(context.Background()); err != nil {
+	if _, err := lazy.Executor(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	check("lazy, built", lazyHandler, all)

@@ -7,50 +7,48 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/internal/listcursor"
 )
 
-func invalidQuery(message string) envelope {
-	return envelope{status: http.StatusBadRequest, code: core.WireInvalidRequest, message: message}
+func invalidQuery(message string) *agentcap.Error {
+	return agentcap.NewError(agentcap.CodeInvalidRequest, message)
 }
 
 // parseListQuery reads query, cursor and limit. Parameters may appear once.
-func (h *handlerBase) parseListQuery(raw string) (query, after string, limit int, env *envelope) {
+func (h *handlerBase) parseListQuery(raw string) (query, after string, limit int, qerr *agentcap.Error) {
 	vals, err := url.ParseQuery(raw)
 	if err != nil {
-		e := invalidQuery("the query string is malformed")
-		return "", "", 0, &e
+		return "", "", 0, invalidQuery("the query string is malformed")
 	}
 	for _, k := range []string{"query", "cursor", "limit"} {
 		if len(vals[k]) > 1 {
-			e := invalidQuery("the " + k + " parameter is repeated")
-			return "", "", 0, &e
+			return "", "", 0, invalidQuery("the " + k + " parameter is repeated")
 		}
 	}
 	limit = h.defLimit
 	if s, ok := vals["limit"]; ok {
 		n, err := strconv.Atoi(s[0])
 		if err != nil || n < 1 || n > h.maxLimit {
-			e := invalidQuery("limit must be an integer from 1 to " + strconv.Itoa(h.maxLimit))
-			return "", "", 0, &e
+			return "", "", 0, invalidQuery("limit must be an integer from 1 to " + strconv.Itoa(h.maxLimit))
 		}
 		limit = n
 	}
 	if s, ok := vals["cursor"]; ok {
 		var valid bool
 		if after, valid = listcursor.Decode(s[0]); !valid {
-			e := invalidQuery("the cursor is invalid")
-			return "", "", 0, &e
+			return "", "", 0, invalidQuery("the cursor is invalid")
 		}
 	}
 	return strings.ToLower(vals.Get("query")), after, limit, nil
 }
 
-func (h *Handler[C, P]) list(ctx context.Context, req *Request, principal P, anonymous bool, buf *buffer) replyMeta {
-	query, after, limit, env := h.parseListQuery(req.RawQuery)
-	if env != nil {
-		return h.fail(ctx, buf, *env)
+func (h *Handler) list(ctx context.Context, req *Request, id *auth.Identity, buf *buffer) replyMeta {
+	query, after, limit, qerr := h.parseListQuery(req.RawQuery)
+	if qerr != nil {
+		return h.fail(ctx, buf, qerr)
 	}
 	b := append(buf.b[:0], `{"capabilities":[`...)
 	n := 0
@@ -62,7 +60,7 @@ func (h *Handler[C, P]) list(ctx context.Context, req *Request, principal P, ano
 		if after != "" && d.Name() <= after {
 			continue
 		}
-		if !d.Visible(ctx, principal) {
+		if !d.Visible(ctx, id, false) {
 			continue
 		}
 		info := h.defs[d]
@@ -78,7 +76,7 @@ func (h *Handler[C, P]) list(ctx context.Context, req *Request, principal P, ano
 		}
 		b = append(b, info.listEntry...)
 		b = h.appendRequiresConfirmation(b, d)
-		b = h.appendGrantStatus(ctx, b, principal, anonymous, d)
+		b = appendGrantStatus(b, id, d)
 		b = append(b, '}')
 		last = d.Name()
 		n++
@@ -94,7 +92,7 @@ func (h *Handler[C, P]) list(ctx context.Context, req *Request, principal P, ano
 	return replyMeta{status: http.StatusOK, cache: h.listCache}
 }
 
-func (h *Handler[C, P]) describe(ctx context.Context, req *Request, principal P, anonymous bool, buf *buffer) replyMeta {
+func (h *Handler) describe(ctx context.Context, req *Request, id *auth.Identity, buf *buffer) replyMeta {
 	vals, err := url.ParseQuery(req.RawQuery)
 	if err != nil {
 		return h.fail(ctx, buf, invalidQuery("the query string is malformed"))
@@ -103,24 +101,24 @@ func (h *Handler[C, P]) describe(ctx context.Context, req *Request, principal P,
 	if len(names) != 1 || names[0] == "" {
 		return h.fail(ctx, buf, invalidQuery("give exactly one non-empty name parameter"))
 	}
-	d, ok := h.reg.Lookup(names[0])
-	if !ok || !d.Visible(ctx, principal) {
-		return h.fail(ctx, buf, envelopeOf(unknownCapability()))
+	d, ok := h.reg.Describe(ctx, id, names[0])
+	if !ok {
+		return h.fail(ctx, buf, core.ErrUnknownCapability)
 	}
 	b := append(buf.b[:0], h.defs[d].describe...)
 	b = h.appendRequiresConfirmation(b, d)
-	b = h.appendGrantStatus(ctx, b, principal, anonymous, d)
+	b = appendGrantStatus(b, id, d)
 	buf.b = append(b, '}', '\n')
 	return replyMeta{status: http.StatusOK, cache: h.listCache}
 }
 
-// appendGrantStatus adds grant_status for an authenticated caller when the
-// configuration can tell it.
-func (h *Handler[C, P]) appendGrantStatus(ctx context.Context, b []byte, principal P, anonymous bool, d *core.Definition) []byte {
-	if anonymous || h.grantStatus == nil {
+// appendGrantStatus adds grant_status for a caller whose Authorizer can
+// tell it.
+func appendGrantStatus(b []byte, id *auth.Identity, d *core.Definition) []byte {
+	if id == nil || id.Authorizer == nil {
 		return b
 	}
-	if s := h.grantStatus(ctx, principal, d); s != "" {
+	if s := id.Authorizer.GrantStatus(d.Name()); s != "" {
 		b = append(b, `,"grant_status":`...)
 		b = appendString(b, s)
 	}
@@ -129,9 +127,9 @@ func (h *Handler[C, P]) appendGrantStatus(ctx context.Context, b []byte, princip
 
 // appendRequiresConfirmation adds requires_confirmation: whether the
 // executor makes calls of d carry a confirmation token (see
-// core.ConfirmationNeeded for a lazy executor not built yet). It is
+// core.Source.NeedsConfirmation for a lazy executor not built yet). It is
 // rendered per answer, since a lazy executor's rule is known only once it
 // is built.
-func (h *Handler[C, P]) appendRequiresConfirmation(b []byte, d *core.Definition) []byte {
-	return appendBool(b, "requires_confirmation", core.ConfirmationNeeded(h.src, d))
+func (h *Handler) appendRequiresConfirmation(b []byte, d *core.Definition) []byte {
+	return appendBool(b, "requires_confirmation", h.src.NeedsConfirmation(d))
 }

@@ -1,6 +1,13 @@
 // Package httpx serves a core executor over HTTP in the Agent Auth wire
 // format, so that one client speaks to every transport.
 //
+// [New] takes a core.Source (a built *core.Executor, or a
+// *core.LazyExecutor) and a [Config] whose Verifier (package auth) tells
+// who calls. The security boundary is that Verifier: every request but
+// an anonymous listing carries credentials it verified, and the
+// *auth.Identity it returns reaches the executor, whose context function
+// re-reads what the caller may do.
+//
 // A [Handler] answers four routes, relative to where it is mounted:
 //
 //	GET  capability/list                summaries the caller may see
@@ -30,34 +37,57 @@
 // [Handler.Serve], a transport-neutral request/response pair, so status
 // codes, headers and bodies are byte-identical whatever serves them.
 //
+// # Callers
+//
+// [Config.Verifier] verifies every request: agentauth's verifier for
+// Agent Auth agents, auth/oidcauth's for OpenID Connect ID tokens, or the
+// application's own (auth.VerifierFunc). It is told the Authorization
+// header, the caller's address, any other header, and whether the
+// request only lists or describes (auth.Request.Discovery). Its refusal
+// is answered in its own words: auth.ErrNoCredentials is 401
+// authentication_required, a bad, expired or otherwise unusable token is
+// 401 invalid_jwt, and any *agentcap.Error its own code and status (403
+// agent_revoked, 429 rate_limited, 503 temporarily_unavailable, ...);
+// any other error is a 500 internal_error, its cause logged. Every 401
+// carries the verifier's challenge as WWW-Authenticate, when it names one
+// (auth.Challenger).
+//
+// A verifier that admits anonymous callers returns no identity, without
+// an error, for a listing without credentials: list and describe then
+// show the capabilities whose visibility (core.WithVisibility) admits a
+// nil identity. Execution always needs an identity: an anonymous execute,
+// preview or batch is 401 authentication_required.
+//
+// The identity's Authorizer (auth.Authorizer) decides each execute,
+// preview and batch item, after the arguments are validated, and its
+// GrantStatus adds "grant_status" to list and describe entries. A
+// capability the caller may not see is left out of listings, is 404 on
+// describe, and is refused by the executor exactly like an unknown one
+// (404 capability_not_found), before its arguments are looked at.
+//
 // # Lazy executors
 //
-// [NewLazy] (or [NewSource] with any core.ExecutorSource) serves an
-// executor built on first use by a core.LazyExecutor made with
-// core.LazyFor: list and describe are answered from the registry alone
-// and never start the build; the first execute or batch builds it,
-// concurrent first calls share one build, and while the build fails
-// executions are answered 503 temporarily_unavailable with Retry-After
-// (the cause logged, the failure not kept). The ginx, echox and fiberx
-// mounts take the handler as it is, so every router gets the same.
+// Over a *core.LazyExecutor (core.Lazy), list and describe are answered
+// from the registry alone and never start the build; the first execute
+// or batch builds the executor, concurrent first calls share one build,
+// and while the build fails executions are answered 503
+// temporarily_unavailable with Retry-After (the cause logged, the failure
+// not kept). The ginx, echox and fiberx mounts take the handler as it
+// is, so every router gets the same.
 //
 // # Errors
 //
 // Failures use the Agent Auth error envelope
 //
-//	{"error": "<wire code>", "message": "<public text>", ...extra members}
+//	{"error": "<code>", "message": "<public text>", ...extra members}
 //
-// rendered from core's code table. invalid_request carries an "errors"
-// array of {path, message} with JSON Pointers into the arguments. Extra
-// members of a [core.AppError] follow in key order and never replace
-// "error" or "message". Internal failures are logged with their hidden
-// cause on [Config.Logger] and answered with a generic message.
-//
-// Authentication failures map as follows: [ErrNoCredentials] is 401
-// authentication_required, [ErrBadCredentials] is 401 invalid_jwt (the
-// Agent Auth code for a bad, expired or otherwise unusable bearer token),
-// [ErrNotAllowed] is 403 unauthorized. Every 401 carries the configured
-// WWW-Authenticate challenge.
+// written by agentcap.AppendError from an *agentcap.Error, whose code
+// gives the status (agentcap.Code.HTTPStatus). invalid_request carries an
+// "errors" array of {path, message} with JSON Pointers into the
+// arguments. The error's Fields follow in key order and never replace
+// "error" or "message"; its RetryAfter becomes a Retry-After header.
+// Internal failures are logged with their hidden cause on
+// [Config.Logger] and answered with a generic message.
 //
 // # Request handling
 //
@@ -86,8 +116,11 @@
 //     event is flushed as it is written, under net/http, Gin, Echo and
 //     Fiber alike. A stream ends when its client goes away (the
 //     execution is cancelled), after StreamMaxDuration (error
-//     stream_expired), and when Recheck fails (every RecheckInterval; for
-//     Agent Auth, a revoked agent or host).
+//     stream_expired), and when the identity's Authorizer refuses a
+//     Recheck (every RecheckInterval; for Agent Auth, a revoked agent or
+//     host), with an error event rendering the refusal. A caller runs
+//     at most MaxStreamsPerOwner streams at once (8); past it a stream is
+//     refused 429 rate_limited with Retry-After before it starts.
 //   - An async capability (core.WithAsync), and with AsyncAfter any call
 //     still running after that long, answers 202
 //     {"status":"pending","status_url":...,"retry_after":N} with
@@ -97,11 +130,21 @@
 //     {"status":"completed","result":...} or
 //     {"status":"failed","error":{"error":code,"message":...,"code":code}}.
 //     DELETE status_url cancels a pending job (it fails with "cancelled").
-//     Only the caller that started a job (LongRunning.Owner) sees it; any
-//     other gets 404 job_not_found.
+//     A caller at the job manager's bounds (jobs.Manager.Admit: jobs
+//     running, jobs kept) gets 429 rate_limited with Retry-After for an
+//     async call, which does not run; a call past AsyncAfter then stays
+//     an ordinary call. A result too long to keep fails the job.
+//     Only the caller that started a job (the same identity Subject)
+//     sees it; any other gets 404 job_not_found. The status URL is a
+//     resource of the location that ran the job: when the identity's
+//     Authorizer is an auth.JobAuthorizer, it must admit the credentials
+//     for the job's capability first. For Agent Auth under a provider,
+//     the poll's agent JWT must carry the aud an execution of that
+//     capability carries (its location, else the default location): a
+//     token made for the issuer or another location is 401 invalid_jwt.
 //   - With Idempotency, an Idempotency-Key header on execute makes a
-//     retried call run once: a repeat with the same key, caller,
-//     capability and arguments (compared in canonical form) replays the
+//     retried call run once: a repeat with the same key, caller (identity
+//     Subject), capability and arguments (compared in canonical form) replays the
 //     stored status and body with Idempotent-Replayed: true; a repeat while
 //     the first still runs waits for it (up to the guard's Wait, then 409
 //     idempotency_in_progress); the same key with other arguments is 422
@@ -112,7 +155,12 @@
 //     invalid_confirmation, 202 confirmation_pending), so the key may be
 //     retried with a good token. A key that cannot be claimed because the
 //     store does not answer is 503 temporarily_unavailable with
-//     Retry-After, and the call does not run. Batch items have no place for a key in
+//     Retry-After, and the call does not run. A caller holding the
+//     guard's bound of live keys (idempotency.Config.MaxKeysPerScope)
+//     gets 429 rate_limited with Retry-After for a new key, and the call
+//     does not run; an answer longer than the guard keeps
+//     (MaxAnswerBytes) reaches the caller whole, and the key keeps 409
+//     conflict for its repeats, saying that the call ran. Batch items have no place for a key in
 //     the batch shape, so
 //     batch-execute refuses the header (400 invalid_idempotency_key), and a
 //     stream cannot be replayed, so a streaming capability refuses it too.
@@ -120,8 +168,8 @@
 // Batch items that name a streaming or async capability fail, each on its
 // own, with batch_unsupported_result_type.
 //
-// The codes these add to core's table: batch_unsupported_result_type
-// (400), stream_expired (504), job_not_found (404), cancelled (409),
+// Their codes, from agentcap's one table: batch_unsupported_result_type
+// (400), stream_expired (504), job_not_found (404), cancelled (499),
 // instance_lost (503), invalid_idempotency_key (400),
 // idempotency_in_progress (409), idempotency_key_reused (422).
 //
@@ -131,8 +179,7 @@
 // execute and answers {"preview": ..., "confirmation": {"token",
 // "expires_at"}} (the confirmation only when the capability needs one).
 // An execute or batch item carries its token as "confirmation_token".
-// The codes, all from core's table and documented together in
-// docs/confirmation.md: preview_not_supported (400),
+// The codes, documented together in docs/confirmation.md: preview_not_supported (400),
 // confirmation_required (428, with "preview" and a fresh
 // "confirmation"), confirmation_mismatch, confirmation_expired and
 // confirmation_used (409), invalid_confirmation (403).
@@ -143,6 +190,7 @@
 // reused buffers, so a request costs few allocations. A body is sized
 // from Content-Length when that is within the limit, and is handed back
 // once the answer is rendered: nothing may hold it after the call, which
-// is why [Config.Authorize] must copy any argument it keeps. An answer
+// is why an Authorizer must copy any argument (auth.Call.Arguments) it
+// keeps. An answer
 // from [Handler.Serve] is handed back by [Response.Release].
 package httpx

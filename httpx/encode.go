@@ -28,16 +28,6 @@ func appendStrings(dst []byte, ss []string) []byte {
 	return append(dst, ']')
 }
 
-// appendKey appends a member name and its colon, preceded by a comma unless
-// the member opens the object.
-func appendKey(dst []byte, key string, first bool) []byte {
-	if !first {
-		dst = append(dst, ',')
-	}
-	dst = appendString(dst, key)
-	return append(dst, ':')
-}
-
 // maxPooledBuffer keeps one unusually large response from pinning its
 // memory in the pool for the life of the process.
 const maxPooledBuffer = 64 << 10
@@ -59,6 +49,8 @@ func putBuffer(b *buffer) {
 // appendBool appends a member ,"key":true or ,"key":false to an open
 // object.
 func appendBool(dst []byte, key string, v bool) []byte {
-	dst = appendKey(dst, key, false)
+	dst = append(dst, ',')
+	dst = appendString(dst, key)
+	dst = append(dst, ':')
 	return strconv.AppendBool(dst, v)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -411,42 +412,42 @@ const (
 	msgRequestsNotArr = "must be a JSON array"
 )
 
-func badRequest(v ...core.Violation) *core.Error {
-	return core.NewError(core.CodeInvalidInput, core.StageInput, msgBadRequest, v)
+func badRequest(v ...agentcap.Violation) *agentcap.Error {
+	return &agentcap.Error{Code: agentcap.CodeInvalidRequest, Stage: agentcap.StageInput, Message: msgBadRequest, Details: v}
 }
 
 // notObject tells a body that is valid JSON but no object from one that
 // is not JSON at all.
-func notObject(body []byte) core.Violation {
+func notObject(body []byte) agentcap.Violation {
 	if isJSON(body) {
-		return core.Violation{Message: msgNotObject}
+		return agentcap.Violation{Message: msgNotObject}
 	}
-	return core.Violation{Message: msgNotJSON}
+	return agentcap.Violation{Message: msgNotJSON}
 }
 
 // isNull reports whether a raw value is the JSON null literal.
 func isNull(val []byte) bool { return string(val) == "null" }
 
 // checkName validates a raw capability member and returns its value.
-func checkName(val []byte, path string, vs []core.Violation) (string, []core.Violation) {
+func checkName(val []byte, path string, vs []agentcap.Violation) (string, []agentcap.Violation) {
 	if len(val) == 0 || val[0] != '"' {
-		return "", append(vs, core.Violation{Path: path, Message: msgNeedName})
+		return "", append(vs, agentcap.Violation{Path: path, Message: msgNeedName})
 	}
 	name := unquote(val)
 	if name == "" {
-		return "", append(vs, core.Violation{Path: path, Message: msgNeedName})
+		return "", append(vs, agentcap.Violation{Path: path, Message: msgNeedName})
 	}
 	return name, vs
 }
 
 // checkArguments validates a raw arguments member. Absent and null
 // arguments both mean an empty object to the executor.
-func checkArguments(val []byte, path string, vs []core.Violation) ([]byte, []core.Violation) {
+func checkArguments(val []byte, path string, vs []agentcap.Violation) ([]byte, []agentcap.Violation) {
 	if isNull(val) {
 		return nil, vs
 	}
 	if val[0] != '{' {
-		return nil, append(vs, core.Violation{Path: path, Message: msgArgsNotObject})
+		return nil, append(vs, agentcap.Violation{Path: path, Message: msgArgsNotObject})
 	}
 	return val, vs
 }
@@ -459,13 +460,13 @@ const maxEnvelopeMembers = 16
 
 // parseExecute reads {"capability": name, "arguments": {...},
 // "confirmation_token"?: token}. The returned arguments alias body.
-func parseExecute(body []byte) (name string, args []byte, token string, err *core.Error) {
+func parseExecute(body []byte) (name string, args []byte, token string, err *agentcap.Error) {
 	sc, ok := newObjectScanner(body)
 	if !ok {
 		return "", nil, "", badRequest(notObject(body))
 	}
 	var (
-		vs      []core.Violation
+		vs      []agentcap.Violation
 		hasName bool
 	)
 	for members := 0; ; members++ {
@@ -474,11 +475,11 @@ func parseExecute(body []byte) (name string, args []byte, token string, err *cor
 			break
 		}
 		if members == maxEnvelopeMembers {
-			return "", nil, "", badRequest(core.Violation{Message: msgTooManyMembers})
+			return "", nil, "", badRequest(agentcap.Violation{Message: msgTooManyMembers})
 		}
 		switch {
 		case dup:
-			vs = append(vs, core.Violation{Path: pointer("", string(key)), Message: msgDuplicateKey})
+			vs = append(vs, agentcap.Violation{Path: pointer("", string(key)), Message: msgDuplicateKey})
 		case string(key) == "capability":
 			hasName = true
 			name, vs = checkName(val, "/capability", vs)
@@ -487,14 +488,14 @@ func parseExecute(body []byte) (name string, args []byte, token string, err *cor
 		case string(key) == "confirmation_token":
 			token, vs = checkName(val, "/confirmation_token", vs)
 		default:
-			vs = append(vs, core.Violation{Path: pointer("", string(key)), Message: msgUnknownMember})
+			vs = append(vs, agentcap.Violation{Path: pointer("", string(key)), Message: msgUnknownMember})
 		}
 	}
 	if sc.bad {
-		return "", nil, "", badRequest(core.Violation{Message: msgNotJSON})
+		return "", nil, "", badRequest(agentcap.Violation{Message: msgNotJSON})
 	}
 	if !hasName {
-		vs = append(vs, core.Violation{Path: "/capability", Message: msgNeedName})
+		vs = append(vs, agentcap.Violation{Path: "/capability", Message: msgNeedName})
 	}
 	if len(vs) > 0 {
 		return "", nil, "", badRequest(vs...)
@@ -505,13 +506,13 @@ func parseExecute(body []byte) (name string, args []byte, token string, err *cor
 // parseBatch reads {"requests": [{"id"?, "capability", "arguments"?}, ...]}.
 // A missing id becomes the item's index. The item count is checked before
 // the items are, so an oversized batch costs one scan and a short answer.
-func parseBatch(body []byte, maxBatch int) ([]core.BatchCall, *core.Error) {
+func parseBatch(body []byte, maxBatch int) ([]core.BatchCall, *agentcap.Error) {
 	sc, ok := newObjectScanner(body)
 	if !ok {
 		return nil, badRequest(notObject(body))
 	}
 	var (
-		vs          []core.Violation
+		vs          []agentcap.Violation
 		items       []byte
 		hasRequests bool
 	)
@@ -521,35 +522,35 @@ func parseBatch(body []byte, maxBatch int) ([]core.BatchCall, *core.Error) {
 			break
 		}
 		if members == maxEnvelopeMembers {
-			return nil, badRequest(core.Violation{Message: msgTooManyMembers})
+			return nil, badRequest(agentcap.Violation{Message: msgTooManyMembers})
 		}
 		switch {
 		case dup:
-			vs = append(vs, core.Violation{Path: pointer("", string(key)), Message: msgDuplicateKey})
+			vs = append(vs, agentcap.Violation{Path: pointer("", string(key)), Message: msgDuplicateKey})
 		case string(key) == "requests":
 			hasRequests = true
 			if val[0] != '[' {
-				vs = append(vs, core.Violation{Path: "/requests", Message: msgRequestsNotArr})
+				vs = append(vs, agentcap.Violation{Path: "/requests", Message: msgRequestsNotArr})
 			} else {
 				items = val
 			}
 		default:
-			vs = append(vs, core.Violation{Path: pointer("", string(key)), Message: msgUnknownMember})
+			vs = append(vs, agentcap.Violation{Path: pointer("", string(key)), Message: msgUnknownMember})
 		}
 	}
 	if sc.bad {
-		return nil, badRequest(core.Violation{Message: msgNotJSON})
+		return nil, badRequest(agentcap.Violation{Message: msgNotJSON})
 	}
 	if !hasRequests {
-		vs = append(vs, core.Violation{Path: "/requests", Message: msgNeedRequests})
+		vs = append(vs, agentcap.Violation{Path: "/requests", Message: msgNeedRequests})
 	}
 	if len(vs) > 0 {
 		return nil, badRequest(vs...)
 	}
 	if n := countItems(items); n == 0 || n > maxBatch {
-		return nil, core.NewError(core.CodeInvalidInput, core.StageInput,
-			"a batch holds 1 to "+strconv.Itoa(maxBatch)+" requests",
-			[]core.Violation{{Path: "/requests", Message: "must hold 1 to " + strconv.Itoa(maxBatch) + " items"}})
+		return nil, &agentcap.Error{Code: agentcap.CodeInvalidRequest, Stage: agentcap.StageInput,
+			Message: "a batch holds 1 to " + strconv.Itoa(maxBatch) + " requests",
+			Details: []agentcap.Violation{{Path: "/requests", Message: "must hold 1 to " + strconv.Itoa(maxBatch) + " items"}}}
 	}
 	calls, vs := parseBatchItems(items, vs)
 	if len(vs) > 0 {
@@ -571,7 +572,7 @@ func countItems(arr []byte) int {
 	return n
 }
 
-func parseBatchItems(arr []byte, vs []core.Violation) ([]core.BatchCall, []core.Violation) {
+func parseBatchItems(arr []byte, vs []agentcap.Violation) ([]core.BatchCall, []agentcap.Violation) {
 	calls := make([]core.BatchCall, 0, countItems(arr))
 	i := skipSpace(arr, 1)
 	for index := 0; i < len(arr) && arr[i] != ']'; index++ {
@@ -580,7 +581,7 @@ func parseBatchItems(arr []byte, vs []core.Violation) ([]core.BatchCall, []core.
 		base := "/requests/" + strconv.Itoa(index)
 		call := core.BatchCall{ID: strconv.Itoa(index)}
 		if sc, ok := newObjectScanner(item); !ok {
-			vs = append(vs, core.Violation{Path: base, Message: msgNotObject})
+			vs = append(vs, agentcap.Violation{Path: base, Message: msgNotObject})
 		} else {
 			hasName := false
 			for members := 0; ; members++ {
@@ -589,15 +590,15 @@ func parseBatchItems(arr []byte, vs []core.Violation) ([]core.BatchCall, []core.
 					break
 				}
 				if members == maxEnvelopeMembers {
-					vs = append(vs, core.Violation{Path: base, Message: msgTooManyMembers})
+					vs = append(vs, agentcap.Violation{Path: base, Message: msgTooManyMembers})
 					break
 				}
 				switch {
 				case dup:
-					vs = append(vs, core.Violation{Path: pointer(base, string(key)), Message: msgDuplicateKey})
+					vs = append(vs, agentcap.Violation{Path: pointer(base, string(key)), Message: msgDuplicateKey})
 				case string(key) == "id":
 					if val[0] != '"' {
-						vs = append(vs, core.Violation{Path: base + "/id", Message: msgIDNotString})
+						vs = append(vs, agentcap.Violation{Path: base + "/id", Message: msgIDNotString})
 					} else {
 						call.ID = unquote(val)
 					}
@@ -609,11 +610,11 @@ func parseBatchItems(arr []byte, vs []core.Violation) ([]core.BatchCall, []core.
 				case string(key) == "confirmation_token":
 					call.ConfirmationToken, vs = checkName(val, base+"/confirmation_token", vs)
 				default:
-					vs = append(vs, core.Violation{Path: pointer(base, string(key)), Message: msgUnknownMember})
+					vs = append(vs, agentcap.Violation{Path: pointer(base, string(key)), Message: msgUnknownMember})
 				}
 			}
 			if !hasName {
-				vs = append(vs, core.Violation{Path: base + "/capability", Message: msgNeedName})
+				vs = append(vs, agentcap.Violation{Path: base + "/capability", Message: msgNeedName})
 			}
 		}
 		calls = append(calls, call)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap"
 )
 
 // FuzzParseExecute checks the hand-written envelope scanner against
@@ -30,7 +30,7 @@ func FuzzParseExecute(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		name, args, _, err := parseExecute(body)
 		if err != nil {
-			if err.Code != "invalid_input" {
+			if err.Code != agentcap.CodeInvalidRequest {
 				t.Fatalf("code %s", err.Code)
 			}
 			return
@@ -225,7 +225,7 @@ func FuzzIsJSON(f *testing.F) {
 // break the grammar: the whole body is refused as JSON, before the
 // capability name or any other member is looked at.
 func TestMalformedArgumentsAnswer(t *testing.T) {
-	notJSON := []core.Violation{{Message: msgNotJSON}}
+	notJSON := []agentcap.Violation{{Message: msgNotJSON}}
 	for _, body := range []string{
 		`{"capability":"echo","arguments":{"text":}}`,
 		`{"capability":"echo","arguments":{"text":"hi",}}`,
@@ -261,7 +261,7 @@ func TestDuplicatesPastTheInlineKeys(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	want := []core.Violation{
+	want := []agentcap.Violation{
 		{Path: "/a", Message: msgUnknownMember}, {Path: "/b", Message: msgUnknownMember},
 		{Path: "/c", Message: msgUnknownMember}, {Path: "/d", Message: msgUnknownMember},
 		{Path: "/e", Message: msgUnknownMember}, {Path: "/a", Message: msgDuplicateKey},

@@ -7,9 +7,28 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
+
+// demoTokens is a verifier that knows one bearer token, "demo".
+type demoTokens struct{}
+
+func (demoTokens) Verify(_ context.Context, req *auth.Request) (*auth.Identity, error) {
+	tok, ok := auth.BearerToken(req.Authorization)
+	if !ok {
+		return nil, auth.ErrNoCredentials
+	}
+	if tok != "demo" {
+		return nil, agentcap.NewError(agentcap.CodeInvalidJWT, "the credentials are invalid")
+	}
+	return &auth.Identity{Subject: tok}, nil
+}
+
+// Challenge makes every 401 answer name the scheme (auth.Challenger).
+func (demoTokens) Challenge() string { return `Bearer realm="example"` }
 
 // Example serves one capability under /agent/ on a standard mux, next to
 // the application's own routes.
@@ -25,25 +44,12 @@ func Example() {
 		func(_ context.Context, acct account, in greetIn) (greetOut, error) {
 			return greetOut{Greeting: "Hello " + in.Name + " from " + acct.ID}, nil
 		})
-	exec := core.MustExecutor(core.MustRegistry(greet), core.ExecutorConfig[account, string]{
-		// The application, not the caller, decides what the principal may do.
-		CreateContext: func(_ context.Context, token string, _ *core.Definition, _ any) (account, error) {
-			return account{ID: "acct-" + token}, nil
-		},
-	})
-	h, err := httpx.New(exec, httpx.Config[string]{
-		Authenticate: func(_ context.Context, req *httpx.Request) (string, error) {
-			tok, ok := strings.CutPrefix(req.Header("Authorization"), "Bearer ")
-			if !ok {
-				return "", httpx.ErrNoCredentials
-			}
-			if tok != "demo" {
-				return "", httpx.ErrBadCredentials
-			}
-			return tok, nil
-		},
-		Challenge: `Bearer realm="example"`,
-	})
+	// The application, not the caller, decides what the caller may do.
+	exec := core.MustExecutor(core.MustRegistry(greet),
+		func(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (account, error) {
+			return account{ID: "acct-" + id.Subject}, nil
+		}, core.Config{})
+	h, err := httpx.New(exec, httpx.Config{Verifier: demoTokens{}})
 	if err != nil {
 		panic(err)
 	}
@@ -80,17 +86,10 @@ func ExampleHandler_Serve() {
 				Pong bool `json:"pong"`
 			}{true}, nil
 		})
-	exec := core.MustExecutor(core.MustRegistry(ping), core.ExecutorConfig[struct{}, string]{
-		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-	})
-	h, err := httpx.New(exec, httpx.Config[string]{
-		Authenticate: func(_ context.Context, req *httpx.Request) (string, error) {
-			if req.Header("Authorization") != "Bearer demo" {
-				return "", httpx.ErrBadCredentials
-			}
-			return "demo", nil
-		},
-	})
+	exec := core.MustExecutor(core.MustRegistry(ping),
+		func(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+		core.Config{})
+	h, err := httpx.New(exec, httpx.Config{Verifier: demoTokens{}})
 	if err != nil {
 		panic(err)
 	}

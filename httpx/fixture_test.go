@@ -13,14 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
-
-type user struct {
-	ID    string
-	Admin bool
-}
 
 type appCtx struct{ User string }
 
@@ -44,7 +41,13 @@ type waitProbe struct {
 	canceled chan error
 }
 
-func fixture(t testing.TB, probe *waitProbe) *core.Executor[appCtx, user] {
+// codes of the fixture's own refusals.
+var (
+	codeAlreadyDone  = agentcap.NewCode("already_done", agentcap.CodeConflict)
+	codeTokenRevoked = agentcap.NewCode("token_revoked", agentcap.CodeAuthenticationRequired)
+)
+
+func fixture(t testing.TB, probe *waitProbe) *core.Executor {
 	t.Helper()
 	echo := core.MustDefine("echo", "Echo text back to the caller",
 		func(_ context.Context, app appCtx, in echoIn) (echoOut, error) {
@@ -52,12 +55,12 @@ func fixture(t testing.TB, probe *waitProbe) *core.Executor[appCtx, user] {
 		}, core.WithTags("demo"), core.WithScope("demo:read"))
 	secret := core.MustDefine("admin.secret", "Admins only",
 		func(_ context.Context, _ appCtx, _ core.NoInput) (outN, error) { return outN{N: 42}, nil },
-		core.VisibleTo(func(_ context.Context, u user) bool { return u.Admin }))
+		core.WithVisibility(func(_ context.Context, id *auth.Identity, _ bool) bool { return id != nil && id.Subject == "root" }))
 	boom := core.MustDefine("boom", "Panics",
 		func(_ context.Context, _ appCtx, _ core.NoInput) (outN, error) { panic("secret detail") })
 	appErr := core.MustDefine("app_error", "Fails in its own words",
 		func(_ context.Context, _ appCtx, _ core.NoInput) (outN, error) {
-			return outN{}, core.Conflict("already_done", "the thing is already done").With("retry", false)
+			return outN{}, agentcap.NewError(codeAlreadyDone, "the thing is already done").With("retry", false)
 		})
 	wait := core.MustDefine("wait", "Blocks until canceled",
 		func(ctx context.Context, _ appCtx, _ core.NoInput) (outN, error) {
@@ -73,34 +76,83 @@ func fixture(t testing.TB, probe *waitProbe) *core.Executor[appCtx, user] {
 		defs = append(defs, core.MustDefine("list."+name, "Listing filler "+strings.ToUpper(name),
 			func(_ context.Context, _ appCtx, _ core.NoInput) (outN, error) { return outN{}, nil }))
 	}
-	exec, err := core.NewExecutor(core.MustRegistry(defs...), core.ExecutorConfig[appCtx, user]{
-		CreateContext: func(_ context.Context, u user, _ *core.Definition, _ any) (appCtx, error) {
-			return appCtx{User: u.ID}, nil
-		},
-		Timeout: 5 * time.Second,
-	})
+	exec, err := core.NewExecutor(core.MustRegistry(defs...), newAppCtx, core.Config{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return exec
 }
 
-func authenticate(_ context.Context, req *httpx.Request) (user, error) {
-	switch h := req.Header("Authorization"); h {
+func newAppCtx(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (appCtx, error) {
+	return appCtx{User: id.Subject}, nil
+}
+
+// authorizer is an auth.Authorizer made of functions; without them it
+// allows every call, reports no grant status and never revokes.
+type authorizer struct {
+	authorize func(ctx context.Context, call *auth.Call) error
+	grant     func(capability string) string
+	recheck   func(ctx context.Context) error
+}
+
+func (a *authorizer) Authorize(ctx context.Context, call *auth.Call) error {
+	if a.authorize == nil {
+		return nil
+	}
+	return a.authorize(ctx, call)
+}
+
+func (a *authorizer) GrantStatus(capability string) string {
+	if a.grant == nil {
+		return ""
+	}
+	return a.grant(capability)
+}
+
+func (a *authorizer) Recheck(ctx context.Context) error {
+	if a.recheck == nil {
+		return nil
+	}
+	return a.recheck(ctx)
+}
+
+// forbidText refuses an echo of the text "forbidden".
+func forbidText(_ context.Context, call *auth.Call) error {
+	if in, ok := call.Input.(echoIn); ok && in.Text == "forbidden" {
+		return core.ErrForbidden
+	}
+	return nil
+}
+
+// tokens is the fixture's verifier: it knows a few bearer tokens, and
+// gives the identities it returns authz as their Authorizer.
+type tokens struct {
+	authz auth.Authorizer
+	// anonymous admits list and describe without credentials.
+	anonymous bool
+}
+
+func (tokens) Challenge() string { return `Bearer realm="test"` }
+
+func (v tokens) Verify(_ context.Context, req *auth.Request) (*auth.Identity, error) {
+	switch req.Authorization {
 	case "":
-		return user{}, httpx.ErrNoCredentials
+		if v.anonymous && req.Discovery {
+			return nil, nil
+		}
+		return nil, auth.ErrNoCredentials
 	case "Bearer alice":
-		return user{ID: "alice"}, nil
+		return &auth.Identity{Subject: "alice", Authorizer: v.authz}, nil
 	case "Bearer admin":
-		return user{ID: "root", Admin: true}, nil
+		return &auth.Identity{Subject: "root", Authorizer: v.authz}, nil
 	case "Bearer banned":
-		return user{}, httpx.ErrNotAllowed
+		return nil, agentcap.NewError(agentcap.CodeUnauthorized, "the caller may not use this endpoint")
 	case "Bearer revoked":
-		return user{}, core.Unauthorized("token_revoked", "the token was revoked").With("revoked_at", "2024-01-01")
+		return nil, agentcap.NewError(codeTokenRevoked, "the token was revoked").With("revoked_at", "2024-01-01")
 	case "Bearer crash":
-		return user{}, errors.New("session store unreachable")
+		return nil, errors.New("session store unreachable")
 	default:
-		return user{}, httpx.ErrBadCredentials
+		return nil, agentcap.NewError(agentcap.CodeInvalidJWT, "the credentials are invalid")
 	}
 }
 
@@ -122,19 +174,14 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
-func newHandler(t testing.TB, mutate func(*httpx.Config[user])) (*httpx.Handler[appCtx, user], *logBuffer) {
+// newHandler serves the fixture with the tokens verifier, whose callers
+// may not echo "forbidden"; mutate changes the configuration first.
+func newHandler(t testing.TB, mutate func(*httpx.Config)) (*httpx.Handler, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	cfg := httpx.Config[user]{
-		Authenticate: authenticate,
-		Challenge:    `Bearer realm="test"`,
-		Logger:       slog.New(slog.NewTextHandler(logs, nil)),
-		Authorize: func(_ context.Context, u user, inv *core.Invocation) error {
-			if in, ok := inv.Input.(echoIn); ok && in.Text == "forbidden" {
-				return core.ErrForbidden
-			}
-			return nil
-		},
+	cfg := httpx.Config{
+		Verifier: tokens{authz: &authorizer{authorize: forbidText}},
+		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
 	}
 	if mutate != nil {
 		mutate(&cfg)

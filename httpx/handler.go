@@ -9,32 +9,27 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 )
 
-// Config configures a [Handler]. P is the executor's principal type. Only
-// Authenticate is required; every other field has a usable zero value.
-type Config[P any] struct {
-	// Authenticate turns a request into a verified principal. It returns
-	// ErrNoCredentials, ErrBadCredentials or ErrNotAllowed (possibly
-	// wrapped) to refuse, or a *core.AppError to answer in its own words.
-	// Any other error is answered 500 and logged. It must be safe for
-	// concurrent use.
-	Authenticate func(ctx context.Context, req *Request) (P, error)
-
-	// Challenge is the WWW-Authenticate value sent with every 401, for
-	// example `Bearer realm="agentcap"`. Empty sends none.
-	Challenge string
-
-	// AllowAnonymousDiscovery lets list and describe run with the zero P
-	// when Authenticate reports ErrNoCredentials. Visibility predicates
-	// then decide what an anonymous caller sees.
-	AllowAnonymousDiscovery bool
+// Config configures a [Handler]. Only Verifier is required; every other
+// field has a usable zero value.
+type Config struct {
+	// Verifier verifies the credentials of every request (package auth):
+	// agentauth's for Agent Auth agents, auth/oidcauth's for OpenID
+	// Connect tokens, or the application's own. Its refusals are
+	// answered in its own words, with its challenge (auth.Challenger) on
+	// 401; an identity's Authorizer decides each call, and adds
+	// "grant_status" to list and describe entries. A verifier that admits
+	// anonymous callers of list and describe lets them see the
+	// capabilities whose visibility admits a nil identity; execution
+	// always needs an identity.
+	Verifier auth.Verifier
 
 	// MaxBodyBytes bounds a request body, on the wire and after decoding.
 	// Zero means 1 MiB.
@@ -49,19 +44,6 @@ type Config[P any] struct {
 	// 100, or DefaultListLimit if that is larger and MaxListLimit is 0).
 	DefaultListLimit, MaxListLimit int
 
-	// Authorize, when set, is called for every execute and batch item with
-	// the principal and the exact parsed input, after input validation and
-	// before the application context is built. A *core.AppError refuses
-	// in its own words; any other error refuses with 403 unauthorized.
-	// Batch items call it concurrently. inv.Arguments are slices of the
-	// request body, whose memory is reused once the answer is written:
-	// copy what must outlive the call.
-	Authorize func(ctx context.Context, principal P, inv *core.Invocation) error
-
-	// GrantStatus, when set, adds "grant_status" to list and describe
-	// entries of authenticated callers. An empty result adds nothing.
-	GrantStatus func(ctx context.Context, principal P, def *core.Definition) string
-
 	// Logger receives internal errors with their hidden causes, which are
 	// never sent to a caller. Nil discards them.
 	Logger *slog.Logger
@@ -69,12 +51,12 @@ type Config[P any] struct {
 	// LongRunning configures streams, async jobs and idempotency keys
 	// (see LongRunning). Its zero value streams with the defaults and
 	// serves neither jobs nor idempotency keys.
-	LongRunning LongRunning[P]
+	LongRunning LongRunning
 
 	// ClientIP returns the caller's address for the executor's audit
 	// records. Nil means the host of Request.RemoteAddr; behind a trusted
 	// reverse proxy, read the address it reports (the last
-	// X-Forwarded-For entry, say) here. See HeaderRequestID for the
+	// X-Forwarded-For entry, say) here. See agentcap.HeaderRequestID for the
 	// request id the records carry.
 	ClientIP func(req *Request) string
 }
@@ -104,28 +86,25 @@ const (
 // Handler serves a core executor over HTTP. It is an [http.Handler] for
 // net/http and exposes [Handler.Serve] for routers that are not. It is safe
 // for concurrent use.
-type Handler[C, P any] struct {
+type Handler struct {
 	handlerBase
 	// src yields the executor; exec is it when it was built before the
 	// handler, so that the hot path skips the interface call.
-	src          core.ExecutorSource[C, P]
-	exec         *core.Executor[C, P]
-	reg          *core.Registry
-	ordered      []*core.Definition
-	authenticate func(ctx context.Context, req *Request) (P, error)
-	authorize    func(ctx context.Context, principal P, inv *core.Invocation) error
-	grantStatus  func(ctx context.Context, principal P, def *core.Definition) string
-	long         longRunning[P]
+	src      core.Source
+	exec     *core.Executor
+	reg      *core.Registry
+	ordered  []*core.Definition
+	verifier auth.Verifier
+	long     longRunning
 	// previews is set when a capability has a preview.
 	previews bool
 }
 
-// handlerBase is the part of a Handler that does not depend on its type
-// parameters.
+// handlerBase is the part of a Handler that the router mounts and the
+// error answers share.
 type handlerBase struct {
 	logger    *slog.Logger
 	challenge []string
-	anonymous bool
 	maxBody   int64
 	listCache []string
 	defLimit  int
@@ -143,62 +122,38 @@ type defInfo struct {
 	lowerDesc string
 }
 
-// New builds a handler for exec. It fails on an incomplete or inconsistent
-// configuration.
-func New[C, P any](exec *core.Executor[C, P], cfg Config[P]) (*Handler[C, P], error) {
-	if exec == nil {
-		return nil, errors.New("httpx: nil executor")
-	}
-	return NewSource(exec, cfg)
-}
-
-// NewLazy builds a handler whose executor is built on first use by lazy
-// (made with core.LazyFor, so that its registry is known now): list and
-// describe are served from the registry alone and never start the build;
-// the first execute or batch builds the executor, concurrent first calls
-// share that build, and a failed build is answered 503
+// New builds a handler over src: a built *core.Executor, or a
+// *core.LazyExecutor whose executor is built on first use. List and
+// describe are served from the registry alone and never start a lazy
+// build; the first execute or batch builds the executor, concurrent first
+// calls share that build, and a failed build is answered 503
 // temporarily_unavailable with Retry-After and tried again by the next
-// call. See NewSource.
-func NewLazy[C, P any](lazy *core.LazyExecutor[C, P], cfg Config[P]) (*Handler[C, P], error) {
-	if lazy == nil {
-		return nil, errors.New("httpx: nil lazy executor")
-	}
-	return NewSource(lazy, cfg)
-}
-
-// NewSource builds a handler over any executor source: a built
-// *core.Executor (as New does) or a *core.LazyExecutor (as NewLazy does).
-// The source's registry must be known now: list and describe answers are
-// rendered from it at construction. It fails on an incomplete or
-// inconsistent configuration.
-func NewSource[C, P any](src core.ExecutorSource[C, P], cfg Config[P]) (*Handler[C, P], error) {
+// call. New fails on an incomplete or inconsistent configuration.
+func New(src core.Source, cfg Config) (*Handler, error) {
 	if src == nil {
 		return nil, errors.New("httpx: nil executor source")
 	}
 	reg := src.Registry()
 	if reg == nil {
-		return nil, errors.New("httpx: the executor source has no registry yet; build a lazy executor with core.LazyFor")
+		return nil, errors.New("httpx: the executor source has no registry")
 	}
-	if cfg.Authenticate == nil {
-		return nil, errors.New("httpx: Config.Authenticate is required")
+	if cfg.Verifier == nil {
+		return nil, errors.New("httpx: Config.Verifier is required")
 	}
 	if cfg.MaxBodyBytes < 0 || cfg.DefaultListLimit < 0 || cfg.MaxListLimit < 0 {
 		return nil, errors.New("httpx: negative limit in Config")
 	}
-	h := &Handler[C, P]{
+	h := &Handler{
 		handlerBase: handlerBase{
-			logger:    cfg.Logger,
-			anonymous: cfg.AllowAnonymousDiscovery,
-			maxBody:   cfg.MaxBodyBytes,
-			defLimit:  cfg.DefaultListLimit,
-			maxLimit:  cfg.MaxListLimit,
-			clientIP:  cfg.ClientIP,
+			logger:   cfg.Logger,
+			maxBody:  cfg.MaxBodyBytes,
+			defLimit: cfg.DefaultListLimit,
+			maxLimit: cfg.MaxListLimit,
+			clientIP: cfg.ClientIP,
 		},
-		src:          src,
-		reg:          reg,
-		authenticate: cfg.Authenticate,
-		authorize:    cfg.Authorize,
-		grantStatus:  cfg.GrantStatus,
+		src:      src,
+		reg:      reg,
+		verifier: cfg.Verifier,
 	}
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)
@@ -217,8 +172,8 @@ func NewSource[C, P any](src core.ExecutorSource[C, P], cfg Config[P]) (*Handler
 		listCache = DefaultListCacheControl
 	}
 	h.listCache = []string{listCache}
-	if cfg.Challenge != "" {
-		h.challenge = []string{cfg.Challenge}
+	if c := auth.ChallengeOf(cfg.Verifier); c != "" {
+		h.challenge = []string{c}
 	}
 	switch {
 	case h.defLimit == 0 && h.maxLimit == 0:
@@ -234,7 +189,7 @@ func NewSource[C, P any](src core.ExecutorSource[C, P], cfg Config[P]) (*Handler
 	if err := h.long.configure(cfg.LongRunning, reg); err != nil {
 		return nil, err
 	}
-	if e, ok := src.(*core.Executor[C, P]); ok {
+	if e, ok := src.(*core.Executor); ok {
 		h.exec = e
 	}
 	all := reg.All()
@@ -338,7 +293,7 @@ func renderDefinition(d *core.Definition) (*defInfo, error) {
 // Routes returns the routes relative to the mount point, for mounts that
 // register each one on a router: list, describe, execute and
 // batch-execute, and the job status route when jobs are configured.
-func (h *Handler[C, P]) Routes() []string {
+func (h *Handler) Routes() []string {
 	routes := []string{RouteList, RouteDescribe, RouteExecute, RouteBatch}
 	if h.long.jobs != nil {
 		routes = append(routes, RouteStatus)
@@ -351,13 +306,13 @@ func (h *Handler[C, P]) Routes() []string {
 
 // MaxBodyBytes returns the body limit, for mounts that read bodies
 // themselves.
-func (h *Handler[C, P]) MaxBodyBytes() int64 { return h.maxBody }
+func (h *Handler) MaxBodyBytes() int64 { return h.maxBody }
 
 // ServeHTTP serves r. Paths are relative to the mount point, so mount the
 // handler with http.StripPrefix; "capability/list" and "/capability/list"
 // both work. The request's context reaches the executor: a client that
 // goes away cancels the execution.
-func (h *Handler[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := NewRequest(w, r, r.URL.Path)
 	buf := getBuffer()
 	meta := h.handle(req, buf)
@@ -380,7 +335,7 @@ func (h *Handler[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // released before Serve returns; a Body set by the caller is left alone.
 // Call [Response.Release] once the answer is written, so that the next
 // answer reuses its memory.
-func (h *Handler[C, P]) Serve(req *Request) *Response {
+func (h *Handler) Serve(req *Request) *Response {
 	buf := getBuffer()
 	meta := h.handle(req, buf)
 	req.releaseBody()
@@ -480,14 +435,8 @@ func (m replyMeta) setHeaders(hd http.Header) {
 // an event stream.
 func (m replyMeta) setRequestID(hd http.Header) {
 	if m.requestID != "" {
-		hd[HeaderRequestID] = []string{m.requestID}
+		hd[agentcap.HeaderRequestID] = []string{m.requestID}
 	}
-}
-
-// retryAfterSeconds renders a wait as Retry-After delta-seconds, rounded
-// up so that a caller never retries too early.
-func retryAfterSeconds(d time.Duration) string {
-	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
 type route uint8
@@ -520,31 +469,34 @@ func matchRoute(path string) route {
 	return routeNone
 }
 
-// fail renders an error answer into buf.
-func (h *handlerBase) fail(ctx context.Context, buf *buffer, env envelope) replyMeta {
-	buf.b = h.appendEnvelope(ctx, buf.b[:0], env, "error")
+// fail renders an error answer into buf. A refusal of the confirmation
+// stage judges the token a call carried, not the call, so an idempotency
+// key never keeps it: the same key may be retried with a token.
+func (h *handlerBase) fail(ctx context.Context, buf *buffer, e *agentcap.Error) replyMeta {
+	buf.b = h.appendError(ctx, buf.b[:0], e, agentcap.KeyError)
 	buf.b = append(buf.b, '\n')
-	m := replyMeta{status: env.status, cache: cacheNoStore, unkept: env.unkept}
-	if env.status == http.StatusUnauthorized {
+	status := e.HTTPStatus()
+	m := replyMeta{status: status, cache: cacheNoStore, unkept: e.Stage == agentcap.StageConfirmation}
+	if status == http.StatusUnauthorized {
 		m.challenge = h.challenge
 	}
-	if env.retryAfter > 0 {
-		m.retryAfter = []string{retryAfterSeconds(env.retryAfter)}
+	if e.RetryAfter > 0 {
+		m.retryAfter = []string{agentcap.RetryAfterHeader(e.RetryAfter)}
 	}
 	return m
 }
 
 // handle runs the checks in their fixed order and dispatches to a route.
-func (h *Handler[C, P]) handle(req *Request, buf *buffer) (meta replyMeta) {
+func (h *Handler) handle(req *Request, buf *buffer) (meta replyMeta) {
 	// The executor recovers panics of handlers and resolvers; this covers
-	// the application's other callbacks (authenticator, authorizer,
+	// the application's other callbacks (verifier, authorizer,
 	// visibility, grant status), which under routers without a recovery
 	// middleware of their own would otherwise take the server down.
 	defer func() {
 		if r := recover(); r != nil {
 			h.logger.LogAttrs(context.Background(), slog.LevelError, "httpx: panic while serving a request",
 				slog.String("path", req.Path), slog.String("panic", fmt.Sprint(r)), slog.String("stack", string(debug.Stack())))
-			meta = h.fail(context.Background(), buf, internalEnvelope)
+			meta = h.fail(context.Background(), buf, errInternal)
 		}
 	}()
 	ctx := req.Context
@@ -557,7 +509,7 @@ func (h *Handler[C, P]) handle(req *Request, buf *buffer) (meta replyMeta) {
 		rt = routeNone
 	}
 	if rt == routeNone {
-		return h.fail(ctx, buf, envelope{status: http.StatusNotFound, code: wireNotFound, message: "no such endpoint"})
+		return h.fail(ctx, buf, errNoRoute)
 	}
 	method := http.MethodPost
 	if rt == routeList || rt == routeDescribe {
@@ -565,59 +517,58 @@ func (h *Handler[C, P]) handle(req *Request, buf *buffer) (meta replyMeta) {
 	}
 	if rt == routeStatus {
 		if req.Method != http.MethodGet && req.Method != http.MethodDelete {
-			m := h.fail(ctx, buf, envelope{status: http.StatusMethodNotAllowed, code: wireMethodNotAllowed,
-				message: "use GET or DELETE for this endpoint"})
+			m := h.fail(ctx, buf, errUseGetOrDelete)
 			m.allow = allowStatus
 			return m
 		}
 		method = req.Method
 	}
 	if req.Method != method {
-		m := h.fail(ctx, buf, envelope{status: http.StatusMethodNotAllowed, code: wireMethodNotAllowed,
-			message: "use " + method + " for this endpoint"})
-		m.allow = allowPost
 		if method == http.MethodGet {
+			m := h.fail(ctx, buf, errUseGet)
 			m.allow = allowGet
+			return m
 		}
+		m := h.fail(ctx, buf, errUsePost)
+		m.allow = allowPost
 		return m
 	}
 
-	principal, err := h.authenticate(ctx, req)
-	anonymous := false
+	discovery := rt == routeList || rt == routeDescribe
+	req.auth = auth.Request{Authorization: req.header("Authorization"), Discovery: discovery,
+		RemoteAddr: req.RemoteAddr, Header: req.Header}
+	id, err := h.verifier.Verify(ctx, &req.auth)
+	if err == nil && id == nil && !discovery {
+		// A verifier admits an anonymous caller to listings only.
+		err = auth.ErrNoCredentials
+	}
 	if err != nil {
-		if !h.anonymous || method != http.MethodGet || !errors.Is(err, ErrNoCredentials) {
-			env, internal := authEnvelope(err)
-			if internal {
-				h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: authentication failed unexpectedly",
-					slog.String("error", err.Error()))
-			}
-			return h.fail(ctx, buf, env)
+		e, internal := authError(err)
+		if internal {
+			h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: authentication failed",
+				slog.String("error", err.Error()))
 		}
-		var zero P
-		principal, anonymous = zero, true
+		return h.fail(ctx, buf, e)
 	}
 
 	switch rt {
 	case routeList:
-		return h.list(ctx, req, principal, anonymous, buf)
+		return h.list(ctx, req, id, buf)
 	case routeDescribe:
-		return h.describe(ctx, req, principal, anonymous, buf)
+		return h.describe(ctx, req, id, buf)
 	case routeStatus:
-		return h.status(ctx, req, principal, buf)
+		return h.status(ctx, req, id, buf)
 	}
 
 	if !isJSONContentType(req.header("Content-Type")) {
-		return h.fail(ctx, buf, envelope{status: http.StatusUnsupportedMediaType, code: wireUnsupportedType,
-			message: "the body must be JSON (Content-Type: application/json)"})
+		return h.fail(ctx, buf, errNotJSON)
 	}
 	req.loadBody(h.maxBody)
 	if req.BodyTooLarge || int64(len(req.Body)) > h.maxBody {
-		return h.fail(ctx, buf, envelope{status: http.StatusRequestEntityTooLarge, code: wireTooLarge,
-			message: fmt.Sprintf("the body exceeds %d bytes", h.maxBody)})
+		return h.fail(ctx, buf, agentcap.NewError(agentcap.CodeRequestTooLarge, fmt.Sprintf("the body exceeds %d bytes", h.maxBody)))
 	}
 	if req.BodyError != nil {
-		return h.fail(ctx, buf, envelope{status: http.StatusBadRequest, code: core.WireInvalidRequest,
-			message: "the request body cannot be read or decoded"})
+		return h.fail(ctx, buf, errUnreadable)
 	}
 	// The executor's audit records name the request; an executor built
 	// before the handler tells whether it keeps any.
@@ -627,16 +578,15 @@ func (h *Handler[C, P]) handle(req *Request, buf *buffer) (meta replyMeta) {
 		defer func() { meta.requestID = id }()
 	}
 	if rt == routeExecute {
-		return h.execute(ctx, req, principal, buf)
+		return h.execute(ctx, req, id, buf)
 	}
 	if rt == routePreview {
-		return h.preview(ctx, req, principal, buf)
+		return h.preview(ctx, req, id, buf)
 	}
 	if req.header("Idempotency-Key") != "" && h.long.idem != nil {
-		return h.fail(ctx, buf, envelopeOf(core.NewError(core.CodeInvalidIdempotencyKey, core.StageInput,
-			"batch-execute takes no Idempotency-Key: the batch shape has no place for one per item; execute calls that must run once on their own", nil)))
+		return h.fail(ctx, buf, errBatchIdempotencyKey)
 	}
-	return h.batch(ctx, req.Body, principal, buf)
+	return h.batch(ctx, req.Body, id, buf)
 }
 
 // isJSONContentType accepts application/json and application/*+json, with
@@ -657,79 +607,57 @@ func isJSONContentType(v string) bool {
 	return len(sub) > len("+json") && strings.EqualFold(sub[len(sub)-len("+json"):], "+json")
 }
 
-// authorizer binds the principal to the configured Authorize.
-func (h *Handler[C, P]) authorizer(principal P) core.AuthorizeFunc {
-	if h.authorize == nil {
-		return nil
+// Refusals of methods and of keys the handler does not take.
+var (
+	errUseGet              = agentcap.NewError(agentcap.CodeMethodNotAllowed, "use GET for this endpoint")
+	errUsePost             = agentcap.NewError(agentcap.CodeMethodNotAllowed, "use POST for this endpoint")
+	errUseGetOrDelete      = agentcap.NewError(agentcap.CodeMethodNotAllowed, "use GET or DELETE for this endpoint")
+	errBatchIdempotencyKey = &agentcap.Error{Code: agentcap.CodeInvalidIdempotencyKey, Stage: agentcap.StageInput,
+		Message: "batch-execute takes no Idempotency-Key: the batch shape has no place for one per item; execute calls that must run once on their own"}
+)
+
+// asError returns the *agentcap.Error of an executor's failure. The
+// executor returns nothing else; anything else is a redacted internal
+// error.
+func asError(err error) *agentcap.Error {
+	if e := agentcap.As(err); e != nil {
+		return e
 	}
-	return func(ctx context.Context, inv *core.Invocation) error {
-		return h.authorize(ctx, principal, inv)
-	}
+	return errInternal
 }
 
-// msgUnknownCapability matches the executor's own message, so an
-// invisible capability cannot be told apart from an unknown one.
-const msgUnknownCapability = "unknown capability"
-
-func unknownCapability() *core.Error {
-	return core.NewError(core.CodeUnknownCapability, core.StageLookup, msgUnknownCapability, nil)
-}
-
-// hidden reports a registered capability the principal may not see. Such
-// a call is answered like an unknown one, before its input is looked at,
-// so neither its existence nor its schema leaks. Unknown names go to the
-// executor, whose hooks and metrics then record the attempt.
-func (h *Handler[C, P]) hidden(ctx context.Context, principal P, name string) bool {
-	d, ok := h.reg.Lookup(name)
-	return ok && !d.Visible(ctx, principal)
-}
-
-func asCoreError(err error) *core.Error {
-	var ce *core.Error
-	if errors.As(err, &ce) {
-		return ce
-	}
-	return core.NewError(core.CodeExecutionFailed, core.StageHandler, "internal error", nil)
-}
-
-func (h *Handler[C, P]) execute(ctx context.Context, req *Request, principal P, buf *buffer) replyMeta {
+func (h *Handler) execute(ctx context.Context, req *Request, id *auth.Identity, buf *buffer) replyMeta {
 	name, args, token, perr := parseExecute(req.Body)
 	if perr != nil {
-		return h.fail(ctx, buf, envelopeOf(perr))
+		return h.fail(ctx, buf, perr)
 	}
 	// The token rides on the context, into jobs and streams too; the
 	// executor consumes it only for a capability that needs one.
 	ctx = core.WithConfirmationToken(ctx, token)
-	if h.hidden(ctx, principal, name) {
-		return h.fail(ctx, buf, envelopeOf(unknownCapability()))
-	}
-	exec, env := h.executor(ctx)
-	if env != nil {
-		return h.fail(ctx, buf, *env)
+	exec, eerr := h.executor(ctx)
+	if eerr != nil {
+		return h.fail(ctx, buf, eerr)
 	}
 	if h.long.applies(req, name) {
-		return h.executeLong(ctx, exec, req, name, args, principal, buf)
+		return h.executeLong(ctx, exec, req, name, args, id, buf)
 	}
-	data, err := exec.ExecuteDynamic(ctx, name, principal, args, h.authorizer(principal))
+	data, err := exec.Execute(ctx, name, id, args)
 	return h.answer(ctx, name, data, err, buf)
 }
 
 // preview answers {"preview": ..., "confirmation"?: {"token", "expires_at"},
 // "requires_human_confirmation"?: true} for the execute body, after the
 // same checks as execute.
-func (h *Handler[C, P]) preview(ctx context.Context, req *Request, principal P, buf *buffer) replyMeta {
+func (h *Handler) preview(ctx context.Context, req *Request, id *auth.Identity, buf *buffer) replyMeta {
 	name, args, _, perr := parseExecute(req.Body)
 	if perr != nil {
-		return h.fail(ctx, buf, envelopeOf(perr))
+		return h.fail(ctx, buf, perr)
 	}
-	if h.hidden(ctx, principal, name) {
-		return h.fail(ctx, buf, envelopeOf(unknownCapability()))
+	exec, eerr := h.executor(ctx)
+	if eerr != nil {
+		return h.fail(ctx, buf, eerr)
 	}
-	exec, env := h.executor(ctx)
-	if env != nil {
-		return h.fail(ctx, buf, *env)
-	}
-	res, err := exec.PreviewDynamic(ctx, name, principal, args, h.authorizer(principal))
+	res, err := exec.Preview(ctx, name, id, args)
 	if err != nil {
 		return h.answer(ctx, name, nil, err, buf)
 	}
@@ -750,18 +678,14 @@ func (h *Handler[C, P]) preview(ctx context.Context, req *Request, principal P, 
 }
 
 // answer renders the outcome of a synchronous execution.
-func (h *Handler[C, P]) answer(ctx context.Context, name string, data []byte, err error, buf *buffer) replyMeta {
+func (h *Handler) answer(ctx context.Context, name string, data []byte, err error, buf *buffer) replyMeta {
 	if err != nil {
-		ce := asCoreError(err)
-		if ce != err {
-			h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: executor returned a foreign error",
-				slog.String("capability", name), slog.String("error", err.Error()))
-		}
-		if ce.Code == core.CodeConfirmationPending {
+		ce := asError(err)
+		if ce.Code == agentcap.CodeConfirmationPending {
 			return h.confirmationPending(buf, ce)
 		}
 		h.logFailure(ctx, name, ce)
-		return h.fail(ctx, buf, envelopeOf(ce))
+		return h.fail(ctx, buf, ce)
 	}
 	b := append(buf.b[:0], `{"data":`...)
 	b = append(b, data...)
@@ -769,49 +693,25 @@ func (h *Handler[C, P]) answer(ctx context.Context, name string, data []byte, er
 	return replyMeta{status: http.StatusOK, cache: cacheNoStore}
 }
 
-func (h *Handler[C, P]) batch(ctx context.Context, body []byte, principal P, buf *buffer) replyMeta {
-	exec, env := h.executor(ctx)
-	if env != nil {
-		return h.fail(ctx, buf, *env)
+func (h *Handler) batch(ctx context.Context, body []byte, id *auth.Identity, buf *buffer) replyMeta {
+	exec, eerr := h.executor(ctx)
+	if eerr != nil {
+		return h.fail(ctx, buf, eerr)
 	}
 	calls, perr := parseBatch(body, exec.MaxBatch())
 	if perr != nil {
-		return h.fail(ctx, buf, envelopeOf(perr))
+		return h.fail(ctx, buf, perr)
 	}
-	var hiddenAt []bool
-	run := calls
-	for i, c := range calls {
-		if h.hidden(ctx, principal, c.Capability) {
-			if hiddenAt == nil {
-				hiddenAt = make([]bool, len(calls))
-				run = make([]core.BatchCall, 0, len(calls))
-				run = append(run, calls[:i]...)
-			}
-			hiddenAt[i] = true
-		} else if hiddenAt != nil {
-			run = append(run, c)
-		}
-	}
-	var ran []core.BatchResult
-	if len(run) > 0 {
-		var err error
-		if ran, err = exec.ExecuteBatch(ctx, principal, run, h.authorizer(principal)); err != nil {
-			return h.fail(ctx, buf, envelopeOf(asCoreError(err)))
-		}
+	results, err := exec.ExecuteBatch(ctx, id, calls)
+	if err != nil {
+		return h.fail(ctx, buf, asError(err))
 	}
 	b := append(buf.b[:0], `{"responses":[`...)
-	next := 0
 	for i, c := range calls {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		var res core.BatchResult
-		if hiddenAt != nil && hiddenAt[i] {
-			res = core.BatchResult{ID: c.ID, Err: unknownCapability()}
-		} else {
-			res = ran[next]
-			next++
-		}
+		res := results[i]
 		b = append(b, `{"id":`...)
 		b = appendString(b, c.ID)
 		if res.Err == nil {
@@ -820,7 +720,7 @@ func (h *Handler[C, P]) batch(ctx context.Context, body []byte, principal P, buf
 		} else {
 			h.logFailure(ctx, c.Capability, res.Err)
 			b = append(b, `,"status":"failed","error":`...)
-			b = h.appendEnvelope(ctx, b, envelopeOf(res.Err), "code")
+			b = h.appendError(ctx, b, res.Err, agentcap.KeyCode)
 		}
 		b = append(b, '}')
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
 
@@ -192,7 +191,7 @@ func TestHandlerAnswers(t *testing.T) {
 	}
 }
 
-func compactSchema(t *testing.T, h *httpx.Handler[appCtx, user], name string, input bool) string {
+func compactSchema(t *testing.T, h *httpx.Handler, name string, input bool) string {
 	t.Helper()
 	d, ok := fixture(t, nil).Registry().Lookup(name)
 	if !ok {
@@ -251,15 +250,14 @@ func TestInvalidInputDetails(t *testing.T) {
 }
 
 func TestAnonymousDiscovery(t *testing.T) {
-	grant := func(_ context.Context, u user, d *core.Definition) string {
-		if d.Name() == "echo" {
+	grant := func(capability string) string {
+		if capability == "echo" {
 			return "granted"
 		}
 		return "not_granted"
 	}
-	h, _ := newHandler(t, func(c *httpx.Config[user]) {
-		c.AllowAnonymousDiscovery = true
-		c.GrantStatus = grant
+	h, _ := newHandler(t, func(c *httpx.Config) {
+		c.Verifier = tokens{authz: &authorizer{authorize: forbidText, grant: grant}, anonymous: true}
 		c.DefaultListLimit = 1
 	})
 	anon := call(t, h, "GET", "/capability/list", "", "", "")
@@ -309,7 +307,7 @@ func TestRedactedErrorsAreLogged(t *testing.T) {
 }
 
 func TestBodyLimit(t *testing.T) {
-	h, _ := newHandler(t, func(c *httpx.Config[user]) { c.MaxBodyBytes = 200 })
+	h, _ := newHandler(t, func(c *httpx.Config) { c.MaxBodyBytes = 200 })
 	tooLarge := `{"error":"request_too_large","message":"the body exceeds 200 bytes"}` + "\n"
 	fits := `{"capability":"echo","arguments":{"text":"` + strings.Repeat("é", (200-45)/2) + `"}}`
 	if len(fits) > 200 {
@@ -392,7 +390,7 @@ func TestServeMatchesServeHTTP(t *testing.T) {
 // running capability through the request context.
 func TestClientGoneCancels(t *testing.T) {
 	probe := &waitProbe{started: make(chan struct{}), canceled: make(chan error, 1)}
-	h, err := httpx.New(fixture(t, probe), httpx.Config[user]{Authenticate: authenticate})
+	h, err := httpx.New(fixture(t, probe), httpx.Config{Verifier: tokens{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,17 +427,17 @@ func TestClientGoneCancels(t *testing.T) {
 
 func TestNewRejectsBadConfig(t *testing.T) {
 	exec := fixture(t, nil)
-	for name, cfg := range map[string]httpx.Config[user]{
-		"no authenticate":  {},
-		"negative body":    {Authenticate: authenticate, MaxBodyBytes: -1},
-		"negative limit":   {Authenticate: authenticate, MaxListLimit: -1},
-		"default over max": {Authenticate: authenticate, DefaultListLimit: 20, MaxListLimit: 10},
+	for name, cfg := range map[string]httpx.Config{
+		"no verifier":      {},
+		"negative body":    {Verifier: tokens{}, MaxBodyBytes: -1},
+		"negative limit":   {Verifier: tokens{}, MaxListLimit: -1},
+		"default over max": {Verifier: tokens{}, DefaultListLimit: 20, MaxListLimit: 10},
 	} {
 		if _, err := httpx.New(exec, cfg); err == nil {
 			t.Errorf("%s: New succeeded", name)
 		}
 	}
-	if _, err := httpx.New[appCtx, user](nil, httpx.Config[user]{Authenticate: authenticate}); err == nil {
+	if _, err := httpx.New(nil, httpx.Config{Verifier: tokens{}}); err == nil {
 		t.Error("nil executor accepted")
 	}
 }
@@ -459,7 +457,7 @@ func TestRoutes(t *testing.T) {
 // whose Content-Length understates its body: the bytes read count, not
 // the announcement.
 func TestAnnouncedLengthDoesNotLift(t *testing.T) {
-	h, _ := newHandler(t, func(c *httpx.Config[user]) { c.MaxBodyBytes = 100 })
+	h, _ := newHandler(t, func(c *httpx.Config) { c.MaxBodyBytes = 100 })
 	body := `{"capability":"echo","arguments":{"text":"` + strings.Repeat("a", 200) + `"}}`
 	for _, length := range []int64{10, 100, -1} {
 		req := httptest.NewRequest("POST", "/capability/execute", strings.NewReader(body))

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/idempotency"
@@ -21,15 +22,15 @@ type downKeys struct{}
 
 var errKeysDown = errors.New("dial tcp: connection refused")
 
-func (downKeys) Claim(context.Context, string, string, string, time.Duration) (bool, *idempotency.Record, error) {
+func (downKeys) Claim(context.Context, string, string, string, string, time.Duration, int) (bool, *idempotency.Record, error) {
 	return false, nil, errKeysDown
 }
 
-func (downKeys) Complete(context.Context, string, string, idempotency.Record, time.Duration) error {
+func (downKeys) Complete(context.Context, string, string, string, idempotency.Record, time.Duration) error {
 	return errKeysDown
 }
 
-func (downKeys) Release(context.Context, string, string) error { return errKeysDown }
+func (downKeys) Release(context.Context, string, string, string) error { return errKeysDown }
 
 // TestIdempotencyStoreDown answers an execute whose Idempotency-Key
 // cannot be claimed, because the store does not answer, with 503
@@ -39,16 +40,16 @@ func TestIdempotencyStoreDown(t *testing.T) {
 	var runs atomic.Int32
 	pay := core.MustDefine("pay", "Pay",
 		func(context.Context, struct{}, sendIn) (sendOut, error) { runs.Add(1); return sendOut{Sent: 1}, nil })
-	exec := core.MustExecutor(core.MustRegistry(pay), core.ExecutorConfig[struct{}, string]{
-		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-	})
+	exec := core.MustExecutor(core.MustRegistry(pay), noContext, core.Config{})
 	guard, err := idempotency.New(idempotency.Config{Store: downKeys{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := httpx.New(exec, httpx.Config[string]{
-		Authenticate: func(context.Context, *httpx.Request) (string, error) { return "alice", nil },
-		LongRunning:  httpx.LongRunning[string]{Owner: func(p string) string { return p }, Idempotency: guard},
+	h, err := httpx.New(exec, httpx.Config{
+		Verifier: auth.VerifierFunc(func(context.Context, *auth.Request) (*auth.Identity, error) {
+			return &auth.Identity{Subject: "alice"}, nil
+		}),
+		LongRunning: httpx.LongRunning{Idempotency: guard},
 	})
 	if err != nil {
 		t.Fatal(err)

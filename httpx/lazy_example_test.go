@@ -6,15 +6,16 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
 
-// ExampleNewLazy serves capabilities whose executor needs something slow
+// Example_lazy serves capabilities whose executor needs something slow
 // or fallible at start (a database pool, say): the registry is known at
 // once, so listing works before the executor exists, and the first
 // execution builds it.
-func ExampleNewLazy() {
+func Example_lazy() {
 	ping := core.MustDefine("ping", "Answer pong",
 		func(_ context.Context, db string, _ core.NoInput) (struct {
 			From string `json:"from"`
@@ -24,15 +25,17 @@ func ExampleNewLazy() {
 			}{db}, nil
 		})
 	reg := core.MustRegistry(ping)
-	lazy := core.LazyFor(reg, func(ctx context.Context) (*core.Executor[string, string], error) {
+	lazy := core.Lazy(reg, func(ctx context.Context) (*core.Executor, error) {
 		fmt.Println("building the executor")
 		db := "primary" // open the pool here; an error is retried by the next call
-		return core.NewExecutor(reg, core.ExecutorConfig[string, string]{
-			CreateContext: func(context.Context, string, *core.Definition, any) (string, error) { return db, nil },
-		})
+		return core.NewExecutor(reg,
+			func(context.Context, *auth.Identity, *core.Definition, any) (string, error) { return db, nil },
+			core.Config{})
 	})
-	h, err := httpx.NewLazy(lazy, httpx.Config[string]{
-		Authenticate: func(context.Context, *httpx.Request) (string, error) { return "demo", nil },
+	h, err := httpx.New(lazy, httpx.Config{
+		Verifier: auth.VerifierFunc(func(context.Context, *auth.Request) (*auth.Identity, error) {
+			return &auth.Identity{Subject: "demo"}, nil
+		}),
 	})
 	if err != nil {
 		panic(err)

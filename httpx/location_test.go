@@ -21,10 +21,8 @@ func TestListEntriesCarryLocation(t *testing.T) {
 		core.WithLocation("https://api.example.com/agent/execute"))
 	local := core.MustDefine("local_op", "Runs here",
 		func(_ context.Context, _ appCtx, _ core.NoInput) (outN, error) { return outN{}, nil })
-	exec := core.MustExecutor(core.MustRegistry(remote, local), core.ExecutorConfig[appCtx, user]{
-		CreateContext: func(context.Context, user, *core.Definition, any) (appCtx, error) { return appCtx{}, nil },
-	})
-	h, err := httpx.New(exec, httpx.Config[user]{Authenticate: authenticate})
+	exec := core.MustExecutor(core.MustRegistry(remote, local), newAppCtx, core.Config{})
+	h, err := httpx.New(exec, httpx.Config{Verifier: tokens{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,23 +12,22 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/idempotency"
 	"github.com/agentcap/agentcap/jobs"
 )
 
 // LongRunning configures the answers of calls that do not fit one quick
-// request: event streams, async jobs and idempotency keys. P is the
-// principal type.
-type LongRunning[P any] struct {
-	// Owner names the caller behind a principal, for example its agent
-	// id. Jobs belong to it (another caller polling a job gets 404) and
-	// idempotency keys are scoped to it. Required with Jobs or
-	// Idempotency; a principal it names "" can use neither.
-	Owner func(principal P) string
-
+// request: event streams, async jobs and idempotency keys. Jobs and
+// idempotency keys belong to the caller's identity (auth.Identity's
+// Subject): another caller polling a job gets 404, and each caller's keys
+// are its own.
+type LongRunning struct {
 	// Jobs runs async capabilities (core.WithAsync) and serves their
 	// status route. Nil refuses to build a handler for a registry that
 	// has async capabilities.
@@ -50,15 +49,20 @@ type LongRunning[P any] struct {
 	// StreamMaxDuration ends a stream after this long, with an error
 	// event stream_expired (default 15 min; negative: no limit).
 	StreamMaxDuration time.Duration
-	// Recheck, when set, is called every RecheckInterval while a stream
-	// is open; an error ends the stream with an error event rendering it
-	// (a revoked agent or host, say). agentauth.HTTPConfig sets it.
-	Recheck func(ctx context.Context, principal P) error
-	// RecheckInterval is how often Recheck runs (default 60 s).
+	// RecheckInterval is how often an open stream asks the caller's
+	// Authorizer whether it may still act (auth.Authorizer.Recheck): a
+	// refusal ends the stream with an error event rendering it (a
+	// revoked agent or host, say). Default 60 s.
 	RecheckInterval time.Duration
 	// KeepAlive is how often an idle stream sends a comment line, so
 	// that proxies do not close it (default 15 s; negative: never).
 	KeepAlive time.Duration
+	// MaxStreamsPerOwner bounds the streams of one caller (identity
+	// Subject) running at once in this handler: each holds a goroutine
+	// and its execution for up to StreamMaxDuration, so a caller past it
+	// gets 429 rate_limited with Retry-After until one of its streams
+	// ends. Default 8; negative: no bound.
+	MaxStreamsPerOwner int
 }
 
 // Defaults of LongRunning.
@@ -66,19 +70,48 @@ const (
 	DefaultStreamMaxDuration = 15 * time.Minute
 	DefaultRecheckInterval   = time.Minute
 	DefaultKeepAlive         = 15 * time.Second
+	DefaultMaxStreams        = 8
 )
 
 // longRunning is the checked LongRunning of a handler.
-type longRunning[P any] struct {
-	LongRunning[P]
+type longRunning struct {
+	LongRunning
 	jobs      *jobs.Manager
 	idem      *idempotency.Guard
 	statusURL string
 	// special holds the capabilities that never take the fast path.
 	special map[string]bool
+	streams *ownerSlots
 }
 
-func (l *longRunning[P]) configure(c LongRunning[P], reg *core.Registry) error {
+// ownerSlots counts the streams each caller has running, up to max.
+type ownerSlots struct {
+	mu   sync.Mutex
+	max  int
+	open map[string]int
+}
+
+// take reserves a slot for owner, unless it holds max of them.
+func (o *ownerSlots) take(owner string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.open[owner] >= o.max {
+		return false
+	}
+	o.open[owner]++
+	return true
+}
+
+// put gives back a slot of owner.
+func (o *ownerSlots) put(owner string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.open[owner]--; o.open[owner] <= 0 {
+		delete(o.open, owner)
+	}
+}
+
+func (l *longRunning) configure(c LongRunning, reg *core.Registry) error {
 	l.LongRunning = c
 	l.jobs, l.idem = c.Jobs, c.Idempotency
 	if c.AsyncAfter < 0 || c.RecheckInterval < 0 {
@@ -93,8 +126,11 @@ func (l *longRunning[P]) configure(c LongRunning[P], reg *core.Registry) error {
 	if l.KeepAlive == 0 {
 		l.KeepAlive = DefaultKeepAlive
 	}
-	if (l.jobs != nil || l.idem != nil) && c.Owner == nil {
-		return errors.New("httpx: LongRunning.Owner is required with Jobs or Idempotency")
+	switch {
+	case l.MaxStreamsPerOwner == 0:
+		l.streams = &ownerSlots{max: DefaultMaxStreams, open: make(map[string]int)}
+	case l.MaxStreamsPerOwner > 0:
+		l.streams = &ownerSlots{max: l.MaxStreamsPerOwner, open: make(map[string]int)}
 	}
 	if l.jobs != nil {
 		u, err := url.Parse(c.BaseURL)
@@ -116,7 +152,7 @@ func (l *longRunning[P]) configure(c LongRunning[P], reg *core.Registry) error {
 }
 
 // applies reports an execute that leaves the synchronous fast path.
-func (l *longRunning[P]) applies(req *Request, name string) bool {
+func (l *longRunning) applies(req *Request, name string) bool {
 	return l.special[name] || (l.AsyncAfter > 0 && l.jobs != nil) ||
 		(l.idem != nil && req.header("Idempotency-Key") != "")
 }
@@ -136,7 +172,7 @@ func storable(m replyMeta) bool {
 	}
 	switch m.status {
 	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests,
-		http.StatusPreconditionRequired, core.StatusClientClosedRequest:
+		http.StatusPreconditionRequired, agentcap.StatusClientClosedRequest:
 		return false
 	}
 	return m.status < 500
@@ -146,57 +182,86 @@ func storable(m replyMeta) bool {
 // because the idempotency store did not answer: the call did not run,
 // and the same key may be sent again (503 temporarily_unavailable, with
 // Retry-After).
-var idempotencyUnavailable = envelope{status: http.StatusServiceUnavailable, code: wireUnavailable,
-	message: "idempotency keys cannot be checked now; the call did not run; retry later", retryAfter: unavailableRetry}
+var idempotencyUnavailable = agentcap.Unavailable("idempotency keys cannot be checked now; the call did not run; retry later", nil)
 
-func idempotencyError(err error) *core.Error {
+// jobsUnavailable answers an async call whose owner's jobs could not be
+// counted because the job store did not answer: the call did not run.
+var jobsUnavailable = agentcap.Unavailable("jobs cannot be started now; the call did not run; retry later", nil)
+
+// errAnswerNotKept is what an Idempotency-Key keeps, and a repeat gets,
+// for a call whose answer was longer than the guard keeps
+// (idempotency.Config.MaxAnswerBytes).
+var errAnswerNotKept = &agentcap.Error{Code: agentcap.CodeConflict, Stage: agentcap.StageInput,
+	Message: "the call with this Idempotency-Key ran, but its answer was too large to keep for a repeat"}
+
+// boundRetry is the Retry-After of a caller at its bound of
+// Idempotency-Keys or jobs: its keys and finished jobs go with their
+// retention, hours away, and its running jobs when they end, so this
+// only spaces out the retries of a caller that keeps asking for more.
+const boundRetry = time.Minute
+
+// limited is a 429 rate_limited refusal of the input stage, with its
+// Retry-After and the same seconds in a retry_after member, as rate
+// limits answer.
+func limited(message string, retry time.Duration) *agentcap.Error {
+	secs := max(int((retry+time.Second-1)/time.Second), 1)
+	return inputError(agentcap.CodeRateLimited, message).WithRetryAfter(time.Duration(secs)*time.Second).With("retry_after", secs)
+}
+
+// inputError is a refusal of the input stage that the handler answers
+// before the executor runs.
+func inputError(code agentcap.Code, message string) *agentcap.Error {
+	return &agentcap.Error{Code: code, Stage: agentcap.StageInput, Message: message}
+}
+
+func idempotencyError(err error) *agentcap.Error {
 	switch {
 	case errors.Is(err, idempotency.ErrInvalidKey):
-		return core.NewError(core.CodeInvalidIdempotencyKey, core.StageInput,
-			fmt.Sprintf("the Idempotency-Key must be 1 to %d printable ASCII characters", idempotency.MaxKeyLength), nil)
+		return inputError(agentcap.CodeInvalidIdempotencyKey,
+			fmt.Sprintf("the Idempotency-Key must be 1 to %d printable ASCII characters", idempotency.MaxKeyLength))
 	case errors.Is(err, idempotency.ErrKeyReused):
-		return core.NewError(core.CodeIdempotencyKeyReused, core.StageInput,
-			"this Idempotency-Key was used for another capability or other arguments", nil)
+		return inputError(agentcap.CodeIdempotencyKeyReused,
+			"this Idempotency-Key was used for another capability or other arguments")
 	case errors.Is(err, idempotency.ErrInProgress):
-		return core.NewError(core.CodeIdempotencyInProgress, core.StageInput,
-			"the first call with this Idempotency-Key is still running; retry later", nil)
+		return inputError(agentcap.CodeIdempotencyInProgress,
+			"the first call with this Idempotency-Key is still running; retry later")
+	case errors.Is(err, idempotency.ErrTooManyKeys):
+		return limited("this caller holds too many unexpired Idempotency-Keys; the call did not run; retry later, or without a key", boundRetry)
 	case errors.Is(err, context.DeadlineExceeded):
-		return core.NewError(core.CodeTimeout, core.StageInput, "the request ended while waiting for the first call with this Idempotency-Key", nil)
+		return inputError(agentcap.CodeTimeout, "the request ended while waiting for the first call with this Idempotency-Key")
 	case errors.Is(err, context.Canceled):
-		return core.NewError(core.CodeCanceled, core.StageInput, "the request was canceled", nil)
+		return inputError(agentcap.CodeCancelled, "the request was canceled")
 	}
 	return nil
 }
 
 // executeLong runs an execute that streams, runs as a job or carries an
 // idempotency key.
-func (h *Handler[C, P]) executeLong(ctx context.Context, exec *core.Executor[C, P], req *Request, name string, args []byte, principal P, buf *buffer) replyMeta {
-	def, _ := h.reg.Lookup(name)
+func (h *Handler) executeLong(ctx context.Context, exec *core.Executor, req *Request, name string, args []byte, id *auth.Identity, buf *buffer) replyMeta {
+	// A capability the caller may not see is answered like an unknown
+	// one before anything is decided from it.
+	def, registered := h.reg.Lookup(name)
+	if registered && !def.Visible(ctx, id, true) {
+		return h.fail(ctx, buf, core.ErrUnknownCapability)
+	}
 	key := ""
 	if h.long.idem != nil {
 		key = req.header("Idempotency-Key")
 	}
 	if def != nil && def.Streams() {
 		if key != "" {
-			return h.fail(ctx, buf, envelopeOf(core.NewError(core.CodeInvalidIdempotencyKey, core.StageInput,
-				"a streaming capability takes no Idempotency-Key: a stream cannot be replayed", nil)))
+			return h.fail(ctx, buf, inputError(agentcap.CodeInvalidIdempotencyKey,
+				"a streaming capability takes no Idempotency-Key: a stream cannot be replayed"))
 		}
-		return h.startStream(ctx, exec, name, args, principal, buf)
+		return h.startStream(ctx, exec, name, args, id, buf)
 	}
-	owner := ""
-	if h.long.Owner != nil {
-		owner = h.long.Owner(principal)
-	}
+	owner := id.Subject
 	var claim *idempotency.Claim
 	if key != "" {
-		if owner == "" {
-			return h.fail(ctx, buf, envelopeOf(core.NewError(core.CodeInvalidIdempotencyKey, core.StageInput,
-				"this caller cannot use idempotency keys", nil)))
-		}
 		c, rec, err := h.long.idem.Begin(ctx, owner, key, idempotency.Fingerprint(name, args))
 		if err != nil {
 			if ce := idempotencyError(err); ce != nil {
-				return h.fail(ctx, buf, envelopeOf(ce))
+				return h.fail(ctx, buf, ce)
 			}
 			h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: idempotency store failed",
 				slog.String("capability", name), slog.String("error", err.Error()))
@@ -214,13 +279,10 @@ func (h *Handler[C, P]) executeLong(ctx context.Context, exec *core.Executor[C, 
 	}
 	var meta replyMeta
 	switch {
-	case def != nil && def.Async() && owner == "":
-		meta = h.fail(ctx, buf, envelope{status: http.StatusForbidden, code: core.WireUnauthorized,
-			message: "this caller cannot start jobs"})
 	case def != nil && def.Async(), h.long.jobs != nil && h.long.AsyncAfter > 0:
-		meta = h.runJob(ctx, exec, name, def, args, principal, owner, buf)
+		meta = h.runJob(ctx, exec, name, def, args, id, buf)
 	default:
-		data, err := exec.ExecuteDynamic(ctx, name, principal, args, h.authorizer(principal))
+		data, err := exec.Execute(ctx, name, id, args)
 		meta = h.answer(ctx, name, data, err, buf)
 	}
 	if claim != nil {
@@ -234,6 +296,13 @@ func (h *Handler[C, P]) executeLong(ctx context.Context, exec *core.Executor[C, 
 				header = map[string]string{"Retry-After": meta.retryAfter[0]}
 			}
 			err = claim.Complete(sctx, meta.status, header, buf.b)
+			if errors.Is(err, idempotency.ErrAnswerTooLarge) {
+				// The call ran: a repeat must not run it again, so the
+				// key keeps a refusal that says so in place of the
+				// answer.
+				b := append(h.appendError(ctx, nil, errAnswerNotKept, agentcap.KeyError), '\n')
+				err = claim.Complete(sctx, errAnswerNotKept.HTTPStatus(), nil, b)
+			}
 		} else {
 			err = claim.Release(sctx)
 		}
@@ -250,15 +319,29 @@ func (h *Handler[C, P]) executeLong(ctx context.Context, exec *core.Executor[C, 
 // for AsyncAfter. A call refused before its handler starts is answered at
 // once, and a caller that goes away before the call is detached cancels
 // it.
-func (h *Handler[C, P]) runJob(ctx context.Context, exec *core.Executor[C, P], name string, def *core.Definition, args []byte, principal P, owner string, buf *buffer) replyMeta {
+func (h *Handler) runJob(ctx context.Context, exec *core.Executor, name string, def *core.Definition, args []byte, id *auth.Identity, buf *buffer) replyMeta {
+	async := def != nil && def.Async()
+	// A caller at its bound of jobs (jobs.Config.MaxPendingPerOwner,
+	// MaxPerOwner) starts no other: an async call is refused, any other
+	// runs without becoming a job.
+	if err := h.long.jobs.Admit(ctx, id.Subject); err != nil {
+		if !async {
+			data, err := exec.Execute(ctx, name, id, args)
+			return h.answer(ctx, name, data, err, buf)
+		}
+		if errors.Is(err, jobs.ErrTooManyJobs) {
+			return h.fail(ctx, buf, limited("this caller has too many jobs running or kept; the call did not run; retry later", boundRetry))
+		}
+		h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: counting jobs failed",
+			slog.String("capability", name), slog.String("error", err.Error()))
+		return h.fail(ctx, buf, jobsUnavailable)
+	}
 	// The body is handed back once the answer is rendered; the job keeps
 	// its own copy of the arguments.
 	args = slices.Clone(args)
-	authorize := h.authorizer(principal)
-	call := h.long.jobs.Call(ctx, owner, name, func(jctx context.Context) (json.RawMessage, error) {
-		return exec.ExecuteDynamic(jctx, name, principal, args, authorize)
+	call := h.long.jobs.Call(ctx, id.Subject, name, func(jctx context.Context) (json.RawMessage, error) {
+		return exec.Execute(jctx, name, id, args)
 	})
-	async := def != nil && def.Async()
 	var started <-chan struct{}
 	var after <-chan time.Time
 	if async {
@@ -287,20 +370,14 @@ func (h *Handler[C, P]) runJob(ctx context.Context, exec *core.Executor[C, P], n
 		call.Cancel()
 	}
 	if detach {
-		if owner == "" {
-			// A caller without an owner cannot poll: its long call is
-			// awaited instead.
-			<-call.Done()
-		} else {
-			rec, err := call.Detach(ctx)
-			if err != nil {
-				h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: recording a job failed",
-					slog.String("capability", name), slog.String("error", err.Error()))
-				return h.fail(ctx, buf, internalEnvelope)
-			}
-			if async || rec.State == jobs.StatePending {
-				return h.pending(rec, buf, http.StatusAccepted)
-			}
+		rec, err := call.Detach(ctx)
+		if err != nil {
+			h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: recording a job failed",
+				slog.String("capability", name), slog.String("error", err.Error()))
+			return h.fail(ctx, buf, errInternal)
+		}
+		if async || rec.State == jobs.StatePending {
+			return h.pending(rec, buf, http.StatusAccepted)
 		}
 	}
 	data, err := call.Result()
@@ -308,8 +385,8 @@ func (h *Handler[C, P]) runJob(ctx context.Context, exec *core.Executor[C, P], n
 }
 
 // pending renders {"status":"pending","status_url":...}.
-func (h *Handler[C, P]) pending(rec *jobs.Record, buf *buffer, status int) replyMeta {
-	wait := retryAfterSeconds(h.long.jobs.PollInterval())
+func (h *Handler) pending(rec *jobs.Record, buf *buffer, status int) replyMeta {
+	wait := agentcap.RetryAfterHeader(h.long.jobs.PollInterval())
 	b := append(buf.b[:0], `{"status":"pending","status_url":`...)
 	b = appendString(b, h.long.statusURL+url.QueryEscape(rec.ID))
 	b = append(b, `,"retry_after":`...)
@@ -336,27 +413,36 @@ func appendProgress(b []byte, p *core.Progress) []byte {
 }
 
 // status serves a job's status_url: GET polls, DELETE cancels. A job of
-// another caller is answered exactly like one that does not exist.
-func (h *Handler[C, P]) status(ctx context.Context, req *Request, principal P, buf *buffer) replyMeta {
+// another caller is answered exactly like one that does not exist. The
+// status URL is a resource of the location that ran the job: a caller
+// whose Authorizer binds its credentials to a location
+// (auth.JobAuthorizer) must present ones made for the job's capability,
+// as an execution of it would.
+func (h *Handler) status(ctx context.Context, req *Request, caller *auth.Identity, buf *buffer) replyMeta {
 	vals, err := url.ParseQuery(req.RawQuery)
 	id := vals.Get("id")
-	owner := h.long.Owner(principal)
-	if err != nil || id == "" || owner == "" {
-		return h.fail(ctx, buf, envelopeOf(jobNotFound()))
+	if err != nil || id == "" || caller == nil || caller.Subject == "" {
+		return h.fail(ctx, buf, errJobNotFound)
 	}
-	var rec *jobs.Record
-	if req.Method == http.MethodDelete {
-		rec, err = h.long.jobs.Cancel(ctx, owner, id)
-	} else {
-		rec, err = h.long.jobs.Get(ctx, owner, id)
+	owner := caller.Subject
+	rec, err := h.long.jobs.Get(ctx, owner, id)
+	if err == nil {
+		if ja, ok := caller.Authorizer.(auth.JobAuthorizer); ok {
+			if aerr := ja.AuthorizeJob(ctx, rec.Capability); aerr != nil {
+				return h.fail(ctx, buf, jobRefusal(aerr))
+			}
+		}
+		if req.Method == http.MethodDelete {
+			rec, err = h.long.jobs.Cancel(ctx, owner, id)
+		}
 	}
 	switch {
 	case errors.Is(err, jobs.ErrNotFound):
-		return h.fail(ctx, buf, envelopeOf(jobNotFound()))
+		return h.fail(ctx, buf, errJobNotFound)
 	case err != nil:
 		h.logger.LogAttrs(ctx, slog.LevelError, "agentcap: reading a job failed",
 			slog.String("job", id), slog.String("error", err.Error()))
-		return h.fail(ctx, buf, internalEnvelope)
+		return h.fail(ctx, buf, errInternal)
 	}
 	switch rec.State {
 	case jobs.StateCompleted:
@@ -367,7 +453,7 @@ func (h *Handler[C, P]) status(ctx context.Context, req *Request, principal P, b
 		b = append(b, rec.Result...)
 		buf.b = append(b, '}', '\n')
 	case jobs.StateFailed:
-		f := jobs.Failure{Code: core.WireInternalError, Message: "internal error"}
+		f := jobs.Failure{Code: string(agentcap.CodeInternalError), Message: "internal error"}
 		if rec.Failure != nil {
 			f = *rec.Failure
 		}
@@ -378,9 +464,9 @@ func (h *Handler[C, P]) status(ctx context.Context, req *Request, principal P, b
 		for k, v := range f.Fields {
 			fields[k] = v
 		}
-		fields["code"] = f.Code
+		fields[agentcap.KeyCode] = f.Code
 		b := append(buf.b[:0], `{"status":"failed","error":`...)
-		b = h.appendEnvelope(ctx, b, envelope{code: f.Code, message: f.Message, fields: fields}, "error")
+		b = h.appendError(ctx, b, &agentcap.Error{Code: agentcap.Code(f.Code), Message: f.Message, Fields: fields}, agentcap.KeyError)
 		buf.b = append(b, '}', '\n')
 	default:
 		return h.pending(rec, buf, http.StatusOK)
@@ -388,9 +474,16 @@ func (h *Handler[C, P]) status(ctx context.Context, req *Request, principal P, b
 	return replyMeta{status: http.StatusOK, cache: cacheNoStore}
 }
 
-func jobNotFound() *core.Error {
-	return core.NewError(core.CodeJobNotFound, core.StageLookup, "no such job", nil)
+// jobRefusal is the answer to a job poll an auth.JobAuthorizer refused:
+// its own *agentcap.Error, else unauthorized with the cause hidden.
+func jobRefusal(err error) *agentcap.Error {
+	if e := agentcap.As(err); e != nil {
+		return e
+	}
+	return agentcap.NewError(agentcap.CodeUnauthorized, "this caller may not read this job").WithCause(err)
 }
+
+var errJobNotFound = &agentcap.Error{Code: agentcap.CodeJobNotFound, Stage: agentcap.StageLookup, Message: "no such job"}
 
 // appendFloat writes a progress figure; a value JSON cannot hold is 0.
 func appendFloat(b []byte, f float64) []byte {

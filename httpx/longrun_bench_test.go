@@ -29,13 +29,15 @@ var (
 // the status route until the job has completed (polls/op says how many
 // that took; the job ends by itself in its own goroutine).
 func BenchmarkJobAcceptAndPoll(b *testing.B) {
-	m, err := jobs.New(jobs.Config{})
+	// One caller starts every job: b.N of them, beyond the default
+	// bounds of a caller's jobs.
+	m, err := jobs.New(jobs.Config{MaxPendingPerOwner: -1, MaxPerOwner: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer m.Close()
-	h, err := httpx.New(longExecutor(b, quickJob, quickSync), httpx.Config[string]{Authenticate: bearerName,
-		LongRunning: httpx.LongRunning[string]{Jobs: m, Owner: func(p string) string { return p }, BaseURL: "http://agent.test/"}})
+	h, err := httpx.New(longExecutor(b, quickJob, quickSync), httpx.Config{Verifier: bearerName,
+		LongRunning: httpx.LongRunning{Jobs: m, BaseURL: "http://agent.test/"}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func BenchmarkJobAcceptAndPoll(b *testing.B) {
 // BenchmarkJobSyncBaseline is the same capability answered synchronously,
 // the floor the job adds to.
 func BenchmarkJobSyncBaseline(b *testing.B) {
-	h, err := httpx.New(longExecutor(b, quickSync), httpx.Config[string]{Authenticate: bearerName})
+	h, err := httpx.New(longExecutor(b, quickSync), httpx.Config{Verifier: bearerName})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,19 +1,24 @@
 package httpx_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
-	"github.com/agentcap/agentcap/idempotency"
 	"github.com/agentcap/agentcap/jobs"
 )
 
@@ -28,6 +33,9 @@ type sleepOut struct {
 type pingChunk struct {
 	Ping int `json:"ping"`
 }
+
+// codeLedgerLocked refuses a call while the ledger is locked.
+var codeLedgerLocked = agentcap.NewCode("ledger_locked", agentcap.CodeConflict)
 
 var (
 	sleeper = core.MustDefine("sleep", "Sleep a while.",
@@ -52,20 +60,24 @@ var (
 		})
 )
 
-func longExecutor(t testing.TB, defs ...core.Definer) *core.Executor[string, string] {
+// longExecutor runs defs with the caller's subject as their context.
+func longExecutor(t testing.TB, defs ...core.Definer) *core.Executor {
 	t.Helper()
-	return core.MustExecutor(core.MustRegistry(defs...), core.ExecutorConfig[string, string]{
-		CreateContext: func(_ context.Context, p string, _ *core.Definition, _ any) (string, error) { return p, nil },
-	})
+	return core.MustExecutor(core.MustRegistry(defs...), subjectOf, core.Config{})
 }
 
-func bearerName(_ context.Context, req *httpx.Request) (string, error) {
-	name, ok := strings.CutPrefix(req.Header("Authorization"), "Bearer ")
-	if !ok {
-		return "", httpx.ErrNoCredentials
-	}
-	return name, nil
+func subjectOf(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (string, error) {
+	return id.Subject, nil
 }
+
+// bearerName verifies any bearer token as the caller of that name.
+var bearerName = auth.VerifierFunc(func(_ context.Context, req *auth.Request) (*auth.Identity, error) {
+	name, ok := strings.CutPrefix(req.Authorization, "Bearer ")
+	if !ok {
+		return nil, auth.ErrNoCredentials
+	}
+	return &auth.Identity{Subject: name}, nil
+})
 
 func TestLongRunningConfiguration(t *testing.T) {
 	m, err := jobs.New(jobs.Config{})
@@ -73,33 +85,30 @@ func TestLongRunningConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	owner := func(p string) string { return p }
 	for _, tc := range []struct {
 		name string
 		defs []core.Definer
-		long httpx.LongRunning[string]
+		long httpx.LongRunning
 		ok   bool
 	}{
-		{"async without jobs", []core.Definer{asyncSleeper}, httpx.LongRunning[string]{}, false},
-		{"jobs without owner", []core.Definer{asyncSleeper}, httpx.LongRunning[string]{Jobs: m, BaseURL: "https://x.test/"}, false},
-		{"jobs without base URL", []core.Definer{asyncSleeper}, httpx.LongRunning[string]{Jobs: m, Owner: owner}, false},
-		{"relative base URL", []core.Definer{asyncSleeper}, httpx.LongRunning[string]{Jobs: m, Owner: owner, BaseURL: "/agent/"}, false},
-		{"base URL without slash", []core.Definer{asyncSleeper}, httpx.LongRunning[string]{Jobs: m, Owner: owner, BaseURL: "https://x.test/agent"}, false},
-		{"idempotency without owner", []core.Definer{sleeper}, httpx.LongRunning[string]{Idempotency: &idempotency.Guard{}}, false},
-		{"negative AsyncAfter", []core.Definer{sleeper}, httpx.LongRunning[string]{AsyncAfter: -1}, false},
-		{"complete", []core.Definer{asyncSleeper, sleeper, pinger}, httpx.LongRunning[string]{Jobs: m, Owner: owner, BaseURL: "https://x.test/agent/"}, true},
-		{"streams need nothing", []core.Definer{pinger}, httpx.LongRunning[string]{}, true},
+		{"async without jobs", []core.Definer{asyncSleeper}, httpx.LongRunning{}, false},
+		{"jobs without base URL", []core.Definer{asyncSleeper}, httpx.LongRunning{Jobs: m}, false},
+		{"relative base URL", []core.Definer{asyncSleeper}, httpx.LongRunning{Jobs: m, BaseURL: "/agent/"}, false},
+		{"base URL without slash", []core.Definer{asyncSleeper}, httpx.LongRunning{Jobs: m, BaseURL: "https://x.test/agent"}, false},
+		{"negative AsyncAfter", []core.Definer{sleeper}, httpx.LongRunning{AsyncAfter: -1}, false},
+		{"complete", []core.Definer{asyncSleeper, sleeper, pinger}, httpx.LongRunning{Jobs: m, BaseURL: "https://x.test/agent/"}, true},
+		{"streams need nothing", []core.Definer{pinger}, httpx.LongRunning{}, true},
 	} {
-		_, err := httpx.New(longExecutor(t, tc.defs...), httpx.Config[string]{Authenticate: bearerName, LongRunning: tc.long})
+		_, err := httpx.New(longExecutor(t, tc.defs...), httpx.Config{Verifier: bearerName, LongRunning: tc.long})
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: err %v", tc.name, err)
 		}
 	}
 }
 
-func serveLong(t *testing.T, long httpx.LongRunning[string], defs ...core.Definer) *httptest.Server {
+func serveLong(t *testing.T, long httpx.LongRunning, defs ...core.Definer) *httptest.Server {
 	t.Helper()
-	h, err := httpx.New(longExecutor(t, defs...), httpx.Config[string]{Authenticate: bearerName, LongRunning: long})
+	h, err := httpx.New(longExecutor(t, defs...), httpx.Config{Verifier: bearerName, LongRunning: long})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +143,7 @@ func TestAsyncAfter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	srv := serveLong(t, httpx.LongRunning[string]{Jobs: m, Owner: func(p string) string { return p },
-		BaseURL: "http://agent.test/", AsyncAfter: 50 * time.Millisecond}, sleeper)
+	srv := serveLong(t, httpx.LongRunning{Jobs: m, BaseURL: "http://agent.test/", AsyncAfter: 50 * time.Millisecond}, sleeper)
 	resp, body := longCall(t, "POST", srv.URL+"/capability/execute", "alice", `{"capability":"sleep","arguments":{"millis":0}}`)
 	if resp.StatusCode != 200 || body != `{"data":{"slept":0}}`+"\n" {
 		t.Errorf("quick call: %d %s", resp.StatusCode, body)
@@ -173,7 +181,7 @@ func TestDescribeShowsStreamsAndJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	srv := serveLong(t, httpx.LongRunning[string]{Jobs: m, Owner: func(p string) string { return p }, BaseURL: "http://agent.test/"},
+	srv := serveLong(t, httpx.LongRunning{Jobs: m, BaseURL: "http://agent.test/"},
 		pinger, asyncSleeper)
 	_, body := longCall(t, "GET", srv.URL+"/capability/describe?name=pings", "alice", "")
 	if !strings.Contains(body, `"streaming":true,"chunk":{`) || !strings.Contains(body, `"ping"`) {
@@ -187,7 +195,7 @@ func TestDescribeShowsStreamsAndJobs(t *testing.T) {
 
 // Without jobs there is no status route.
 func TestNoStatusRouteWithoutJobs(t *testing.T) {
-	srv := serveLong(t, httpx.LongRunning[string]{}, pinger)
+	srv := serveLong(t, httpx.LongRunning{}, pinger)
 	resp, _ := longCall(t, "GET", srv.URL+"/capability/status?id=x", "alice", "")
 	if resp.StatusCode != 404 {
 		t.Errorf("status %d", resp.StatusCode)
@@ -224,9 +232,9 @@ func TestAsyncShapeTheReferenceSDKReads(t *testing.T) {
 	defer m.Close()
 	failing := core.MustDefine("fail_async", "Fail, as a job.",
 		func(context.Context, string, core.NoInput) (sleepOut, error) {
-			return sleepOut{}, core.Conflict("ledger_locked", "the ledger is locked")
+			return sleepOut{}, agentcap.NewError(codeLedgerLocked, "the ledger is locked")
 		}, core.WithAsync())
-	srv := serveLong(t, httpx.LongRunning[string]{Jobs: m, Owner: func(p string) string { return p }, BaseURL: "http://agent.test/"},
+	srv := serveLong(t, httpx.LongRunning{Jobs: m, BaseURL: "http://agent.test/"},
 		asyncSleeper, failing)
 	for _, tc := range []struct {
 		body      string
@@ -268,5 +276,132 @@ func TestAsyncShapeTheReferenceSDKReads(t *testing.T) {
 		case !tc.completed && (last.Status != "failed" || last.Error == nil || last.Error.Code != "ledger_locked" || last.Error.Message != "the ledger is locked" || last.Result != nil):
 			t.Errorf("failed: %s", body)
 		}
+	}
+}
+
+// TestExecutionAsksVisibility serves capabilities whose visibility
+// admits every caller to listings but none to execution (the predicate
+// is called with executing true when a call runs): they are listed and
+// described, and executing one, synchronously, as a stream or in a batch,
+// is answered exactly like executing an unknown capability; neither runs.
+func TestExecutionAsksVisibility(t *testing.T) {
+	var asked sync.Map // executing -> true
+	listedOnly := core.WithVisibility(func(_ context.Context, _ *auth.Identity, executing bool) bool {
+		asked.Store(executing, true)
+		return !executing
+	})
+	shown := core.MustDefine("shown", "Listed, never run",
+		func(context.Context, string, core.NoInput) (sleepOut, error) {
+			t.Error("a capability hidden from execution ran")
+			return sleepOut{}, nil
+		}, listedOnly)
+	shownStream := core.MustDefineStream("shown_stream", "Listed, never streamed",
+		func(context.Context, string, core.NoInput, *core.Emitter[pingChunk]) (sleepOut, error) {
+			t.Error("a stream hidden from execution ran")
+			return sleepOut{}, nil
+		}, listedOnly)
+	srv := serveLong(t, httpx.LongRunning{}, shown, shownStream)
+
+	_, list := longCall(t, "GET", srv.URL+"/capability/list", "alice", "")
+	if !strings.Contains(list, `"name":"shown"`) || !strings.Contains(list, `"name":"shown_stream"`) {
+		t.Errorf("list: %s", list)
+	}
+	if resp, body := longCall(t, "GET", srv.URL+"/capability/describe?name=shown", "alice", ""); resp.StatusCode != 200 {
+		t.Errorf("describe: %d %s", resp.StatusCode, body)
+	}
+	const unknown = `{"error":"capability_not_found","message":"unknown capability"}` + "\n"
+	for _, name := range []string{"shown", "shown_stream", "never_defined"} {
+		resp, body := longCall(t, "POST", srv.URL+"/capability/execute", "alice", `{"capability":"`+name+`"}`)
+		if resp.StatusCode != 404 || body != unknown || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("execute %s: %d %q", name, resp.StatusCode, body)
+		}
+	}
+	_, batch := longCall(t, "POST", srv.URL+"/capability/batch-execute", "alice",
+		`{"requests":[{"capability":"shown"},{"capability":"shown_stream"}]}`)
+	want := `{"responses":[{"id":"0","status":"failed","error":{"code":"capability_not_found","message":"unknown capability"}},` +
+		`{"id":"1","status":"failed","error":{"code":"capability_not_found","message":"unknown capability"}}]}` + "\n"
+	if batch != want {
+		t.Errorf("batch: %s", batch)
+	}
+	for _, executing := range []bool{false, true} {
+		if _, ok := asked.Load(executing); !ok {
+			t.Errorf("the visibility predicate was never asked with executing %v", executing)
+		}
+	}
+}
+
+// TestStreamRecheck: an open stream asks the caller's Authorizer every
+// RecheckInterval whether it may still act; once it refuses, the stream
+// ends with an error event rendering the refusal, and the execution is
+// cancelled.
+func TestStreamRecheck(t *testing.T) {
+	var revoked atomic.Bool
+	ended := make(chan error, 1)
+	forever := core.MustDefineStream("forever", "Emit once, then wait for the end",
+		func(ctx context.Context, _ string, _ core.NoInput, emit *core.Emitter[pingChunk]) (sleepOut, error) {
+			if err := emit.Emit(pingChunk{Ping: 1}); err != nil {
+				return sleepOut{}, err
+			}
+			<-ctx.Done()
+			ended <- ctx.Err()
+			return sleepOut{}, ctx.Err()
+		})
+	passed := make(chan struct{}, 1)
+	az := &authorizer{recheck: func(context.Context) error {
+		if revoked.Load() {
+			return agentcap.NewError(agentcap.CodeAgentRevoked, "the agent was revoked")
+		}
+		select {
+		case passed <- struct{}{}:
+		default:
+		}
+		return nil
+	}}
+	verifier := auth.VerifierFunc(func(context.Context, *auth.Request) (*auth.Identity, error) {
+		return &auth.Identity{Subject: "alice", Authorizer: az}, nil
+	})
+	h, err := httpx.New(longExecutor(t, forever), httpx.Config{Verifier: verifier,
+		LongRunning: httpx.LongRunning{RecheckInterval: 10 * time.Millisecond, KeepAlive: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	req, _ := http.NewRequest("POST", srv.URL+"/capability/execute", strings.NewReader(`{"capability":"forever"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	first := "event: data\ndata: {\"ping\":1}\n\n"
+	got := make([]byte, len(first))
+	if _, err := io.ReadFull(r, got); err != nil || string(got) != first {
+		t.Fatalf("first event %q, %v", got, err)
+	}
+	// A recheck passes, and the stream goes on, until the caller is
+	// revoked.
+	select {
+	case <-passed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream was never rechecked")
+	}
+	revoked.Store(true)
+	rest, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "event: error\ndata: {\"error\":\"agent_revoked\",\"message\":\"the agent was revoked\"}\n\nevent: done\ndata: \n\n"
+	if string(rest) != want {
+		t.Errorf("after the revocation: %q, want %q", rest, want)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the execution ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the execution went on after the revocation")
 	}
 }

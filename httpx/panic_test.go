@@ -6,29 +6,29 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/httpx"
 )
 
 func TestCallbackPanicsAreRedacted(t *testing.T) {
 	tests := []struct {
-		name   string
-		mutate func(*httpx.Config[user])
-		path   string
+		name     string
+		verifier auth.Verifier
+		path     string
 	}{
-		{"authenticator", func(c *httpx.Config[user]) {
-			c.Authenticate = func(context.Context, *httpx.Request) (user, error) { panic("secret in authenticator") }
-		}, "/capability/execute"},
-		{"authorizer", func(c *httpx.Config[user]) {
-			c.Authorize = func(context.Context, user, *core.Invocation) error { panic("secret in authorizer") }
-		}, "/capability/execute"},
-		{"grant status", func(c *httpx.Config[user]) {
-			c.GrantStatus = func(context.Context, user, *core.Definition) string { panic("secret in grant status") }
-		}, "/capability/list"},
+		{"verifier", auth.VerifierFunc(func(context.Context, *auth.Request) (*auth.Identity, error) {
+			panic("secret in verifier")
+		}), "/capability/execute"},
+		{"authorizer", tokens{authz: &authorizer{authorize: func(context.Context, *auth.Call) error {
+			panic("secret in authorizer")
+		}}}, "/capability/execute"},
+		{"grant status", tokens{authz: &authorizer{grant: func(string) string {
+			panic("secret in grant status")
+		}}}, "/capability/list"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, logs := newHandler(t, tt.mutate)
+			h, logs := newHandler(t, func(c *httpx.Config) { c.Verifier = tt.verifier })
 			method, body := "POST", `{"capability":"echo","arguments":{"text":"hi"}}`
 			if strings.HasSuffix(tt.path, "list") {
 				method, body = "GET", ""

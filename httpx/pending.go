@@ -5,18 +5,19 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/core"
 )
 
 // confirmationPending renders a call that waits for a person's
-// confirmation (core.CodeConfirmationPending): 202
+// confirmation (confirmation_pending): 202
 // {"status":"confirmation_pending","message":...,"approval":{...},
 // "status_url":...,"preview":...}, with Retry-After: the approval's
 // interval. It is not an error answer, but an idempotency key does not
 // keep it either: the same key is retried with the token the decision
 // gives.
-func (h *handlerBase) confirmationPending(buf *buffer, e *core.Error) replyMeta {
-	f := e.Fields()
+func (h *handlerBase) confirmationPending(buf *buffer, e *agentcap.Error) replyMeta {
+	f := e.Fields
 	approval, _ := f["approval"].(core.ConfirmationApproval)
 	statusURL, _ := f["status_url"].(string)
 	preview, _ := f["preview"].(json.RawMessage)

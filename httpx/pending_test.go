@@ -61,20 +61,13 @@ func TestConfirmationPending(t *testing.T) {
 		func(_ context.Context, _ struct{}, in sendIn) (sendOut, error) { return sendOut{Sent: in.Amount}, nil },
 		core.WithPreview(func(_ context.Context, _ struct{}, in sendIn) (sendOut, error) { return sendOut{Sent: in.Amount}, nil }),
 		core.WithHumanConfirmation(func(_ context.Context, _ struct{}, in sendIn) (bool, error) { return in.Amount > 100, nil }))
-	exec := core.MustExecutor(core.MustRegistry(send), core.ExecutorConfig[struct{}, string]{
-		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-		Confirmation:  core.ConfirmationConfig[string]{Confirmer: mgr, Subject: func(p string) string { return p }, Human: person},
-	})
+	exec := core.MustExecutor(core.MustRegistry(send), noContext,
+		core.Config{Confirmation: core.ConfirmationConfig{Confirmer: mgr, Human: person}})
 	guard, err := idempotency.New(idempotency.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := httpx.New(exec, httpx.Config[string]{
-		Authenticate: func(_ context.Context, r *httpx.Request) (string, error) {
-			return strings.TrimPrefix(r.Header("Authorization"), "Bearer "), nil
-		},
-		LongRunning: httpx.LongRunning[string]{Owner: func(p string) string { return p }, Idempotency: guard},
-	})
+	h, err := httpx.New(exec, httpx.Config{Verifier: bearerName, LongRunning: httpx.LongRunning{Idempotency: guard}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/agentcap/agentcap/auth"
 )
 
 // Request is a transport-neutral HTTP request. Mounts for other routers
@@ -52,6 +54,9 @@ type Request struct {
 	// bodyBuf holds a body that the handler read itself, for reuse once
 	// the answer is rendered.
 	bodyBuf *buffer
+	// auth is what the verifier is told, kept here so that telling it
+	// costs no allocation of its own.
+	auth auth.Request
 }
 
 // Response is a transport-neutral HTTP response.

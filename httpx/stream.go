@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -60,7 +62,14 @@ type eventStream struct {
 // call can still be refused like any other (400, 403, ...); once it has
 // started the answer is 200 text/event-stream, and everything else,
 // failures included, travels as events.
-func (h *Handler[C, P]) startStream(ctx context.Context, exec *core.Executor[C, P], name string, args []byte, principal P, buf *buffer) replyMeta {
+func (h *Handler) startStream(ctx context.Context, exec *core.Executor, name string, args []byte, id *auth.Identity, buf *buffer) replyMeta {
+	release := func() {}
+	if slots := h.long.streams; slots != nil {
+		if !slots.take(id.Subject) && false {
+			return h.fail(ctx, buf, limited("this caller has too many streams open; retry later", streamRetry))
+		}
+		release = func() { slots.put(id.Subject) }
+	}
 	args = slices.Clone(args)
 	sctx, cancel := context.WithCancelCause(ctx)
 	if d := h.long.StreamMaxDuration; d > 0 {
@@ -77,9 +86,8 @@ func (h *Handler[C, P]) startStream(ctx context.Context, exec *core.Executor[C, 
 		interval:  h.long.RecheckInterval,
 		keepAlive: h.long.KeepAlive,
 	}
-	if h.long.Recheck != nil {
-		recheck := h.long.Recheck
-		s.recheck = func(ctx context.Context) error { return recheck(ctx, principal) }
+	if id.Authorizer != nil {
+		s.recheck = id.Authorizer.Recheck
 	}
 	started := make(chan struct{})
 	var once sync.Once
@@ -89,9 +97,11 @@ func (h *Handler[C, P]) startStream(ctx context.Context, exec *core.Executor[C, 
 		err  error
 	}
 	early := make(chan outcome, 1)
-	authorize := h.authorizer(principal)
 	go func() {
-		data, err := exec.ExecuteDynamic(xctx, name, principal, args, authorize)
+		// The slot is held while the execution runs and its last
+		// events are handed over.
+		defer release()
+		data, err := exec.Execute(xctx, name, id, args)
 		select {
 		case <-started:
 			s.finish(&h.handlerBase, ctx, name, data, err)
@@ -107,6 +117,15 @@ func (h *Handler[C, P]) startStream(ctx context.Context, exec *core.Executor[C, 
 		return h.answer(ctx, name, o.data, o.err, buf)
 	}
 }
+
+// streamRetry is the Retry-After of a caller at its bound of streams:
+// one ends when its client goes away or its execution does.
+const streamRetry = 5 * time.Second
+
+// errStreamExpiredAnswer tells a caller that its stream was cut at its
+// maximum duration.
+var errStreamExpiredAnswer = &agentcap.Error{Code: agentcap.CodeStreamExpired, Stage: agentcap.StageHandler,
+	Message: "the stream reached its maximum duration"}
 
 // sink is the stream's core.StreamSink.
 func (s *eventStream) sink(chunk json.RawMessage) error {
@@ -131,20 +150,18 @@ func (s *eventStream) finish(h *handlerBase, ctx context.Context, name string, d
 		s.send(streamEvent{typ: EventDone, data: data})
 		return
 	}
-	var env envelope
+	var e *agentcap.Error
 	cause := context.Cause(s.ctx)
-	var ae *core.AppError
 	switch {
 	case errors.Is(cause, errStreamExpired):
-		env = envelopeOf(core.NewError(core.CodeStreamExpired, core.StageHandler, "the stream reached its maximum duration", nil))
-	case cause != nil && errors.As(cause, &ae):
-		env = appEnvelope(ae)
+		e = errStreamExpiredAnswer
+	case cause != nil && agentcap.As(cause) != nil:
+		e = agentcap.As(cause)
 	default:
-		ce := asCoreError(err)
-		h.logFailure(ctx, name, ce)
-		env = envelopeOf(ce)
+		e = asError(err)
+		h.logFailure(ctx, name, e)
 	}
-	s.send(streamEvent{typ: EventError, data: h.appendEnvelope(ctx, nil, env, "error")})
+	s.send(streamEvent{typ: EventError, data: h.appendError(ctx, nil, e, agentcap.KeyError)})
 	s.send(streamEvent{typ: EventDone})
 }
 

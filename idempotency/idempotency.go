@@ -21,6 +21,15 @@
 // transient ones such as 5xx, 408, 409 and 429, so that a retry of those
 // can succeed); an answer that is not stored releases the claim.
 //
+// # Bounds
+//
+// An answered key is kept for Config.TTL (a day), so what one caller may
+// hold is bounded: a scope with Config.MaxKeysPerScope live keys (10,000)
+// gets ErrTooManyKeys for a new one (httpx: 429 rate_limited, the call
+// unrun), and an answer longer than Config.MaxAnswerBytes (16 KiB) is not
+// kept: the caller keeps a short one in its place (httpx: 409 conflict,
+// saying the call ran), so that a repeat still does not run the call.
+//
 // # Stores
 //
 // MemoryStore serves one process; packages sqlitestore, pgstore and
@@ -62,22 +71,27 @@ type Record struct {
 }
 
 // Store keeps keys where every instance sharing it sees them. Keys are
-// whole: scoping (per caller) is done by Guard before they reach a Store.
+// whole: scoping (per caller) is done by Guard before they reach a Store,
+// so a key is unique across scopes. Each method also gets the scope the
+// key belongs to, so that a store can count a scope's live keys.
 type Store interface {
-	// Claim records key as in progress for fingerprint, held by token,
-	// for lease, unless the key is held (in progress or done, and not
-	// expired). It returns claimed true when it recorded the claim, else
-	// the record holding the key.
-	Claim(ctx context.Context, key, fingerprint, token string, lease time.Duration) (claimed bool, rec *Record, err error)
+	// Claim records key, of scope, as in progress for fingerprint, held
+	// by token, for lease, unless the key is held (in progress or done,
+	// and not expired). It returns claimed true when it recorded the
+	// claim, else the record holding the key. When max is positive and
+	// scope holds max live keys (in progress or done, not expired), a key
+	// not held is not claimed: Claim returns ErrTooManyKeys. Claims of one
+	// scope racing for its last places may pass max by as many as race.
+	Claim(ctx context.Context, scope, key, fingerprint, token string, lease time.Duration, max int) (claimed bool, rec *Record, err error)
 	// Complete stores the answer of the claim token on key, kept for
 	// ttl. It does nothing when the claim is no longer token's (its
 	// lease ran out and another call claimed the key). The answer's Body
 	// and Header belong to the caller once Complete returns: a store
 	// copies what it keeps.
-	Complete(ctx context.Context, key, token string, answer Record, ttl time.Duration) error
+	Complete(ctx context.Context, scope, key, token string, answer Record, ttl time.Duration) error
 	// Release drops the in-progress claim token on key, so that the next
 	// call with the key runs.
-	Release(ctx context.Context, key, token string) error
+	Release(ctx context.Context, scope, key, token string) error
 }
 
 // Errors of Guard.Begin.
@@ -89,6 +103,13 @@ var (
 	ErrInProgress = errors.New("idempotency: the first call with this key is still running")
 	// ErrKeyReused: the key was used for another call.
 	ErrKeyReused = errors.New("idempotency: the key was used for another call")
+	// ErrTooManyKeys: the scope holds Config.MaxKeysPerScope live keys;
+	// a new key is refused until some expire (a key held is still
+	// answered).
+	ErrTooManyKeys = errors.New("idempotency: the caller holds too many unexpired keys")
+	// ErrAnswerTooLarge: an answer longer than Config.MaxAnswerBytes,
+	// which Claim.Complete does not store.
+	ErrAnswerTooLarge = errors.New("idempotency: the answer is too large to keep")
 )
 
 // MaxKeyLength bounds a key.
@@ -99,6 +120,15 @@ const (
 	DefaultTTL   = 24 * time.Hour
 	DefaultLease = 5 * time.Minute
 	DefaultWait  = 10 * time.Second
+)
+
+// Defaults of Config's bounds: with them one caller holds at most about
+// 160 MiB of answers, and some 15 MiB with answers of a few hundred
+// bytes; MinAnswerBytes is the least MaxAnswerBytes.
+const (
+	DefaultMaxKeysPerScope = 10_000
+	DefaultMaxAnswerBytes  = 16 << 10
+	MinAnswerBytes         = 1 << 10
 )
 
 // Config configures a Guard. Every field has a usable zero value.
@@ -114,14 +144,29 @@ type Config struct {
 	// Wait is how long a repeat waits for a first call in progress
 	// before ErrInProgress (default 10 s; negative: do not wait).
 	Wait time.Duration
+	// MaxKeysPerScope bounds the live keys (in progress, or answered and
+	// not expired) of one scope, one caller: a new key beyond it is
+	// ErrTooManyKeys (httpx: 429 rate_limited) until some expire, so that
+	// one caller cannot fill the store with keys kept for TTL. Zero means
+	// DefaultMaxKeysPerScope; negative, no bound.
+	MaxKeysPerScope int
+	// MaxAnswerBytes bounds an answer's Body: Claim.Complete refuses a
+	// longer one with ErrAnswerTooLarge and stores nothing, and the
+	// caller stores a short answer in its place (httpx: a refusal saying
+	// the call ran). Zero means DefaultMaxAnswerBytes; negative, no
+	// bound; a bound under MinAnswerBytes is raised to it, so that such a
+	// short answer always fits.
+	MaxAnswerBytes int
 }
 
 // Guard runs calls once per key. It is safe for concurrent use.
 type Guard struct {
-	store Store
-	ttl   time.Duration
-	lease time.Duration
-	wait  time.Duration
+	store     Store
+	ttl       time.Duration
+	lease     time.Duration
+	wait      time.Duration
+	maxKeys   int
+	maxAnswer int
 }
 
 // New returns a Guard.
@@ -129,7 +174,11 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.TTL < 0 || cfg.Lease < 0 {
 		return nil, errors.New("idempotency: negative TTL or Lease")
 	}
-	g := &Guard{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, wait: cfg.Wait}
+	g := &Guard{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, wait: cfg.Wait,
+		maxKeys: bound(cfg.MaxKeysPerScope, DefaultMaxKeysPerScope), maxAnswer: bound(cfg.MaxAnswerBytes, DefaultMaxAnswerBytes)}
+	if g.maxAnswer > 0 {
+		g.maxAnswer = max(g.maxAnswer, MinAnswerBytes)
+	}
 	if g.store == nil {
 		g.store = NewMemoryStore()
 	}
@@ -145,6 +194,17 @@ func New(cfg Config) (*Guard, error) {
 	return g, nil
 }
 
+// bound is a configured bound: def for zero, none (0) for a negative one.
+func bound(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
 // TTL returns how long answers are kept.
 func (g *Guard) TTL() time.Duration { return g.ttl }
 
@@ -152,6 +212,7 @@ func (g *Guard) TTL() time.Duration { return g.ttl }
 // Complete and Release should follow.
 type Claim struct {
 	g     *Guard
+	scope string
 	key   string
 	token string
 }
@@ -179,7 +240,8 @@ func storeKey(scope, key string) string {
 // Begin looks key up for scope (the caller: an agent id, a principal)
 // and a call with fingerprint. It returns a Claim when the call should
 // run, or the stored answer to replay; or ErrInvalidKey, ErrKeyReused,
-// ErrInProgress (after waiting, see Config.Wait), or a store error.
+// ErrInProgress (after waiting, see Config.Wait), ErrTooManyKeys (see
+// Config.MaxKeysPerScope), or a store error.
 func (g *Guard) Begin(ctx context.Context, scope, key, fingerprint string) (*Claim, *Record, error) {
 	if err := CheckKey(key); err != nil {
 		return nil, nil, err
@@ -189,12 +251,15 @@ func (g *Guard) Begin(ctx context.Context, scope, key, fingerprint string) (*Cla
 	var deadline time.Time
 	pause := 5 * time.Millisecond
 	for {
-		claimed, rec, err := g.store.Claim(ctx, sk, fingerprint, token, g.lease)
+		claimed, rec, err := g.store.Claim(ctx, scope, sk, fingerprint, token, g.lease, g.maxKeys)
+		if errors.Is(err, ErrTooManyKeys) {
+			return nil, nil, ErrTooManyKeys
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("idempotency: %w", err)
 		}
 		if claimed {
-			return &Claim{g: g, key: sk, token: token}, nil, nil
+			return &Claim{g: g, scope: scope, key: sk, token: token}, nil, nil
 		}
 		if rec.Fingerprint != fingerprint {
 			return nil, nil, ErrKeyReused
@@ -220,14 +285,19 @@ func (g *Guard) Begin(ctx context.Context, scope, key, fingerprint string) (*Cla
 }
 
 // Complete stores the answer for replay. body may be reused once it
-// returns.
+// returns. A body longer than Config.MaxAnswerBytes is not stored:
+// Complete returns ErrAnswerTooLarge, and the claim still holds the key,
+// for a shorter answer in its place (or a Release).
 func (c *Claim) Complete(ctx context.Context, status int, header map[string]string, body []byte) error {
-	return c.g.store.Complete(ctx, c.key, c.token, Record{Status: status, Header: header, Body: body, Done: true}, c.g.ttl)
+	if c.g.maxAnswer > 0 && len(body) > c.g.maxAnswer {
+		return fmt.Errorf("%w: %d bytes, more than %d", ErrAnswerTooLarge, len(body), c.g.maxAnswer)
+	}
+	return c.g.store.Complete(ctx, c.scope, c.key, c.token, Record{Status: status, Header: header, Body: body, Done: true}, c.g.ttl)
 }
 
 // Release gives the key up without an answer, so that a retry runs.
 func (c *Claim) Release(ctx context.Context) error {
-	return c.g.store.Release(ctx, c.key, c.token)
+	return c.g.store.Release(ctx, c.scope, c.key, c.token)
 }
 
 // tokenPrefix makes claim tokens unique across processes; the counter

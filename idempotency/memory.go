@@ -9,16 +9,21 @@ import (
 )
 
 // MemoryStore is a Store in the memory of one process. Expired keys are
-// dropped when they are next claimed, and all at once every so often.
+// dropped when they are next claimed, when their scope reaches its bound,
+// and all at once every so often.
 type MemoryStore struct {
-	mu        sync.Mutex
-	keys      map[string]*memEntry
+	mu   sync.Mutex
+	keys map[string]*memEntry
+	// scopes holds the keys of each scope, expired ones not yet dropped
+	// included.
+	scopes    map[string]map[string]struct{}
 	now       func() time.Time
 	lastSweep time.Time
 }
 
 type memEntry struct {
 	rec     Record
+	scope   string
 	expires time.Time
 }
 
@@ -29,7 +34,7 @@ const memSweepEvery = time.Minute
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{keys: make(map[string]*memEntry), now: time.Now}
+	return &MemoryStore{keys: make(map[string]*memEntry), scopes: make(map[string]map[string]struct{}), now: time.Now}
 }
 
 func copyRecord(r Record) *Record {
@@ -38,8 +43,35 @@ func copyRecord(r Record) *Record {
 	return &r
 }
 
+// drop forgets key. s.mu must be held.
+func (s *MemoryStore) drop(key string, e *memEntry) {
+	delete(s.keys, key)
+	if ks := s.scopes[e.scope]; ks != nil {
+		delete(ks, key)
+		if len(ks) == 0 {
+			delete(s.scopes, e.scope)
+		}
+	}
+}
+
+// live counts the unexpired keys of scope, dropping the expired ones, but
+// only when it holds max or more keys in all: below that, the bound
+// cannot be reached. s.mu must be held.
+func (s *MemoryStore) live(scope string, now time.Time, max int) int {
+	ks := s.scopes[scope]
+	if len(ks) < max {
+		return len(ks)
+	}
+	for k := range ks {
+		if e := s.keys[k]; !now.Before(e.expires) {
+			s.drop(k, e)
+		}
+	}
+	return len(s.scopes[scope])
+}
+
 // Claim implements Store.
-func (s *MemoryStore) Claim(_ context.Context, key, fingerprint, token string, lease time.Duration) (bool, *Record, error) {
+func (s *MemoryStore) Claim(_ context.Context, scope, key, fingerprint, token string, lease time.Duration, max int) (bool, *Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -47,19 +79,31 @@ func (s *MemoryStore) Claim(_ context.Context, key, fingerprint, token string, l
 		s.lastSweep = now
 		for k, e := range s.keys {
 			if !now.Before(e.expires) {
-				delete(s.keys, k)
+				s.drop(k, e)
 			}
 		}
 	}
-	if e, ok := s.keys[key]; ok && now.Before(e.expires) {
-		return false, copyRecord(e.rec), nil
+	if e, ok := s.keys[key]; ok {
+		if now.Before(e.expires) {
+			return false, copyRecord(e.rec), nil
+		}
+		s.drop(key, e)
 	}
-	s.keys[key] = &memEntry{rec: Record{Fingerprint: fingerprint, Token: token}, expires: now.Add(lease)}
+	if max > 0 && s.live(scope, now, max) >= max {
+		return false, nil, ErrTooManyKeys
+	}
+	s.keys[key] = &memEntry{rec: Record{Fingerprint: fingerprint, Token: token}, scope: scope, expires: now.Add(lease)}
+	ks := s.scopes[scope]
+	if ks == nil {
+		ks = make(map[string]struct{})
+		s.scopes[scope] = ks
+	}
+	ks[key] = struct{}{}
 	return true, nil, nil
 }
 
 // Complete implements Store.
-func (s *MemoryStore) Complete(_ context.Context, key, token string, answer Record, ttl time.Duration) error {
+func (s *MemoryStore) Complete(_ context.Context, _, key, token string, answer Record, ttl time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.keys[key]
@@ -75,11 +119,11 @@ func (s *MemoryStore) Complete(_ context.Context, key, token string, answer Reco
 }
 
 // Release implements Store.
-func (s *MemoryStore) Release(_ context.Context, key, token string) error {
+func (s *MemoryStore) Release(_ context.Context, _, key, token string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.keys[key]; ok && e.rec.Token == token && !e.rec.Done {
-		delete(s.keys, key)
+		s.drop(key, e)
 	}
 	return nil
 }

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 import (
@@ -8,32 +10,33 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
 
-// AgentcapUser is the user who approves at the agentcap provider.
-const AgentcapUser = "user_interop"
+// agentcapUser is the user who approves at the agentcap provider.
+const agentcapUser = "user_interop"
 
-// ReplayCoder is implemented by providers whose answer to a replayed
+// replayCoder is implemented by providers whose answer to a replayed
 // agent JWT is not the protocol's invalid_jwt.
-type ReplayCoder interface {
+type replayCoder interface {
 	// ReplayCode is the error code the provider answers a replayed
 	// agent JWT with at its default location.
 	ReplayCode() string
 }
 
-// ReplayCode implements ReplayCoder: the reference provider answers
+// ReplayCode implements replayCoder: the reference provider answers
 // jti_replay (see README.md).
-func (r *Reference) ReplayCode() string { return "jti_replay" }
+func (r *reference) ReplayCode() string { return "jti_replay" }
 
-// Agentcap is agentcap's own provider (package agentauth/provider) with
-// the same capabilities and policy as the reference harness, served on a
-// loopback port by this process.
-type Agentcap struct {
+// agentcapProvider is agentcap's own provider (package
+// agentauth/provider) with the same capabilities and policy as the
+// reference harness, served on a loopback port by this process.
+type agentcapProvider struct {
 	prov     *provider.Provider
 	srv      *http.Server
 	issuer   string
@@ -64,9 +67,9 @@ type transferOut struct {
 	Currency   string  `json:"currency"`
 }
 
-// NewAgentcap starts agentcap's provider on a free loopback port, with
-// agentcap_echo located at location, which the caller serves.
-func NewAgentcap(location string) (*Agentcap, error) {
+// newAgentcapProvider starts agentcap's provider on a free loopback port,
+// with agentcap_echo located at location, which the caller serves.
+func newAgentcapProvider(location string) (*agentcapProvider, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -87,7 +90,7 @@ func NewAgentcap(location string) (*Agentcap, error) {
 				<-mu
 				return transferOut{fmt.Sprintf("tr_%d", n), in.Amount, in.Currency}, nil
 			}, core.WithRisk(core.RiskHigh)),
-		core.MustDefine(LocationCapability, "Echo, executed by an agentcap resource server.",
+		core.MustDefine(locationCapability, "Echo, executed by an agentcap resource server.",
 			func(_ context.Context, _ struct{}, in echoIO) (echoIO, error) { return in, nil },
 			core.WithLocation(location)),
 	)
@@ -105,7 +108,7 @@ func NewAgentcap(location string) (*Agentcap, error) {
 			// As in the reference harness: autonomous hosts get echo
 			// and add; delegated agents always ask the user.
 			HostDefaults: func(_ context.Context, h provider.NewHost) []string {
-				if h.Mode == agentauth.ModeAutonomous {
+				if h.Mode == agentcap.ModeAutonomous {
 					return []string{"echo", "add"}
 				}
 				return nil
@@ -120,61 +123,53 @@ func NewAgentcap(location string) (*Agentcap, error) {
 		ln.Close()
 		return nil, err
 	}
-	exec, err := core.NewExecutor(reg, core.ExecutorConfig[struct{}, agentauth.Caller[struct{}]]{
-		CreateContext: func(context.Context, agentauth.Caller[struct{}], *core.Definition, any) (struct{}, error) {
-			return struct{}{}, nil
-		},
-	})
+	exec, err := core.NewExecutor(reg, noContext, core.Config{})
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	hc, err := provider.HTTPConfig(prov, agentauth.HTTPOptions[struct{}]{})
+	// The provider verifies its agents' tokens at its own location.
+	loc, err := httpx.New(exec, httpx.Config{Verifier: prov})
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	loc, err := httpx.New(exec, hc)
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	a := &Agentcap{prov: prov, issuer: issuer, location: location}
+	a := &agentcapProvider{prov: prov, issuer: issuer, location: location}
 	a.srv = &http.Server{Handler: prov.Handler(loc), ReadHeaderTimeout: 10 * time.Second}
 	go a.srv.Serve(ln)
 	return a, nil
 }
 
 // Close stops the provider.
-func (a *Agentcap) Close() error { return a.srv.Close() }
+func (a *agentcapProvider) Close() error { return a.srv.Close() }
 
-// Name implements Provider.
-func (a *Agentcap) Name() string { return "agentcap" }
+// Name implements providerUnderTest.
+func (a *agentcapProvider) Name() string { return "agentcap" }
 
-// URL implements Provider.
-func (a *Agentcap) URL() string { return a.issuer }
+// URL implements providerUnderTest.
+func (a *agentcapProvider) URL() string { return a.issuer }
 
-// Issuer implements Provider.
-func (a *Agentcap) Issuer() string { return a.issuer }
+// Issuer implements providerUnderTest.
+func (a *agentcapProvider) Issuer() string { return a.issuer }
 
-// Location implements Provider.
-func (a *Agentcap) Location() string { return a.location }
+// Location implements providerUnderTest.
+func (a *agentcapProvider) Location() string { return a.location }
 
-// Decide implements Provider through the provider's approval API, as the
+// Decide implements providerUnderTest through the provider's approval API, as the
 // approval page does for a signed-in user: by user code for device
 // authorization, and for a CIBA request (which has none) by the id of
 // the agent's request among those waiting for the user. The interop
 // capabilities have no webauthn strength, so no presence confirmation is
 // involved.
-func (a *Agentcap) Decide(ctx context.Context, d Decision) error {
+func (a *agentcapProvider) Decide(ctx context.Context, d decision) error {
 	dec := provider.Decision{
 		UserCode:     d.UserCode,
-		UserID:       AgentcapUser,
+		UserID:       agentcapUser,
 		Deny:         d.Deny,
 		Capabilities: d.Capabilities,
 	}
 	if d.UserCode == "" {
-		aps, err := a.prov.UserApprovals(ctx, AgentcapUser)
+		aps, err := a.prov.UserApprovals(ctx, agentcapUser)
 		if err != nil {
 			return err
 		}
@@ -188,4 +183,10 @@ func (a *Agentcap) Decide(ctx context.Context, d Decision) error {
 		}
 	}
 	return a.prov.Decide(ctx, dec)
+}
+
+// noContext is the context function of the interop capabilities, which
+// need nothing of the caller's.
+func noContext(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) {
+	return struct{}{}, nil
 }

@@ -1,6 +1,6 @@
 //go:build interop
 
-package interop_test
+package interop
 
 import (
 	"bytes"
@@ -20,11 +20,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/client"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
-	"github.com/agentcap/agentcap/interop"
 )
 
 // TestReference runs the suite against the reference provider started by
@@ -36,7 +36,7 @@ func TestReference(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ref, err := interop.NewReference(ctx, harness)
+	ref, err := newReference(ctx, harness)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestAgentcap(t *testing.T) {
 	}
 	location := "http://" + ln.Addr().String() + "/capability/execute"
 	ln.Close()
-	p, err := interop.NewAgentcap(location)
+	p, err := newAgentcapProvider(location)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,18 +70,18 @@ func TestAgentcap(t *testing.T) {
 	runSuite(t, p)
 }
 
-// locationMessage is the input and output of interop.LocationCapability.
+// locationMessage is the input and output of locationCapability.
 type locationMessage struct {
 	Message string `json:"message"`
 }
 
-var locationEcho = core.MustDefine(interop.LocationCapability, "Echo, executed by agentcap.",
+var locationEcho = core.MustDefine(locationCapability, "Echo, executed by agentcap.",
 	func(_ context.Context, _ struct{}, in locationMessage) (locationMessage, error) { return in, nil })
 
 // startLocation serves an agentcap resource server at p.Location(): the
 // agentauth introspection source verifies the provider's agent JWTs
 // through the provider's introspection endpoint.
-func startLocation(t *testing.T, p interop.Provider, introspect string) {
+func startLocation(t *testing.T, p providerUnderTest, introspect string) {
 	t.Helper()
 	u, err := url.Parse(p.Location())
 	if err != nil {
@@ -98,19 +98,15 @@ func startLocation(t *testing.T, p interop.Provider, introspect string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := core.NewExecutor(reg, core.ExecutorConfig[struct{}, agentauth.Caller[struct{}]]{
-		CreateContext: func(context.Context, agentauth.Caller[struct{}], *core.Definition, any) (struct{}, error) {
-			return struct{}{}, nil
-		},
-	})
+	exec, err := core.NewExecutor(reg, noContext, core.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc, err := agentauth.HTTPConfig(agentauth.HTTPOptions[struct{}]{Sessions: src, Issuer: p.Issuer()})
+	v, err := agentauth.New(agentauth.Config{Sessions: src, Issuer: p.Issuer()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := httpx.New(exec, hc)
+	h, err := httpx.New(exec, httpx.Config{Verifier: v})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +146,7 @@ func newClient(t *testing.T) *client.Client {
 // provider's user, and records the approvals and any failure.
 type approver struct {
 	t  *testing.T
-	p  interop.Provider
+	p  providerUnderTest
 	mu sync.Mutex
 	// seen are the approvals shown.
 	seen []client.Approval
@@ -167,7 +163,7 @@ func (a *approver) approve(ap client.Approval) {
 		defer a.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := a.p.Decide(ctx, interop.Decision{AgentID: ap.AgentID, UserCode: ap.UserCode}); err != nil {
+		if err := a.p.Decide(ctx, decision{AgentID: ap.AgentID, UserCode: ap.UserCode}); err != nil {
 			a.mu.Lock()
 			a.errs = append(a.errs, err)
 			a.mu.Unlock()
@@ -184,14 +180,14 @@ func (a *approver) check() {
 }
 
 // connectDelegated connects a delegated agent and approves it.
-func connectDelegated(t *testing.T, p interop.Provider, caps ...client.CapabilityRequest) (*client.Agent, *client.AgentStatus, *approver) {
+func connectDelegated(t *testing.T, p providerUnderTest, caps ...client.CapabilityRequest) (*client.Agent, *client.AgentStatus, *approver) {
 	t.Helper()
 	ap := &approver{t: t, p: p}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	a, st, err := newClient(t).Connect(ctx, p.URL(), client.ConnectOptions{
 		Name:         t.Name(),
-		Mode:         agentauth.ModeDelegated,
+		Mode:         agentcap.ModeDelegated,
 		Capabilities: caps,
 		Reason:       "interop test",
 		OnApproval:   ap.approve,
@@ -203,12 +199,12 @@ func connectDelegated(t *testing.T, p interop.Provider, caps ...client.Capabilit
 	return a, st, ap
 }
 
-func errCode(err error) (int, string) {
+func errCode(err error) (int, agentcap.Code) {
 	var e *client.Error
 	if errors.As(err, &e) {
 		return e.Status, e.Code
 	}
-	return 0, fmt.Sprint(err)
+	return 0, agentcap.Code(fmt.Sprint(err))
 }
 
 func constraint(s string) map[string]json.RawMessage {
@@ -241,7 +237,7 @@ func post(t *testing.T, u, token string, body any) (int, map[string]any) {
 }
 
 // runSuite is the interop suite, the same for every provider.
-func runSuite(t *testing.T, p interop.Provider) {
+func runSuite(t *testing.T, p providerUnderTest) {
 	ctx := context.Background()
 	d, err := newClient(t).Discover(ctx, p.URL())
 	if err != nil {
@@ -273,28 +269,28 @@ func runSuite(t *testing.T, p interop.Provider) {
 		if len(ap.seen) != 1 || ap.seen[0].Method != "device_authorization" || ap.seen[0].UserCode == "" || ap.seen[0].VerificationURI == "" || ap.seen[0].Interval <= 0 {
 			t.Errorf("approvals shown: %+v", ap.seen)
 		}
-		if st.Status != agentauth.StatusActive || st.Mode != agentauth.ModeDelegated || st.AgentID != a.ID() {
+		if st.Status != agentcap.StatusActive || st.Mode != agentcap.ModeDelegated || st.AgentID != a.ID() {
 			t.Errorf("status after approval: %+v", st)
 		}
 		g, ok := st.Grant("echo")
-		if !ok || g.Status != agentauth.StatusActive {
+		if !ok || g.Status != agentcap.StatusActive {
 			t.Errorf("echo grant %+v", g)
 		}
 		again, err := a.Status(ctx)
-		if err != nil || again.Status != agentauth.StatusActive || again.HostID != a.Connection().HostID {
+		if err != nil || again.Status != agentcap.StatusActive || again.HostID != a.Connection().HostID {
 			t.Errorf("status: %+v, %v", again, err)
 		}
 	})
 
 	t.Run("autonomous connect", func(t *testing.T) {
 		a, st, err := newClient(t).Connect(ctx, p.URL(), client.ConnectOptions{
-			Name: t.Name(), Mode: agentauth.ModeAutonomous, Capabilities: client.Capabilities("echo", "add"),
+			Name: t.Name(), Mode: agentcap.ModeAutonomous, Capabilities: client.Capabilities("echo", "add"),
 			OnApproval: func(client.Approval) { t.Error("an autonomous agent was sent for approval") },
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Status != agentauth.StatusActive || st.Mode != agentauth.ModeAutonomous {
+		if st.Status != agentcap.StatusActive || st.Mode != agentcap.ModeAutonomous {
 			t.Errorf("status %+v", st)
 		}
 		res, err := a.Execute(ctx, "add", map[string]int{"a": 2, "b": 40})
@@ -309,7 +305,7 @@ func runSuite(t *testing.T, p interop.Provider) {
 	a, _, _ := connectDelegated(t, p,
 		client.CapabilityRequest{Name: "echo"},
 		client.CapabilityRequest{Name: "transfer", Constraints: constraint(`{"amount":{"max":100},"currency":{"in":["EUR","USD"]}}`)},
-		client.CapabilityRequest{Name: interop.LocationCapability},
+		client.CapabilityRequest{Name: locationCapability},
 	)
 
 	t.Run("list and describe", func(t *testing.T) {
@@ -328,18 +324,18 @@ func runSuite(t *testing.T, p interop.Provider) {
 		for _, c := range all {
 			got[c.Name] = c.GrantStatus
 		}
-		want := map[string]string{"echo": "granted", "add": "not_granted", "transfer": "granted", interop.LocationCapability: "granted"}
+		want := map[string]string{"echo": "granted", "add": "not_granted", "transfer": "granted", locationCapability: "granted"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("capabilities (-want +got):\n%s", diff)
 		}
-		c, err := a.Describe(ctx, interop.LocationCapability)
+		c, err := a.Describe(ctx, locationCapability)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c.Location != p.Location() || !strings.Contains(string(c.Input), `"message"`) {
 			t.Errorf("describe: %+v", c)
 		}
-		if _, err := a.Describe(ctx, "no_such_capability"); !client.IsCode(err, agentauth.CodeCapabilityNotFound) {
+		if _, err := a.Describe(ctx, "no_such_capability"); !client.IsCode(err, agentcap.CodeCapabilityNotFound) {
 			t.Errorf("describe unknown: %v", err)
 		}
 	})
@@ -363,13 +359,13 @@ func runSuite(t *testing.T, p interop.Provider) {
 		if json.Unmarshal(res.Data, &tr) != nil || tr.ID == "" || tr.Amount != 25 {
 			t.Errorf("transfer: %s", res.Data)
 		}
-		if _, err := a.Execute(ctx, "add", map[string]int{"a": 1, "b": 1}); !client.IsCode(err, agentauth.CodeCapabilityNotGranted) {
+		if _, err := a.Execute(ctx, "add", map[string]int{"a": 1, "b": 1}); !client.IsCode(err, agentcap.CodeCapabilityNotGranted) {
 			t.Errorf("ungranted capability: %v", err)
 		}
 	})
 
 	t.Run("execute at an agentcap location", func(t *testing.T) {
-		res, err := a.Execute(ctx, interop.LocationCapability, map[string]string{"message": "via introspection"})
+		res, err := a.Execute(ctx, locationCapability, map[string]string{"message": "via introspection"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,12 +374,12 @@ func runSuite(t *testing.T, p interop.Provider) {
 		}
 		// A token meant for the provider's default location is refused
 		// by the agentcap location before it asks the provider.
-		tok, err := a.SignJWT(d.DefaultLocationURL(), []string{interop.LocationCapability})
+		tok, err := a.SignJWT(d.DefaultLocationURL(), []string{locationCapability})
 		if err != nil {
 			t.Fatal(err)
 		}
-		status, body := post(t, p.Location(), tok, map[string]any{"capability": interop.LocationCapability, "arguments": map[string]string{"message": "x"}})
-		if status != http.StatusUnauthorized || body["error"] != agentauth.CodeInvalidJWT {
+		status, body := post(t, p.Location(), tok, map[string]any{"capability": locationCapability, "arguments": map[string]string{"message": "x"}})
+		if status != http.StatusUnauthorized || body["error"] != string(agentcap.CodeInvalidJWT) {
 			t.Errorf("token for another audience: %d %v", status, body)
 		}
 	})
@@ -391,14 +387,17 @@ func runSuite(t *testing.T, p interop.Provider) {
 	t.Run("batch", func(t *testing.T) {
 		res, err := a.BatchExecute(ctx, []client.BatchCall{
 			{ID: "e", Capability: "echo", Arguments: map[string]string{"message": "one"}},
-			{ID: "l", Capability: interop.LocationCapability, Arguments: map[string]string{"message": "two"}},
+			{ID: "l", Capability: locationCapability, Arguments: map[string]string{"message": "two"}},
 			{ID: "t", Capability: "transfer", Arguments: map[string]any{"amount": 1000, "currency": "EUR"}},
 			{ID: "x", Capability: "add", Arguments: map[string]int{"a": 1, "b": 2}},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		type row struct{ ID, Data, Code string }
+		type row struct {
+			ID, Data string
+			Code     agentcap.Code
+		}
 		var got []row
 		for _, r := range res {
 			_, code := errCode(r.Err)
@@ -410,8 +409,8 @@ func runSuite(t *testing.T, p interop.Provider) {
 		want := []row{
 			{"e", `{"message":"one"}`, ""},
 			{"l", `{"message":"two"}`, ""},
-			{"t", "", agentauth.CodeConstraintViolated},
-			{"x", "", agentauth.CodeCapabilityNotGranted},
+			{"t", "", agentcap.CodeConstraintViolated},
+			{"x", "", agentcap.CodeCapabilityNotGranted},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("batch results (-want +got):\n%s", diff)
@@ -424,10 +423,10 @@ func runSuite(t *testing.T, p interop.Provider) {
 		if !errors.As(err, &e) {
 			t.Fatalf("err = %v", err)
 		}
-		if e.Status != http.StatusForbidden || e.Code != agentauth.CodeConstraintViolated {
+		if e.Status != http.StatusForbidden || e.Code != agentcap.CodeConstraintViolated {
 			t.Errorf("error %d %s", e.Status, e.Code)
 		}
-		want := []agentauth.ConstraintViolation{
+		want := []agentcap.ConstraintViolation{
 			{Field: "amount", Constraint: json.RawMessage(`{"max":100}`), Actual: json.RawMessage(`500`)},
 			{Field: "currency", Constraint: json.RawMessage(`{"in":["EUR","USD"]}`), Actual: json.RawMessage(`"GBP"`)},
 		}
@@ -451,7 +450,7 @@ func runSuite(t *testing.T, p interop.Provider) {
 			t.Errorf("approvals shown: %+v", ap.seen)
 		}
 		g, ok := st.Grant("add")
-		if !ok || g.Status != agentauth.StatusActive {
+		if !ok || g.Status != agentcap.StatusActive {
 			t.Fatalf("add grant after approval: %+v", st.Grants)
 		}
 		res, err := a.Execute(ctx, "add", map[string]int{"a": 3, "b": 4})
@@ -461,7 +460,7 @@ func runSuite(t *testing.T, p interop.Provider) {
 		if string(res.Data) != `{"sum":7}` {
 			t.Errorf("add: %s", res.Data)
 		}
-		if _, err := a.Execute(ctx, "add", map[string]int{"a": 11, "b": 4}); !client.IsCode(err, agentauth.CodeConstraintViolated) {
+		if _, err := a.Execute(ctx, "add", map[string]int{"a": 11, "b": 4}); !client.IsCode(err, agentcap.CodeConstraintViolated) {
 			t.Errorf("add beyond the requested constraint: %v", err)
 		}
 	})
@@ -476,16 +475,16 @@ func runSuite(t *testing.T, p interop.Provider) {
 			t.Fatalf("first use: %d", status)
 		}
 		status, m := post(t, d.DefaultLocationURL(), tok, body)
-		replayCode := agentauth.CodeInvalidJWT
-		if rc, ok := p.(interop.ReplayCoder); ok {
+		replayCode := string(agentcap.CodeInvalidJWT)
+		if rc, ok := p.(replayCoder); ok {
 			replayCode = rc.ReplayCode()
 		}
 		if status != http.StatusUnauthorized || m["error"] != replayCode {
 			t.Errorf("replay at the provider: %d %v", status, m)
 		}
 
-		body["capability"] = interop.LocationCapability
-		tok, err = a.SignJWT(p.Location(), []string{interop.LocationCapability})
+		body["capability"] = locationCapability
+		tok, err = a.SignJWT(p.Location(), []string{locationCapability})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -493,25 +492,25 @@ func runSuite(t *testing.T, p interop.Provider) {
 			t.Fatalf("first use at the agentcap location: %d %v", status, m)
 		}
 		status, m = post(t, p.Location(), tok, body)
-		if status != http.StatusUnauthorized || m["error"] != agentauth.CodeInvalidJWT {
+		if status != http.StatusUnauthorized || m["error"] != string(agentcap.CodeInvalidJWT) {
 			t.Errorf("replay at the agentcap location: %d %v", status, m)
 		}
 	})
 
 	t.Run("revoke then execute fails", func(t *testing.T) {
-		b, _, _ := connectDelegated(t, p, client.Capabilities("echo", interop.LocationCapability)...)
+		b, _, _ := connectDelegated(t, p, client.Capabilities("echo", locationCapability)...)
 		if _, err := b.Execute(ctx, "echo", map[string]string{"message": "before"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Revoke(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if status, code := errCode(mustFail(b.Execute(ctx, "echo", map[string]string{"message": "after"}))); status != http.StatusForbidden || code != agentauth.CodeAgentRevoked {
+		if status, code := errCode(mustFail(b.Execute(ctx, "echo", map[string]string{"message": "after"}))); status != http.StatusForbidden || code != agentcap.CodeAgentRevoked {
 			t.Errorf("execute after revoke: %d %s", status, code)
 		}
 		// Introspection only says the token is inactive, so the agentcap
 		// location answers invalid_jwt.
-		if status, code := errCode(mustFail(b.Execute(ctx, interop.LocationCapability, map[string]string{"message": "after"}))); status != http.StatusUnauthorized || code != agentauth.CodeInvalidJWT {
+		if status, code := errCode(mustFail(b.Execute(ctx, locationCapability, map[string]string{"message": "after"}))); status != http.StatusUnauthorized || code != agentcap.CodeInvalidJWT {
 			t.Errorf("execute at the agentcap location after revoke: %d %s", status, code)
 		}
 	})

@@ -1,6 +1,6 @@
 //go:build interop
 
-package interop_test
+package interop
 
 import (
 	"context"
@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
-	"github.com/agentcap/agentcap/interop"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
@@ -53,7 +52,7 @@ func entries(m map[string]any) map[string]map[string]any {
 // provider: list entries with location (§5.2), list with a host JWT
 // (§5.2), status of an active agent while a request waits (§5.5), and a
 // capability request approved by CIBA (§7.2).
-func runParity(t *testing.T, p interop.Provider, d *client.Discovery) {
+func runParity(t *testing.T, p providerUnderTest, d *client.Discovery) {
 	ctx := context.Background()
 	listURL, err := d.EndpointURL(client.EndpointCapabilities)
 	if err != nil {
@@ -62,7 +61,7 @@ func runParity(t *testing.T, p interop.Provider, d *client.Discovery) {
 	cl := newClient(t)
 	ap := &approver{t: t, p: p}
 	a, _, err := cl.Connect(ctx, p.URL(), client.ConnectOptions{
-		Name: "parity", Mode: agentauth.ModeDelegated, Capabilities: client.Capabilities("echo"), OnApproval: ap.approve,
+		Name: "parity", Mode: agentcap.ModeDelegated, Capabilities: client.Capabilities("echo"), OnApproval: ap.approve,
 	})
 	ap.check()
 	if err != nil {
@@ -75,7 +74,7 @@ func runParity(t *testing.T, p interop.Provider, d *client.Discovery) {
 			t.Fatal(err)
 		}
 		status, m := get(t, listURL+"?limit=100", tok)
-		e := entries(m)[interop.LocationCapability]
+		e := entries(m)[locationCapability]
 		if status != http.StatusOK || e == nil || e["location"] != p.Location() {
 			t.Errorf("%d, entry %v, want location %s", status, e, p.Location())
 		}
@@ -89,8 +88,8 @@ func runParity(t *testing.T, p interop.Provider, d *client.Discovery) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		host := agentauthtest.NewHost("host", agentauthtest.WithKey(id.Key))
-		status, m := get(t, listURL+"?limit=100", host.Token(p.Issuer()))
+		host := agentauthtest.NewHost(agentauthtest.Host{ID: "host", Key: id.Key})
+		status, m := get(t, listURL+"?limit=100", host.Token(agentauthtest.Token{Audience: p.Issuer()}))
 		got := entries(m)
 		if status != http.StatusOK || len(got) != 4 {
 			t.Fatalf("%d %v", status, m)
@@ -98,21 +97,21 @@ func runParity(t *testing.T, p interop.Provider, d *client.Discovery) {
 		// The specification gives grant_status to agent JWTs only; the
 		// reference provider adds it for host JWTs, from the host's
 		// default capabilities (see README.md).
-		_, reference := p.(*interop.Reference)
+		_, isReference := p.(*reference)
 		for name, e := range got {
-			if _, has := e["grant_status"]; has != reference {
+			if _, has := e["grant_status"]; has != isReference {
 				t.Errorf("%s: grant_status %v", name, e["grant_status"])
 			}
 		}
 		// An unknown host: agentcap answers 401 invalid_jwt, after which
 		// the published client lists without credentials; the reference
 		// provider answers as if no token had been sent.
-		stranger := agentauthtest.NewHost("stranger")
+		stranger := agentauthtest.NewHost(agentauthtest.Host{ID: "stranger"})
 		want := http.StatusUnauthorized
-		if reference {
+		if isReference {
 			want = http.StatusOK
 		}
-		if status, m := get(t, listURL, stranger.Token(p.Issuer())); status != want {
+		if status, m := get(t, listURL, stranger.Token(agentauthtest.Token{Audience: p.Issuer()})); status != want {
 			t.Errorf("an unknown host: %d %v", status, m)
 		}
 	})
@@ -131,7 +130,7 @@ func runParity(t *testing.T, p interop.Provider, d *client.Discovery) {
 		}
 		for i := range 3 {
 			st, err := a.Status(ctx)
-			if err != nil || st.Status != agentauth.StatusActive {
+			if err != nil || st.Status != agentcap.StatusActive {
 				t.Fatalf("status read %d: %+v %v", i, st, err)
 			}
 		}
@@ -153,7 +152,7 @@ func runParity(t *testing.T, p interop.Provider, d *client.Discovery) {
 		if len(ap.seen) != 1 || ap.seen[0].Method != "ciba" || ap.seen[0].UserCode != "" {
 			t.Errorf("approvals shown: %+v", ap.seen)
 		}
-		if g, ok := st.Grant("transfer"); !ok || g.Status != agentauth.StatusActive {
+		if g, ok := st.Grant("transfer"); !ok || g.Status != agentcap.StatusActive {
 			t.Errorf("transfer after the CIBA approval: %+v", st.Grants)
 		}
 	})

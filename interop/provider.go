@@ -1,7 +1,5 @@
-// Package interop runs agentcap's Agent Auth client against real Agent
-// Auth providers. The suite itself is in this package's tests, built only
-// with the "interop" build tag (see README.md and run.sh); this file
-// holds the providers under test.
+//go:build interop
+
 package interop
 
 import (
@@ -17,14 +15,14 @@ import (
 	"time"
 )
 
-// LocationCapability is the capability every provider under test lists
+// locationCapability is the capability every provider under test lists
 // with an agentcap resource server as its location. It takes
 // {"message": string} and returns it.
-const LocationCapability = "agentcap_echo"
+const locationCapability = "agentcap_echo"
 
-// Decision is what the approving user decides about a pending
+// decision is what the approving user decides about a pending
 // registration or capability request.
-type Decision struct {
+type decision struct {
 	AgentID string
 	// UserCode is the code of a device authorization approval.
 	UserCode string
@@ -34,10 +32,11 @@ type Decision struct {
 	Capabilities []string
 }
 
-// Provider is an Agent Auth provider under test: where clients find it,
-// where its agentcap location must listen, and a way for tests to act as
-// its approving user. The suite runs unchanged against every Provider.
-type Provider interface {
+// providerUnderTest is an Agent Auth provider under test: where clients
+// find it, where its agentcap location must listen, and a way for tests
+// to act as its approving user. The suite runs unchanged against every
+// providerUnderTest.
+type providerUnderTest interface {
 	// Name labels the provider in test names.
 	Name() string
 	// URL is what clients discover and connect to.
@@ -45,16 +44,16 @@ type Provider interface {
 	// Issuer is the issuer its discovery document names.
 	Issuer() string
 	// Location is the URL the provider lists as the location of
-	// LocationCapability; the suite serves an agentcap resource server
+	// locationCapability; the suite serves an agentcap resource server
 	// there.
 	Location() string
 	// Decide approves or denies as the provider's test user.
-	Decide(ctx context.Context, d Decision) error
+	Decide(ctx context.Context, d decision) error
 }
 
-// Reference is the reference provider (better-auth with its agent-auth
+// reference is the reference provider (better-auth with its agent-auth
 // plugin) run by harness.mjs.
-type Reference struct {
+type reference struct {
 	base   string
 	info   referenceInfo
 	client *http.Client
@@ -67,14 +66,14 @@ type referenceInfo struct {
 	UserID   string `json:"user_id"`
 }
 
-// NewReference connects to the harness listening at harnessURL (for
+// newReference connects to the harness listening at harnessURL (for
 // example http://127.0.0.1:4100) and reads its configuration.
-func NewReference(ctx context.Context, harnessURL string) (*Reference, error) {
+func newReference(ctx context.Context, harnessURL string) (*reference, error) {
 	u, err := url.Parse(harnessURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("interop: bad harness URL %q", harnessURL)
 	}
-	r := &Reference{base: strings.TrimRight(harnessURL, "/"), client: &http.Client{Timeout: 30 * time.Second}}
+	r := &reference{base: strings.TrimRight(harnessURL, "/"), client: &http.Client{Timeout: 30 * time.Second}}
 	if err := r.call(ctx, http.MethodGet, "/test/info", nil, &r.info); err != nil {
 		return nil, err
 	}
@@ -84,26 +83,26 @@ func NewReference(ctx context.Context, harnessURL string) (*Reference, error) {
 	return r, nil
 }
 
-// Name implements Provider.
-func (r *Reference) Name() string { return "reference" }
+// Name implements providerUnderTest.
+func (r *reference) Name() string { return "reference" }
 
-// URL implements Provider: the provider's base URL, under which it serves
+// URL implements providerUnderTest: the provider's base URL, under which it serves
 // its discovery document.
-func (r *Reference) URL() string { return r.info.BaseURL }
+func (r *reference) URL() string { return r.info.BaseURL }
 
-// Issuer implements Provider.
-func (r *Reference) Issuer() string { return r.info.Issuer }
+// Issuer implements providerUnderTest.
+func (r *reference) Issuer() string { return r.info.Issuer }
 
-// Location implements Provider.
-func (r *Reference) Location() string { return r.info.Location }
+// Location implements providerUnderTest.
+func (r *reference) Location() string { return r.info.Location }
 
 // Root is the harness's origin, which serves the discovery document at
 // /.well-known/agent-configuration as well.
-func (r *Reference) Root() string { return r.base }
+func (r *reference) Root() string { return r.base }
 
-// Decide implements Provider: the harness signs the test user in and
+// Decide implements providerUnderTest: the harness signs the test user in and
 // calls the provider's approve-capability endpoint.
-func (r *Reference) Decide(ctx context.Context, d Decision) error {
+func (r *reference) Decide(ctx context.Context, d decision) error {
 	body := map[string]any{"agent_id": d.AgentID, "action": "approve"}
 	if d.Deny {
 		body["action"] = "deny"
@@ -117,7 +116,7 @@ func (r *Reference) Decide(ctx context.Context, d Decision) error {
 	return r.call(ctx, http.MethodPost, "/test/approve", body, nil)
 }
 
-func (r *Reference) call(ctx context.Context, method, path string, body, out any) error {
+func (r *reference) call(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)

@@ -26,6 +26,16 @@
 // cancelled here when the lease is next renewed. Finished records are
 // kept for Config.Retention, then swept.
 //
+// # Bounds
+//
+// A job's record outlives its request by Config.Retention, so what one
+// caller may hold is bounded: before a transport starts a call that is to
+// be a job it asks [Manager.Admit], which refuses an owner with
+// Config.MaxPendingPerOwner jobs running or Config.MaxPerOwner jobs in
+// all (8 and 100 by default; httpx answers 429 rate_limited), and a
+// result longer than Config.MaxResultBytes (1 MiB) is not kept: the job
+// fails with FailureResultTooLarge instead.
+//
 // # Stores
 //
 // [MemoryStore] serves one process. Packages sqlitestore and pgstore keep

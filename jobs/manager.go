@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -52,12 +53,32 @@ type Config struct {
 	// progress to the Store (default 250 ms); reports in between are
 	// merged, the latest kept.
 	ProgressInterval time.Duration
+	// MaxPendingPerOwner bounds the jobs of one owner running at once,
+	// MaxPerOwner the jobs it has, running or finished and not yet past
+	// their retention: past either, Admit refuses another one with
+	// ErrTooManyJobs (httpx: 429 rate_limited), so that one caller can
+	// neither run any number of jobs at once nor fill the store with
+	// results kept for Retention. Zero means DefaultMaxPendingPerOwner
+	// and DefaultMaxPerOwner; negative, no bound.
+	MaxPendingPerOwner, MaxPerOwner int
+	// MaxResultBytes bounds the result a completed job keeps: a longer
+	// one is not kept, and the job fails with FailureResultTooLarge. Zero
+	// means DefaultMaxResultBytes; negative, no bound.
+	MaxResultBytes int
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
 	// Logger receives store failures of the background work. Nil
 	// discards them.
 	Logger *slog.Logger
 }
+
+// Defaults of Config's bounds: with them one owner's finished jobs hold
+// at most about 100 MiB of results.
+const (
+	DefaultMaxPendingPerOwner = 8
+	DefaultMaxPerOwner        = 100
+	DefaultMaxResultBytes     = 1 << 20
+)
 
 // Manager runs calls as jobs: detached from the request that started
 // them, each with its own deadline, their records in a Store. It is
@@ -74,6 +95,8 @@ type Manager struct {
 	progress time.Duration
 	now      func() time.Time
 	logger   *slog.Logger
+
+	maxPending, maxKept, maxResult int
 
 	mu      sync.Mutex
 	running map[string]*Call
@@ -101,8 +124,12 @@ func New(cfg Config) (*Manager, error) {
 		now:      cfg.Now,
 		logger:   cfg.Logger,
 		running:  make(map[string]*Call),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+
+		maxPending: bound(cfg.MaxPendingPerOwner, DefaultMaxPendingPerOwner),
+		maxKept:    bound(cfg.MaxPerOwner, DefaultMaxPerOwner),
+		maxResult:  bound(cfg.MaxResultBytes, DefaultMaxResultBytes),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	if m.store == nil {
 		m.store = NewMemoryStore()
@@ -118,6 +145,17 @@ func New(cfg Config) (*Manager, error) {
 	}
 	go m.loop()
 	return m, nil
+}
+
+// bound is a configured bound: def for zero, none (0) for a negative one.
+func bound(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -146,26 +184,54 @@ func (m *Manager) PollInterval() time.Duration { return m.poll }
 // Failures of jobs that did not end by themselves.
 var (
 	// FailureCancelled is the failure of a job cancelled by its owner.
-	FailureCancelled = Failure{Code: core.WireCode(core.CodeCancelled), Message: "the job was cancelled", Status: core.HTTPStatus(core.CodeCancelled)}
+	FailureCancelled = Failure{Code: string(agentcap.CodeCancelled), Message: "the job was cancelled", Status: agentcap.CodeCancelled.HTTPStatus()}
 	// FailureInstanceLost is the failure of a job whose instance stopped.
-	FailureInstanceLost = Failure{Code: core.WireCode(core.CodeInstanceLost), Message: "the instance running the job stopped before it finished", Status: core.HTTPStatus(core.CodeInstanceLost)}
+	FailureInstanceLost = Failure{Code: string(agentcap.CodeInstanceLost), Message: "the instance running the job stopped before it finished", Status: agentcap.CodeInstanceLost.HTTPStatus()}
+	// FailureResultTooLarge is the failure of a job whose result was
+	// longer than Config.MaxResultBytes: it ran, and its result was not
+	// kept.
+	FailureResultTooLarge = Failure{Code: string(agentcap.CodeInternalError), Message: "the job ran, but its result was too large to keep", Status: agentcap.CodeInternalError.HTTPStatus()}
 )
+
+// ErrTooManyJobs is Admit's refusal of an owner at one of its bounds
+// (Config.MaxPendingPerOwner, Config.MaxPerOwner).
+var ErrTooManyJobs = errors.New("jobs: the owner has too many jobs")
 
 var errCancelled = errors.New("jobs: cancelled by the owner")
 
+// Admit reports whether owner may start another job: ErrTooManyJobs when
+// it has MaxPendingPerOwner jobs running or MaxPerOwner jobs in all
+// (counted in the Store, so across every instance sharing it), or the
+// Store's error. A transport asks before it starts a call that is to be
+// a job; calls admitted together may pass a bound together.
+func (m *Manager) Admit(ctx context.Context, owner string) error {
+	if m.maxPending == 0 && m.maxKept == 0 {
+		return nil
+	}
+	pending, kept, err := m.store.CountOwner(ctx, owner, m.now())
+	switch {
+	case err != nil:
+		return fmt.Errorf("jobs: counting the owner's jobs: %w", err)
+	case m.maxPending > 0 && pending >= m.maxPending:
+		return fmt.Errorf("%w: %d running", ErrTooManyJobs, pending)
+	case m.maxKept > 0 && kept >= m.maxKept:
+		return fmt.Errorf("%w: %d kept", ErrTooManyJobs, kept)
+	}
+	return nil
+}
+
 // FailureOf turns a call's error into the public failure of a job: the
-// wire code, message and extra members of a *core.Error; anything else is
+// code, message and extra members of an *agentcap.Error; anything else is
 // an internal error.
 func FailureOf(err error) Failure {
-	var ce *core.Error
-	if errors.As(err, &ce) {
-		f := Failure{Code: ce.WireCode(), Message: ce.Message, Status: ce.HTTPStatus()}
-		if fields := ce.Fields(); len(fields) > 0 {
-			f.Fields = fields
+	if ce := agentcap.As(err); ce != nil {
+		f := Failure{Code: string(ce.Code), Message: ce.Message, Status: ce.HTTPStatus()}
+		if len(ce.Fields) > 0 {
+			f.Fields = ce.Fields
 		}
 		return f
 	}
-	return Failure{Code: core.WireInternalError, Message: "internal error", Status: http.StatusInternalServerError}
+	return Failure{Code: string(agentcap.CodeInternalError), Message: "internal error", Status: http.StatusInternalServerError}
 }
 
 // Call is one execution that may become a job. [Manager.Call] starts it;
@@ -369,8 +435,12 @@ func (c *Call) flushProgress(now time.Time) {
 
 func (m *Manager) outcome(data json.RawMessage, err error, now time.Time) Outcome {
 	out := Outcome{State: StateCompleted, Result: data, Expires: now.Add(m.retain)}
-	if err != nil {
+	switch {
+	case err != nil:
 		f := FailureOf(err)
+		out = Outcome{State: StateFailed, Failure: &f, Expires: now.Add(m.retain)}
+	case m.maxResult > 0 && len(data) > m.maxResult:
+		f := FailureResultTooLarge
 		out = Outcome{State: StateFailed, Failure: &f, Expires: now.Add(m.retain)}
 	}
 	return out

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/jobs"
 )
@@ -22,6 +24,9 @@ type waitOut struct {
 	Waited int `json:"waited"`
 }
 
+// codeUnlucky is the application's own refusal of a wait of 13 ms.
+var codeUnlucky = agentcap.NewCode("unlucky", agentcap.CodeConflict)
+
 var wait = core.MustDefine("wait", "Wait, then answer.",
 	func(ctx context.Context, _ struct{}, in waitIn) (waitOut, error) {
 		core.ReportProgress(ctx, core.Progress{Progress: 0, Total: 1, Message: "waiting"})
@@ -31,26 +36,33 @@ var wait = core.MustDefine("wait", "Wait, then answer.",
 		case <-time.After(time.Duration(in.Millis) * time.Millisecond):
 		}
 		if in.Millis == 13 {
-			return waitOut{}, core.Conflict("unlucky", "thirteen").With("retry", false)
+			return waitOut{}, agentcap.NewError(codeUnlucky, "thirteen").With("retry", false)
 		}
 		return waitOut{Waited: in.Millis}, nil
 	}, core.WithAsync())
 
-func executor(t *testing.T) *core.Executor[struct{}, string] {
+// executor runs "wait" for identified callers only.
+func executor(t *testing.T) *core.Executor {
 	t.Helper()
-	return core.MustExecutor(core.MustRegistry(wait), core.ExecutorConfig[struct{}, string]{
-		CreateContext: func(_ context.Context, p string, _ *core.Definition, _ any) (struct{}, error) {
-			if p == "" {
-				return struct{}{}, core.ErrForbidden
-			}
-			return struct{}{}, nil
-		},
-	})
+	return core.MustExecutor(core.MustRegistry(wait), func(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (struct{}, error) {
+		if id == nil {
+			return struct{}{}, core.ErrForbidden
+		}
+		return struct{}{}, nil
+	}, core.Config{})
 }
 
-func start(m *jobs.Manager, e *core.Executor[struct{}, string], owner, args string) *jobs.Call {
+// caller is the identity of owner; none for "".
+func caller(owner string) *auth.Identity {
+	if owner == "" {
+		return nil
+	}
+	return &auth.Identity{Subject: owner}
+}
+
+func start(m *jobs.Manager, e *core.Executor, owner, args string) *jobs.Call {
 	return m.Call(context.Background(), owner, "wait", func(ctx context.Context) (json.RawMessage, error) {
-		return e.ExecuteDynamic(ctx, "wait", owner, []byte(args), nil)
+		return e.Execute(ctx, "wait", caller(owner), []byte(args))
 	})
 }
 
@@ -151,7 +163,7 @@ func TestJobIsDetachedFromTheRequest(t *testing.T) {
 	m := manager(t, jobs.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	c := m.Call(ctx, "agt_1", "wait", func(ctx context.Context) (json.RawMessage, error) {
-		return e.ExecuteDynamic(ctx, "wait", "agt_1", []byte(`{"millis":30}`), nil)
+		return e.Execute(ctx, "wait", caller("agt_1"), []byte(`{"millis":30}`))
 	})
 	if _, err := c.Detach(ctx); err != nil {
 		t.Fatal(err)
@@ -255,5 +267,33 @@ func TestRetentionAndSweep(t *testing.T) {
 func TestNewRefusesNegativeDurations(t *testing.T) {
 	if _, err := jobs.New(jobs.Config{Lease: -1}); err == nil {
 		t.Error("negative lease accepted")
+	}
+}
+
+// TestResultTooLarge: a job's result longer than MaxResultBytes is not
+// kept; the job fails with FailureResultTooLarge. One at the bound is
+// kept whole.
+func TestResultTooLarge(t *testing.T) {
+	m := manager(t, jobs.Config{MaxResultBytes: len(`{"waited":10}`)})
+	e := executor(t)
+	for _, tc := range []struct {
+		args string
+		want jobs.State
+	}{
+		{`{"millis":10}`, jobs.StateCompleted},
+		{`{"millis":100}`, jobs.StateFailed},
+	} {
+		c := start(m, e, "agt_1", tc.args)
+		<-c.Started()
+		if _, err := c.Detach(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rec := poll(t, m, "agt_1", c.ID())
+		if rec.State != tc.want {
+			t.Fatalf("%s: %+v", tc.args, rec)
+		}
+		if tc.want == jobs.StateFailed && (rec.Result != nil || rec.Failure == nil || !cmp.Equal(*rec.Failure, jobs.FailureResultTooLarge)) {
+			t.Errorf("%s: result %s, failure %+v; want none and FailureResultTooLarge", tc.args, rec.Result, rec.Failure)
+		}
 	}
 }

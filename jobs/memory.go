@@ -15,12 +15,16 @@ import (
 type MemoryStore struct {
 	mu   sync.Mutex
 	jobs map[string]*Record
+	// owners holds the ids of each owner's jobs.
+	owners map[string]map[string]struct{}
 }
 
 var _ Store = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore { return &MemoryStore{jobs: make(map[string]*Record)} }
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{jobs: make(map[string]*Record), owners: make(map[string]map[string]struct{})}
+}
 
 func cloneRecord(r *Record) *Record {
 	c := *r
@@ -44,7 +48,30 @@ func (s *MemoryStore) Create(_ context.Context, rec *Record) error {
 		return ErrExists
 	}
 	s.jobs[rec.ID] = cloneRecord(rec)
+	ids := s.owners[rec.Owner]
+	if ids == nil {
+		ids = make(map[string]struct{})
+		s.owners[rec.Owner] = ids
+	}
+	ids[rec.ID] = struct{}{}
 	return nil
+}
+
+// CountOwner implements Store.
+func (s *MemoryStore) CountOwner(_ context.Context, owner string, now time.Time) (int, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pending, kept := 0, 0
+	for id := range s.owners[owner] {
+		switch r := s.jobs[id]; {
+		case r.State == StatePending:
+			pending++
+			kept++
+		case !r.Expires.Before(now):
+			kept++
+		}
+	}
+	return pending, kept, nil
 }
 
 // Get implements Store.
@@ -131,6 +158,12 @@ func (s *MemoryStore) Sweep(_ context.Context, now time.Time) (int, error) {
 	for id, r := range s.jobs {
 		if r.State != StatePending && r.Expires.Before(now) {
 			delete(s.jobs, id)
+			if ids := s.owners[r.Owner]; ids != nil {
+				delete(ids, id)
+				if len(ids) == 0 {
+					delete(s.owners, r.Owner)
+				}
+			}
 			n++
 		}
 	}

@@ -21,7 +21,7 @@ const (
 )
 
 // Failure is the public error of a failed job: the wire code, message and
-// extra envelope members of the call's *core.Error. Nothing hidden is
+// extra envelope members of the call's *agentcap.Error. Nothing hidden is
 // kept.
 type Failure struct {
 	// Code is the wire code ("cancelled", "instance_lost", an
@@ -117,4 +117,8 @@ type Store interface {
 	// Sweep deletes the finished jobs whose Expires is before now, and
 	// returns how many it deleted.
 	Sweep(ctx context.Context, now time.Time) (int, error)
+	// CountOwner returns how many jobs owner has that are pending, and
+	// how many it has in all: pending, or finished with an Expires not
+	// before now.
+	CountOwner(ctx context.Context, owner string, now time.Time) (pending, kept int, err error)
 }

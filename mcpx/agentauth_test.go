@@ -14,12 +14,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/mcpx"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
-
-type caller = agentauth.Caller[user]
 
 // agentFixture is an MCP endpoint for Agent Auth agents on one router.
 type agentFixture struct {
@@ -29,37 +28,28 @@ type agentFixture struct {
 
 // whileExecuting shows a capability to nobody in listings, yet lets an
 // agent that calls it get a precise refusal, as httpx's execute does.
-var whileExecuting = core.VisibleTo(func(_ context.Context, c caller) bool { return c.Executing() })
+var whileExecuting = core.WithVisibility(func(_ context.Context, _ *auth.Identity, executing bool) bool { return executing })
 
 func newAgentFixture(t testing.TB, r router) *agentFixture {
 	t.Helper()
-	host := agentauthtest.NewHost("hst_1", agentauthtest.WithUser("alice"))
-	a := host.NewAgent("agt_a").Grant("echo", nil).Grant("transfer", map[string]any{"amount": map[string]any{"max": 50}}).Grant("slow", nil)
-	b := host.NewAgent("agt_b").Grant("echo", nil)
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", UserID: "alice"})
+	a := host.NewAgent(agentauthtest.Agent{ID: "agt_a"}).Grant("echo", nil).Grant("transfer", map[string]any{"amount": map[string]any{"max": 50}}).Grant("slow", nil)
+	b := host.NewAgent(agentauthtest.Agent{ID: "agt_b"}).Grant("echo", nil)
 	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{host}, []*agentauthtest.Agent{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ln, base := listen(t)
 	f := &agentFixture{base: base, resource: base + "/mcp", a: a, b: b}
-	verifier, err := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: dir, Audiences: []string{f.resource}})
+	sessions, err := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: dir, Audiences: []string{f.resource}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc, err := agentauth.HTTPConfig(agentauth.HTTPOptions[user]{
-		Sessions: verifier,
-		Issuer:   base,
-		Principal: func(_ context.Context, s *agentauth.Session) (user, error) {
-			return user{Name: s.Host.UserID}, nil
-		},
-	})
+	verifier, err := agentauth.New(agentauth.Config{Sessions: sessions, Issuer: base})
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := newExecutor(t, newProbe(), whileExecuting, func(c caller) string { return c.Principal.Name })
-	cfg := mcpx.AgentAuth(hc)
-	cfg.Resource = f.resource
-	s, err := mcpx.New(exec, cfg)
+	s, err := mcpx.New(newExecutor(t, newProbe(), whileExecuting), mcpx.Config{Verifier: verifier, Resource: f.resource})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +64,7 @@ func TestAgentAuth(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			f := newAgentFixture(t, r)
-			signA := func() string { return f.a.Token(f.resource) }
+			signA := func() string { return f.a.Token(agentauthtest.Token{Audience: f.resource}) }
 			cs := connect(t, f.resource, signA, nil)
 
 			res, err := cs.ListTools(timeout(t), &mcp.ListToolsParams{})
@@ -117,7 +107,7 @@ func TestAgentAuth(t *testing.T) {
 			resp := post(t, f.resource, "Bearer "+signA(), "", initialize)
 			resp.Body.Close()
 			sid := resp.Header.Get("Mcp-Session-Id")
-			resp = post(t, f.resource, "Bearer "+f.b.Token(f.resource), sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+			resp = post(t, f.resource, "Bearer "+f.b.Token(agentauthtest.Token{Audience: f.resource}), sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 			resp.Body.Close()
 			if sid == "" || resp.StatusCode != http.StatusForbidden {
 				t.Errorf("agent b on agent a's session %q: %d", sid, resp.StatusCode)
@@ -127,17 +117,21 @@ func TestAgentAuth(t *testing.T) {
 			resp = post(t, f.resource, "Bearer "+used, "", initialize)
 			resp.Body.Close()
 			metadata := f.base + "/.well-known/oauth-protected-resource/mcp"
+			// The verifier's own challenge follows the Bearer one.
+			agentAuth := `AgentAuth discovery="` + f.base + `/.well-known/agent-configuration"`
+			missing := []string{`Bearer resource_metadata="` + metadata + `"`, agentAuth}
+			invalid := []string{`Bearer error="invalid_token", resource_metadata="` + metadata + `"`, agentAuth}
 			failures := []struct {
 				name, auth, code string
 				challenges       []string
 			}{
-				{"no token", "", "authentication_required", []string{
-					`Bearer resource_metadata="` + metadata + `"`,
-					`AgentAuth discovery="` + f.base + `/.well-known/agent-configuration"`}},
-				{"replayed", "Bearer " + used, "invalid_jwt", nil},
-				{"expired", "Bearer " + f.a.Token(f.resource, agentauthtest.WithIssuedAt(time.Now().Add(-2*time.Minute)), agentauthtest.WithLifetime(time.Minute)), "invalid_jwt", nil},
-				{"wrong audience", "Bearer " + f.a.Token(f.base+"/capability/execute"), "invalid_jwt", nil},
-				{"host token", "Bearer " + f.a.Host.Token(f.resource), "invalid_jwt", nil},
+				{"no token", "", "authentication_required", missing},
+				{"another scheme", "AgentAuth " + signA(), "authentication_required", missing},
+				{"replayed", "Bearer " + used, "invalid_jwt", invalid},
+				{"expired", "Bearer " + f.a.Token(agentauthtest.Token{Audience: f.resource, IssuedAt: time.Now().Add(-2 * time.Minute), Lifetime: time.Minute}), "invalid_jwt", invalid},
+				{"wrong audience", "Bearer " + f.a.Token(agentauthtest.Token{Audience: f.base + "/capability/execute"}), "invalid_jwt", invalid},
+				{"host token", "Bearer " + f.a.Host.Token(agentauthtest.Token{Audience: f.resource}), "invalid_jwt", invalid},
+				{"two tokens", "Bearer " + signA() + " " + signA(), "invalid_jwt", invalid},
 			}
 			for _, fl := range failures {
 				resp := post(t, f.resource, fl.auth, "", initialize)
@@ -149,11 +143,8 @@ func TestAgentAuth(t *testing.T) {
 				if resp.StatusCode != http.StatusUnauthorized || env.Error != fl.code {
 					t.Errorf("%s: %d %s", fl.name, resp.StatusCode, body)
 				}
-				if fl.challenges != nil && !slices.Equal(got, fl.challenges) {
+				if !slices.Equal(got, fl.challenges) {
 					t.Errorf("%s: challenges %q, want %q", fl.name, got, fl.challenges)
-				}
-				if len(got) == 0 || !strings.Contains(got[0], `resource_metadata="`+metadata+`"`) {
-					t.Errorf("%s: challenges %q lack the resource metadata", fl.name, got)
 				}
 			}
 		})

@@ -1,34 +1,24 @@
 package mcpx
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap"
 )
 
-// Keys and codes of confirmations over MCP (see the package
-// documentation, "Confirmations").
-const (
-	// MetaRequiresConfirmation is the _meta key, set to true, of a listed
-	// tool whose calls must be confirmed: core.ConfirmationNeeded says so
-	// for its capability.
-	MetaRequiresConfirmation = "agentcap/requires_confirmation"
-	// MetaConfirmationToken is the _meta key of a tools/call request
-	// that carries a confirmation token: the token of an earlier
-	// confirmation_required result, for a call with the same arguments.
-	MetaConfirmationToken = "agentcap/confirmation_token"
-	// ElicitationID names the server's confirmation request among the
-	// input requests of a tools/call (and its answer among the input
-	// responses of the retried call).
-	ElicitationID = "agentcap/confirmation"
-	// CodeConfirmationDeclined is the code of the error result of a call
-	// whose user declined or dismissed the confirmation request.
-	CodeConfirmationDeclined = "confirmation_declined"
-)
+// MetaConfirmationToken is the _meta key of a tools/call request that
+// carries a confirmation token: the token of an earlier
+// confirmation_required result, for a call with the same arguments (see
+// the package documentation, "Confirmations"). The key that marks a tool
+// whose calls must be confirmed and the id of the confirmation request are
+// agentcap.MCPMetaRequiresConfirmation and agentcap.MCPElicitationID,
+// which the agentcap command's MCP bridge shares.
+const MetaConfirmationToken = "agentcap/confirmation_token"
 
 // Members of the _meta of a confirmation request, for clients that show
 // more than its message.
@@ -55,7 +45,7 @@ type confirmationAnswer struct {
 // server's confirmation request, whose token the request state holds, or
 // else a token under _meta MetaConfirmationToken.
 func readConfirmation(params *mcp.CallToolParamsRaw) (confirmationAnswer, error) {
-	if resp, ok := params.InputResponses[ElicitationID]; ok {
+	if resp, ok := params.InputResponses[agentcap.MCPElicitationID]; ok {
 		a := confirmationAnswer{answered: true}
 		if r, ok := resp.(*mcp.ElicitResult); ok && r != nil {
 			a.action = r.Action
@@ -108,8 +98,8 @@ func elicitsForms(req *mcp.CallToolRequest) bool {
 // form elicitation showing the call and its preview, and keeps the
 // refusal's fresh token as the request state, to be consumed when the
 // call comes back accepted.
-func (s *Server[C, P]) askConfirmation(t *tool, args json.RawMessage, ce *core.Error) *mcp.CallToolResult {
-	fields := ce.Fields()
+func (s *Server) askConfirmation(t *tool, args json.RawMessage, ce *agentcap.Error) *mcp.CallToolResult {
+	fields := ce.Fields
 	conf, _ := fields["confirmation"].(map[string]string)
 	token := conf["token"]
 	if token == "" {
@@ -126,7 +116,7 @@ func (s *Server[C, P]) askConfirmation(t *tool, args json.RawMessage, ce *core.E
 		meta[metaPreview] = p
 	}
 	return &mcp.CallToolResult{
-		InputRequests: mcp.InputRequestMap{ElicitationID: &mcp.ElicitParams{
+		InputRequests: mcp.InputRequestMap{agentcap.MCPElicitationID: &mcp.ElicitParams{
 			Meta:            meta,
 			Mode:            "form",
 			Message:         msg.String(),
@@ -139,19 +129,10 @@ func (s *Server[C, P]) askConfirmation(t *tool, args json.RawMessage, ce *core.E
 // declined is the error result of a call whose user did not accept the
 // confirmation request: action is "decline", "cancel" or what else the
 // client answered.
-func declined(action string) *mcp.CallToolResult {
+func (s *Server) declined(ctx context.Context, action string) *mcp.CallToolResult {
 	msg := "the user declined to confirm this call"
 	if action != "decline" {
 		msg = "the user did not confirm this call"
 	}
-	body, _ := json.Marshal(struct {
-		Error   string `json:"error"`
-		Message string `json:"message"`
-		Action  string `json:"action"`
-	}{CodeConfirmationDeclined, msg, action})
-	return &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: string(body)}},
-		IsError: true,
-		Meta:    mcp.Meta{MetaError: json.RawMessage(body)},
-	}
+	return s.errorResult(ctx, agentcap.NewError(agentcap.CodeConfirmationDeclined, msg).With("action", action))
 }

@@ -11,9 +11,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
-	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/mcpx"
 )
 
@@ -25,7 +26,7 @@ type payPreview struct {
 // confirmServer serves "pay", whose every call is confirmed and which has
 // a preview, and "echo", which needs nothing; paid counts the payments
 // made.
-func confirmServer(t testing.TB, paid *atomic.Int32) *mcpx.Server[app, user] {
+func confirmServer(t testing.TB, paid *atomic.Int32) *mcpx.Server {
 	t.Helper()
 	reg := core.MustRegistry(
 		core.MustDefine("pay", "Pay an amount.",
@@ -46,23 +47,20 @@ func confirmServer(t testing.TB, paid *atomic.Int32) *mcpx.Server[app, user] {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := core.NewExecutor(reg, core.ExecutorConfig[app, user]{
-		CreateContext: func(_ context.Context, u user, _ *core.Definition, _ any) (app, error) { return app{user: u.Name}, nil },
-		Confirmation:  core.ConfirmationConfig[user]{Confirmer: mgr, Subject: func(u user) string { return u.Name }},
-	})
+	exec, err := core.NewExecutor(reg, newApp, core.Config{Confirmation: core.ConfirmationConfig{Confirmer: mgr}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := mcpx.New(exec, mcpx.Config[user]{
-		Authenticate: func(_ context.Context, r *httpx.Request) (user, error) {
-			name := strings.TrimPrefix(r.Header("Authorization"), "Bearer ")
-			if name == "" {
-				return user{}, httpx.ErrNoCredentials
+	s, err := mcpx.New(exec, mcpx.Config{
+		// The bearer token names the user.
+		Verifier: auth.VerifierFunc(func(_ context.Context, r *auth.Request) (*auth.Identity, error) {
+			name, ok := auth.BearerToken(r.Authorization)
+			if !ok || name == "" {
+				return nil, auth.ErrNoCredentials
 			}
-			return user{Name: name}, nil
-		},
-		SessionOwner: func(u user) string { return u.Name },
-		Resource:     "http://127.0.0.1/mcp",
+			return person(name), nil
+		}),
+		Resource: "http://127.0.0.1/mcp",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -91,13 +89,13 @@ func (e *elicitor) requests() []*mcp.ElicitParams {
 }
 
 // connectRun connects a client with opts to s over in-memory transports,
-// for principal, asking for the protocol version (empty: the latest).
-func connectRun(t *testing.T, s *mcpx.Server[app, user], principal user, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+// for the caller id, asking for the protocol version (empty: the latest).
+func connectRun(t *testing.T, s *mcpx.Server, id *auth.Identity, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, ct := mcp.NewInMemoryTransports()
 	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, st, principal) }()
+	go func() { done <- s.Run(ctx, st, id) }()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +144,7 @@ func TestConfirmationWithoutElicitation(t *testing.T) {
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run("protocol "+version, func(t *testing.T) {
 			paid.Store(0)
-			cs := connectRun(t, s, user{Name: "alice"}, version, nil)
+			cs := connectRun(t, s, person("alice"), version, nil)
 			res, err := callPay(t, cs, 30, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -217,7 +215,7 @@ func TestConfirmationByElicitation(t *testing.T) {
 			t.Run(action+" on protocol "+version, func(t *testing.T) {
 				paid.Store(0)
 				e := &elicitor{action: action}
-				cs := connectRun(t, s, user{Name: "alice"}, version, &mcp.ClientOptions{ElicitationHandler: e.handle})
+				cs := connectRun(t, s, person("alice"), version, &mcp.ClientOptions{ElicitationHandler: e.handle})
 				res, err := callPay(t, cs, 30, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -243,7 +241,7 @@ func TestConfirmationByElicitation(t *testing.T) {
 					return
 				}
 				env := envelopeOf(t, res)
-				if env["error"] != mcpx.CodeConfirmationDeclined || env["action"] != action || paid.Load() != 0 {
+				if env["error"] != string(agentcap.CodeConfirmationDeclined) || env["action"] != action || paid.Load() != 0 {
 					t.Errorf("%s: %v (%d payments)", action, env, paid.Load())
 				}
 			})
@@ -251,7 +249,7 @@ func TestConfirmationByElicitation(t *testing.T) {
 	}
 	// Each call is confirmed on its own: a second call asks again.
 	e := &elicitor{action: "accept"}
-	cs := connectRun(t, s, user{Name: "bob"}, "", &mcp.ClientOptions{ElicitationHandler: e.handle})
+	cs := connectRun(t, s, person("bob"), "", &mcp.ClientOptions{ElicitationHandler: e.handle})
 	for range 2 {
 		if res, err := callPay(t, cs, 5, nil); err != nil || res.IsError {
 			t.Fatalf("%v %v", err, res)
@@ -266,14 +264,14 @@ func TestConfirmationByElicitation(t *testing.T) {
 // be confirmed, and only those.
 func TestConfirmationMarksTools(t *testing.T) {
 	var paid atomic.Int32
-	cs := connectRun(t, confirmServer(t, &paid), user{Name: "alice"}, "", nil)
+	cs := connectRun(t, confirmServer(t, &paid), person("alice"), "", nil)
 	res, err := cs.ListTools(timeout(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	marked := map[string]any{}
 	for _, tl := range res.Tools {
-		marked[tl.Name] = tl.Meta[mcpx.MetaRequiresConfirmation]
+		marked[tl.Name] = tl.Meta[agentcap.MCPMetaRequiresConfirmation]
 	}
 	if marked["pay"] != true || marked["echo"] != nil {
 		t.Errorf("marks %v", marked)
@@ -305,5 +303,35 @@ func TestConfirmationOverHTTP(t *testing.T) {
 	}
 	if paid.Load() != 2 {
 		t.Errorf("%d payments, want 2", paid.Load())
+	}
+}
+
+// TestConfirmationBelongsToCaller: a token confirms the calls of the
+// caller it was given to (its Subject) alone, and an anonymous caller
+// cannot confirm at all.
+func TestConfirmationBelongsToCaller(t *testing.T) {
+	var paid atomic.Int32
+	s := confirmServer(t, &paid)
+	res, err := callPay(t, connectRun(t, s, person("alice"), "", nil), 30, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, _ := envelopeOf(t, res)["confirmation"].(map[string]any)
+	res, err = callPay(t, connectRun(t, s, person("bob"), "", nil), 30, mcp.Meta{mcpx.MetaConfirmationToken: conf["token"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); got != `{"error":"invalid_confirmation","message":"the confirmation token is not valid for this caller"}` {
+		t.Errorf("bob with alice's token: %s", got)
+	}
+	res, err = callPay(t, connectRun(t, s, nil, "", nil), 30, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); got != `{"error":"unauthorized","message":"this caller cannot confirm calls"}` {
+		t.Errorf("an anonymous caller: %s", got)
+	}
+	if paid.Load() != 0 {
+		t.Errorf("%d payments, want none", paid.Load())
 	}
 }

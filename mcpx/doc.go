@@ -1,19 +1,25 @@
 // Package mcpx serves a core executor's capabilities as Model Context
 // Protocol tools, on the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk): the same registry, the same
-// executor and the same authentication as httpx, for every MCP client.
+// executor and the same authentication (one auth.Verifier) as httpx, for
+// every MCP client.
 //
-// A [Server] is an [http.Handler] for the Streamable HTTP transport, to
-// mount like httpx (net/http with [Server.Handle], Gin, Echo and Fiber
-// with the MountMCP function of ginx, echox and fiberx), and serves stdio
-// and the SDK's other transports with [Server.Run] and
-// [Server.ServeStdio].
+// [New] builds a [Server] over a core.Source: a built *core.Executor or
+// a *core.LazyExecutor. A Server is an [http.Handler] for the Streamable
+// HTTP transport, to mount like httpx (net/http with [Server.Handle], Gin,
+// Echo and Fiber with the MountMCP function of ginx, echox and fiberx),
+// and serves stdio and the SDK's other transports with [Server.Run]: for
+// stdio, s.Run(ctx, &mcp.StdioTransport{}, id). No credentials travel over
+// those transports, so Run takes the caller's *auth.Identity from the
+// process that starts the server (nil: the anonymous caller).
 //
 // # Tools
 //
 // tools/list answers, page by page (Config.PageSize, opaque cursors), the
 // capabilities the caller may see: the executor's visibility rules, as in
-// httpx's listing. Each tool has the capability's name, title (set with
+// httpx's listing. The caller's Authorizer (auth.Identity.Authorizer)
+// gives each tool's grant status, under _meta "agentcap/grant_status"
+// ([MetaGrantStatus]) when it reports one. Each tool has the capability's name, title (set with
 // core.WithTitle, else made from the name), description, input schema and
 // output schema, and annotations derived from the definition: readOnlyHint
 // for a low-risk capability declared with core.WithReadOnly,
@@ -23,12 +29,13 @@
 // {"result": ...}; the text content is always the result itself.
 //
 // tools/call runs the executor on the raw arguments, parsed once and
-// strictly, through Config.Authorize, the context resolver, the handler
-// and output validation, exactly as httpx's execute. A result is
-// structuredContent plus its JSON text. An application error, a refusal
-// (forbidden, not granted, constraint violated), invalid arguments or an
-// internal failure is a result with isError set, whose text (and _meta
-// MetaError) is the error envelope httpx would answer with:
+// strictly, through the caller's Authorizer (auth.Identity), the context
+// function, the handler and output validation, exactly as httpx's
+// execute. A result is structuredContent plus its JSON text. An
+// application error, a refusal (unauthorized, capability_not_granted,
+// constraint_violated), invalid arguments or an internal failure is a
+// result with isError set, whose text (and _meta MetaError) is the kit's
+// error envelope (agentcap.AppendError), the one httpx answers with:
 // {"error": code, "message": ..., ...}. Only a malformed request
 // (arguments that are not an object, a bad cursor, a confirmation token
 // that is not a string) and an unknown tool, or one the caller may not
@@ -40,24 +47,25 @@
 // # Confirmations
 //
 // A capability whose calls must be confirmed (core.WithConfirmation, or
-// the executor's confirmation rule: see core.ConfirmationNeeded) is
+// the executor's confirmation rule: see core.Source.NeedsConfirmation) is
 // listed with _meta {"agentcap/requires_confirmation": true}
-// ([MetaRequiresConfirmation]). A call of it that carries no token is
-// refused by the executor with confirmation_required, a preview and a
-// fresh token, and then:
+// ([agentcap.MCPMetaRequiresConfirmation]). A call of it that carries no
+// token is refused by the executor with confirmation_required, a preview
+// and a fresh token, and then:
 //
 //   - When the client declared the elicitation capability (form mode),
 //     the server asks the client's user: one form elicitation, under the
-//     input request id [ElicitationID], whose message names the tool and
-//     shows the arguments and the preview (also under its _meta as
-//     "agentcap/capability", "agentcap/arguments" and "agentcap/preview")
-//     and whose form is empty. On protocol versions since 2026-07-28 the
-//     tool result asks for that input and the client calls again with the
-//     answer; on older ones the server sends elicitation/create during
-//     the call. The token travels as the request state, so nothing is
+//     input request id [agentcap.MCPElicitationID], whose message names
+//     the tool and shows the arguments and the preview (also under its
+//     _meta as "agentcap/capability", "agentcap/arguments" and
+//     "agentcap/preview") and whose form is empty. On protocol versions
+//     since 2026-07-28 the tool result asks for that input and the client
+//     calls again with the answer; on older ones the server sends
+//     elicitation/create during the call. The token travels as the request state, so nothing is
 //     kept between the two: accept consumes it and runs the call;
 //     decline or cancel is an error result with the code
-//     confirmation_declined ([CodeConfirmationDeclined]) and "action".
+//     confirmation_declined (agentcap.CodeConfirmationDeclined) and
+//     "action".
 //     Elicitation trusts the client to show the request to its user, as
 //     any MCP client is trusted with its user's tools.
 //   - Otherwise the error result carries the confirmation_required
@@ -68,36 +76,47 @@
 //     ([MetaConfirmationToken]). Arguments stay exactly the capability's:
 //     the token is metadata of the call, not an argument. A token that is
 //     not a string is invalid params; refusals of the token (used,
-//     expired, another call's, invalid) are error results with httpx's
-//     codes.
+//     expired, another call's, invalid) are error results with the same
+//     codes as over HTTP.
+//
+// A token belongs to the caller that was given it (auth.Identity.Subject):
+// another caller cannot use it, and an anonymous caller cannot confirm.
 //
 // docs/confirmation.md in the module documents tokens and codes in full.
 //
 // # Lazy executors
 //
-// NewLazy (or NewSource with any core.ExecutorSource) serves an executor
-// built on first use by a core.LazyExecutor made with core.LazyFor:
-// tools/list answers from the registry alone, the first tools/call builds
-// the executor (concurrent first calls share the build), and while the
-// build fails a call is an error result with the envelope httpx answers
-// then (temporarily_unavailable). An httpx handler from httpx.NewLazy over
-// the same LazyExecutor shares its one build.
+// New over a core.LazyExecutor (core.Lazy) serves an executor built on
+// first use: tools/list answers from the registry alone, the first
+// tools/call builds the executor (concurrent first calls share the build),
+// and while the build fails a call is an error result with the envelope
+// an HTTP execute gets then (temporarily_unavailable). An httpx handler
+// over the same LazyExecutor shares its one build.
 //
 // # Authentication
 //
-// Over HTTP every request is authenticated by Config.Authenticate, the
-// httpx authenticator contract: OAuth 2.1 bearer tokens through
-// httpx/oidcauth (whose verifier checks issuer, audience and expiry: give
-// it the endpoint's own URL as audience), or Agent Auth agent JWTs through
-// agentauth's wiring ([AgentAuth]), a fresh one per request. As the MCP
-// authorization specification asks, the endpoint publishes OAuth
+// Over HTTP every request is verified by Config.Verifier, the one seam of
+// package auth: OAuth 2.1 bearer tokens through auth/oidcauth (whose
+// verifier checks issuer, audience and expiry: give it the endpoint's own
+// URL as audience), or Agent Auth agent JWTs through agentauth.New (or an
+// agentauth/provider's EndpointVerifier), a fresh one per request. As the
+// MCP authorization specification asks, the endpoint publishes OAuth
 // Protected Resource Metadata (RFC 9728) at
 // /.well-known/oauth-protected-resource and its path-suffixed form
 // ([Server.Metadata], [Server.MetadataPaths]), and answers a missing or
-// bad token with 401 and WWW-Authenticate: Bearer resource_metadata="...".
+// bad token with 401 and WWW-Authenticate: Bearer resource_metadata="..."
+// (with error="invalid_token" for a token that does not verify), followed
+// by the verifier's own challenge when it names one (auth.Challenger:
+// agentauth's AgentAuth discovery challenge). Every request acts, so a
+// verifier that admits no credentials (no identity and no error) is
+// answered as a request without them. The verifier's other refusals are
+// answered in its own words, in the kit's error envelope with their status
+// (and Retry-After); a failure of its own is a redacted internal_error.
 //
-// Sessions belong to who opened them (Config.SessionOwner): another
-// principal presenting the session id is refused. Requests whose Origin is
+// Sessions belong to who opened them (auth.Identity.Subject): another
+// caller presenting the session id is refused (403), and an identity
+// without a Subject, which could own no session, is refused at once
+// (403 unauthorized). Requests whose Origin is
 // neither the endpoint's own nor trusted are refused, and the SDK refuses
 // requests that reach a loopback listener under another host name (DNS
 // rebinding). Bodies are limited to Config.MaxBodyBytes and read, before

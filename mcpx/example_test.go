@@ -2,14 +2,18 @@ package mcpx_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/http"
+	"os"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentcap/agentcap/auth"
+	"github.com/agentcap/agentcap/auth/oidcauth"
 	"github.com/agentcap/agentcap/core"
-	"github.com/agentcap/agentcap/httpx/oidcauth"
 	"github.com/agentcap/agentcap/mcpx"
 )
 
@@ -21,31 +25,40 @@ type greetIn struct {
 	Name string `json:"name"`
 }
 
-// Example serves one capability to MCP clients that bring OAuth bearer
-// tokens issued for the endpoint, at /mcp with its protected resource
-// metadata.
-func Example() {
+// greeter is an executor of one capability, whose context is the user
+// the caller acts for.
+func greeter() *core.Executor {
 	greet := core.MustDefine("greet", "Greet someone by name.",
 		func(_ context.Context, user string, in greetIn) (greeting, error) {
 			return greeting{Text: "Hello " + in.Name + ", from " + user}, nil
 		}, core.WithReadOnly())
-	exec := core.MustExecutor(core.MustRegistry(greet), core.ExecutorConfig[string, string]{
-		CreateContext: func(_ context.Context, user string, _ *core.Definition, _ any) (string, error) { return user, nil },
-	})
+	return core.MustExecutor(core.MustRegistry(greet),
+		func(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (string, error) {
+			if id == nil {
+				return "", errors.New("greet needs a caller")
+			}
+			return id.UserID, nil
+		}, core.Config{})
+}
 
+// Example serves one capability to MCP clients that bring OAuth bearer
+// tokens issued for the endpoint, at /mcp with its protected resource
+// metadata. The verifier turns each request's token into the caller's
+// identity, whose Subject owns the MCP session.
+func Example() {
 	const resource = "https://app.example/mcp"
-	// In a real server the verifier comes from oidc.NewProvider(ctx,
+	// In a real server the token verifier comes from oidc.NewProvider(ctx,
 	// issuer).Verifier; its ClientID is the endpoint's URL, so that tokens
 	// made for another resource are refused.
 	keys := &oidc.StaticKeySet{}
-	verifier := oidc.NewVerifier("https://login.example", keys, &oidc.Config{ClientID: resource})
+	tokens := oidc.NewVerifier("https://login.example", keys, &oidc.Config{ClientID: resource})
+	verifier := oidcauth.New(tokens, func(_ context.Context, tok *oidc.IDToken) (*auth.Identity, error) {
+		return &auth.Identity{Subject: tok.Subject, UserID: tok.Subject, Claims: tok}, nil
+	})
 
-	s, err := mcpx.New(exec, mcpx.Config[string]{
-		Name: "app",
-		Authenticate: oidcauth.New(verifier, func(_ context.Context, tok *oidc.IDToken) (string, error) {
-			return tok.Subject, nil
-		}),
-		SessionOwner:         func(user string) string { return user },
+	s, err := mcpx.New(greeter(), mcpx.Config{
+		Name:                 "app",
+		Verifier:             verifier,
 		Resource:             resource,
 		AuthorizationServers: []string{"https://login.example"},
 	})
@@ -56,4 +69,19 @@ func Example() {
 	s.Handle(mux, "/mcp")
 	fmt.Println(s.MetadataURL())
 	// Output: https://app.example/.well-known/oauth-protected-resource/mcp
+}
+
+// ExampleServer_Run serves the capabilities over standard input and
+// output, to the MCP client that started the process. No credentials
+// travel over stdio: the process decides who the caller is, here the
+// user it runs for.
+func ExampleServer_Run() {
+	s, err := mcpx.New(greeter(), mcpx.Config{Name: "app"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	user := os.Getenv("USER")
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}, &auth.Identity{Subject: user, UserID: user}); err != nil {
+		log.Fatal(err)
+	}
 }

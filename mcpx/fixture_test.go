@@ -14,23 +14,40 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/labstack/echo/v4"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
+	"github.com/agentcap/agentcap/auth/oidcauth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/echox"
 	"github.com/agentcap/agentcap/fiberx"
 	"github.com/agentcap/agentcap/ginx"
-	"github.com/agentcap/agentcap/httpx/oidcauth"
 	"github.com/agentcap/agentcap/internal/oidctest"
 	"github.com/agentcap/agentcap/mcpx"
 )
 
-// user is the principal of the OIDC fixture.
-type user struct {
-	Name  string
-	Admin bool
-}
-
 // app is the application context: the user the call acts for.
 type app struct{ user string }
+
+// newApp is the executor's context function: the user the caller acts
+// for, none for an anonymous caller.
+func newApp(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (app, error) {
+	if id == nil {
+		return app{}, nil
+	}
+	return app{user: id.UserID}, nil
+}
+
+// person is the identity of a user who acts for themself, as the OIDC
+// verifier and the stdio server make it.
+func person(name string) *auth.Identity {
+	return &auth.Identity{Subject: name, UserID: name}
+}
+
+// Application codes of the fixture.
+var (
+	codeInsufficientFunds = agentcap.NewCode("insufficient_funds", agentcap.CodeConflict)
+	codeAccountSuspended  = agentcap.NewCode("account_suspended", agentcap.CodeUnauthorized)
+)
 
 type echoIn struct {
 	Message string `json:"message" minLength:"1" description:"What to say back."`
@@ -85,7 +102,7 @@ func capabilities(pr *probe, visible core.Option) []core.Definer {
 		core.MustDefine("transfer", "Move an amount.",
 			func(_ context.Context, _ app, in transferIn) (transferOut, error) {
 				if in.Amount > 100 {
-					return transferOut{}, core.UnprocessableEntity("insufficient_funds", "the balance is too low").With("balance", 100)
+					return transferOut{}, agentcap.NewError(codeInsufficientFunds, "the balance is too low").With("balance", 100)
 				}
 				return transferOut{Status: "completed"}, nil
 			}, core.WithRisk(core.RiskHigh)),
@@ -102,17 +119,13 @@ func capabilities(pr *probe, visible core.Option) []core.Definer {
 	}
 }
 
-func newExecutor[P any](t testing.TB, pr *probe, visible core.Option, userOf func(P) string) *core.Executor[app, P] {
+func newExecutor(t testing.TB, pr *probe, visible core.Option) *core.Executor {
 	t.Helper()
 	reg, err := core.NewRegistry(capabilities(pr, visible)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := core.NewExecutor(reg, core.ExecutorConfig[app, P]{
-		CreateContext: func(_ context.Context, p P, _ *core.Definition, _ any) (app, error) {
-			return app{user: userOf(p)}, nil
-		},
-	})
+	exec, err := core.NewExecutor(reg, newApp, core.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,10 +226,12 @@ type oidcFixture struct {
 	probe    *probe
 }
 
-// adminOnly shows a capability to administrators.
-var adminOnly = core.VisibleTo(func(_ context.Context, u user) bool { return u.Admin })
+// adminOnly shows a capability to the administrator, root, alone.
+var adminOnly = core.WithVisibility(func(_ context.Context, id *auth.Identity, _ bool) bool {
+	return id != nil && id.Subject == "root"
+})
 
-func newOIDCFixture(t testing.TB, r router, cfg func(*mcpx.Config[user])) *oidcFixture {
+func newOIDCFixture(t testing.TB, r router, cfg func(*mcpx.Config)) *oidcFixture {
 	t.Helper()
 	f := &oidcFixture{iss: newIssuer(t), probe: newProbe()}
 	ln, base := listen(t)
@@ -227,17 +242,16 @@ func newOIDCFixture(t testing.TB, r router, cfg func(*mcpx.Config[user])) *oidcF
 	}
 	// Strict audience: tokens must be issued for this endpoint.
 	verifier := provider.Verifier(&oidc.Config{ClientID: f.resource, SupportedSigningAlgs: []string{oidc.ES256}})
-	exec := newExecutor(t, f.probe, adminOnly, func(u user) string { return u.Name })
-	c := mcpx.Config[user]{
+	exec := newExecutor(t, f.probe, adminOnly)
+	c := mcpx.Config{
 		Name:    "fixture",
 		Version: "1.0.0",
-		Authenticate: oidcauth.New(verifier, func(_ context.Context, tok *oidc.IDToken) (user, error) {
+		Verifier: oidcauth.New(verifier, func(_ context.Context, tok *oidc.IDToken) (*auth.Identity, error) {
 			if tok.Subject == "suspended" {
-				return user{}, core.Forbidden("account_suspended", "the account is suspended")
+				return nil, agentcap.NewError(codeAccountSuspended, "the account is suspended")
 			}
-			return user{Name: tok.Subject, Admin: tok.Subject == "root"}, nil
+			return person(tok.Subject), nil
 		}),
-		SessionOwner:         func(u user) string { return u.Name },
 		Resource:             f.resource,
 		AuthorizationServers: []string{f.iss.URL},
 		ScopesSupported:      []string{"tools"},

@@ -10,41 +10,30 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
-// ownerOf is implemented by principals that name their session owner
-// themselves (agentauth.Caller).
-type ownerOf interface{ SessionOwner() string }
-
 // setupHTTP checks the HTTP part of cfg and builds the Streamable HTTP
 // handler of the SDK behind authentication.
-func (s *Server[C, P]) setupHTTP(cfg Config[P]) error {
-	if s.owner == nil {
-		var zero P
-		if _, ok := any(zero).(ownerOf); !ok {
-			return errors.New("mcpx: Config.SessionOwner is required with Authenticate: sessions must be bound to who opened them")
-		}
-		s.owner = func(p P) string { return any(p).(ownerOf).SessionOwner() }
-	}
+func (s *Server) setupHTTP(cfg Config) error {
 	var err error
 	if s.metadataURL, s.metadataPath, err = checkResource(cfg.Resource); err != nil {
 		return err
 	}
-	if strings.ContainsAny(cfg.Challenge, "\r\n") {
-		return errors.New("mcpx: Config.Challenge must be one header line")
+	s.challenge = auth.ChallengeOf(cfg.Verifier)
+	if strings.ContainsAny(s.challenge, "\r\n") {
+		return errors.New("mcpx: the verifier's challenge must be one header line")
 	}
-	s.metadata = auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+	s.metadata = sdkauth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:               cfg.Resource,
 		AuthorizationServers:   cfg.AuthorizationServers,
 		ScopesSupported:        cfg.ScopesSupported,
@@ -61,7 +50,7 @@ func (s *Server[C, P]) setupHTTP(cfg Config[P]) error {
 	}
 	maxBody := cfg.MaxBodyBytes
 	if maxBody == 0 {
-		maxBody = httpx.DefaultMaxBodyBytes
+		maxBody = DefaultMaxBodyBytes
 	}
 	s.maxBody = maxBody
 	timeout := cfg.SessionTimeout
@@ -97,17 +86,17 @@ func (s *Server[C, P]) setupHTTP(cfg Config[P]) error {
 	})
 	// The SDK reads token information only from a context its own bearer
 	// middleware filled; this verifier hands it what ServeHTTP verified.
-	verify := func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
-		ti, ok := ctx.Value(verifiedKey{}).(*auth.TokenInfo)
+	verify := func(ctx context.Context, _ string, _ *http.Request) (*sdkauth.TokenInfo, error) {
+		ti, ok := ctx.Value(verifiedKey{}).(*sdkauth.TokenInfo)
 		if !ok {
-			return nil, fmt.Errorf("%w: the request was not authenticated", auth.ErrInvalidToken)
+			return nil, fmt.Errorf("%w: the request was not authenticated", sdkauth.ErrInvalidToken)
 		}
 		return ti, nil
 	}
-	s.streamable = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
+	s.streamable = sdkauth.RequireBearerToken(verify, &sdkauth.RequireBearerTokenOptions{
 		ResourceMetadataURL: s.metadataURL,
-		// Expiry is the authenticator's business; tokens such as agent
-		// JWTs are checked there, not by the SDK.
+		// Expiry is the verifier's business; tokens such as agent JWTs
+		// are checked there, not by the SDK.
 		AllowMissingExpiration: true,
 	})(streamable)
 	return nil
@@ -119,37 +108,42 @@ type verifiedKey struct{}
 
 // ServeHTTP serves the Streamable HTTP transport: POST for messages, GET
 // for the server's stream, DELETE to end a session. Every request is
-// checked, in order, for its Origin (403), authenticated (401 with a
-// Bearer challenge naming the resource metadata, or the authenticator's
-// refusal), refused when it would open a session beyond
+// checked, in order, for its Origin (403), verified by Config.Verifier
+// (401 with a Bearer challenge naming the resource metadata, or the
+// verifier's refusal; 403 for an identity without a Subject, which could
+// own no session), refused when it would open a session beyond
 // Config.MaxSessions (503, see the package's session limits), its body
 // read within Config.MaxBodyBytes (413) and checked as strict JSON (400
 // with a JSON-RPC parse error), and then handed to the SDK, which checks
 // sessions, their owner, content types and the protocol version. Mount
 // it at the path of Config.Resource.
-func (s *Server[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.streamable == nil {
-		s.logger.LogAttrs(r.Context(), slog.LevelError, "mcpx: an HTTP request reached a server without Config.Authenticate")
-		writeEnvelope(w, httpx.ErrorAnswer{Status: http.StatusInternalServerError,
-			Body: []byte(`{"error":"internal_error","message":"internal error"}`)}, nil)
+		s.logger.LogAttrs(r.Context(), slog.LevelError, "mcpx: an HTTP request reached a server without Config.Verifier")
+		s.writeError(w, r, agentcap.Internal(nil), nil)
 		return
 	}
 	if !s.originAllowed(r) {
-		writeEnvelope(w, httpx.ErrorAnswer{Status: http.StatusForbidden,
-			Body: []byte(`{"error":"forbidden_origin","message":"requests from this origin are not accepted"}`)}, nil)
+		s.writeError(w, r, errForbiddenOrigin, nil)
 		return
 	}
-	principal, err := s.authenticate(r.Context(), httpx.NewRequest(w, r, ""))
+	id, err := s.verifier.Verify(r.Context(), &auth.Request{
+		Authorization: r.Header.Get("Authorization"),
+		RemoteAddr:    r.RemoteAddr,
+		Header:        r.Header.Get,
+	})
+	if err == nil && (id == nil || id.Subject == "") {
+		err = auth.ErrNoCredentials
+		if id != nil {
+			// A session must belong to somebody.
+			err = errNoSubject
+		}
+	}
 	if err != nil {
 		s.refuseAuth(w, r, err)
 		return
 	}
-	owner := s.owner(principal)
-	if owner == "" {
-		s.refuseAuth(w, r, fmt.Errorf("mcpx: the principal names no session owner: %w", httpx.ErrNotAllowed))
-		return
-	}
-	end, ok := s.trackSession(w, r, owner)
+	end, ok := s.trackSession(w, r, id.Subject)
 	if !ok {
 		return
 	}
@@ -157,7 +151,7 @@ func (s *Server[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.readMessage(w, r) {
 		return
 	}
-	ctx := context.WithValue(r.Context(), verifiedKey{}, tokenInfo(owner, principal))
+	ctx := context.WithValue(r.Context(), verifiedKey{}, tokenInfo(id))
 	s.streamable.ServeHTTP(w, r.WithContext(ctx))
 }
 
@@ -170,7 +164,7 @@ func (s *Server[C, P]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // reader (internal/jsonvalue), so the MCP endpoint and execute bodies
 // read JSON alike. It answers the request itself and returns false when
 // it refuses; otherwise r's body is the bytes read, for the SDK.
-func (s *Server[C, P]) readMessage(w http.ResponseWriter, r *http.Request) bool {
+func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
 		return true
 	}
@@ -178,12 +172,10 @@ func (s *Server[C, P]) readMessage(w http.ResponseWriter, r *http.Request) bool 
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeEnvelope(w, httpx.ErrorAnswer{Status: http.StatusRequestEntityTooLarge,
-				Body: []byte(`{"error":"request_too_large","message":"the request body is larger than the server accepts"}`)}, nil)
+			s.writeError(w, r, errBodyTooLarge, nil)
 			return false
 		}
-		writeEnvelope(w, httpx.ErrorAnswer{Status: http.StatusBadRequest,
-			Body: []byte(`{"error":"invalid_request","message":"the request body could not be read"}`)}, nil)
+		s.writeError(w, r, errBodyUnreadable, nil)
 		return false
 	}
 	var rd jsonvalue.Reader
@@ -223,12 +215,20 @@ func writeParseError(w http.ResponseWriter, msg string) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
+// Refusals of the endpoint's own.
+var (
+	errForbiddenOrigin = agentcap.NewError(agentcap.CodeForbiddenOrigin, "requests from this origin are not accepted")
+	errNoSubject       = agentcap.NewError(agentcap.CodeUnauthorized, "the caller may not use this endpoint")
+	errBodyTooLarge    = agentcap.NewError(agentcap.CodeRequestTooLarge, "the request body is larger than the server accepts")
+	errBodyUnreadable  = agentcap.NewError(agentcap.CodeInvalidRequest, "the request body could not be read")
+)
+
 // originAllowed refuses browser requests from other origins: the
 // cross-origin protection of net/http for state-changing methods, and for
 // every method an Origin header that names neither the endpoint's own
 // host nor a trusted origin (the MCP transport asks for both, against DNS
 // rebinding).
-func (s *Server[C, P]) originAllowed(r *http.Request) bool {
+func (s *Server) originAllowed(r *http.Request) bool {
 	if s.origins.Check(r) != nil {
 		return false
 	}
@@ -240,18 +240,20 @@ func (s *Server[C, P]) originAllowed(r *http.Request) bool {
 	return err == nil && u.Host != "" && u.Host == r.Host
 }
 
-// refuseAuth answers an authentication failure as httpx would, with the
-// Bearer challenge of the MCP authorization specification on 401.
-func (s *Server[C, P]) refuseAuth(w http.ResponseWriter, r *http.Request, err error) {
-	ans := httpx.AnswerAuthError(err, s.logger)
-	if ans.Internal {
-		s.logger.LogAttrs(r.Context(), slog.LevelError, "mcpx: authentication failed unexpectedly",
+// refuseAuth answers a verifier's refusal in the kit's error envelope,
+// with the Bearer challenge of the MCP authorization specification on
+// 401 (naming the resource metadata, and the token as invalid unless
+// none was sent) and the verifier's own challenge after it.
+func (s *Server) refuseAuth(w http.ResponseWriter, r *http.Request, err error) {
+	e := agentcap.Public(err)
+	if e.HTTPStatus() >= 500 {
+		s.logger.LogAttrs(r.Context(), slog.LevelError, "mcpx: authentication failed",
 			slog.String("error", err.Error()))
 	}
 	var challenges []string
-	if ans.Status == http.StatusUnauthorized {
+	if e.HTTPStatus() == http.StatusUnauthorized {
 		c := `Bearer resource_metadata="` + s.metadataURL + `"`
-		if !errors.Is(err, httpx.ErrNoCredentials) {
+		if e.Code != agentcap.CodeAuthenticationRequired {
 			c = `Bearer error="invalid_token", resource_metadata="` + s.metadataURL + `"`
 		}
 		challenges = append(challenges, c)
@@ -259,49 +261,40 @@ func (s *Server[C, P]) refuseAuth(w http.ResponseWriter, r *http.Request, err er
 			challenges = append(challenges, s.challenge)
 		}
 	}
-	writeEnvelope(w, ans, challenges)
+	s.writeError(w, r, e, challenges)
 }
 
-// writeEnvelope writes an error answer outside the protocol: a JSON
-// envelope as httpx writes it.
-func writeEnvelope(w http.ResponseWriter, ans httpx.ErrorAnswer, challenges []string) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	for _, c := range challenges {
-		h.Add("WWW-Authenticate", c)
+// writeError writes an error answer outside the protocol: the kit's JSON
+// error envelope.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error, challenges []string) {
+	if derr := agentcap.WriteError(w, err, challenges...); derr != nil {
+		s.logger.LogAttrs(r.Context(), slog.LevelError, "mcpx: dropping error members that cannot be encoded",
+			slog.String("error", derr.Error()))
 	}
-	if ans.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.FormatInt(int64((ans.RetryAfter+time.Second-1)/time.Second), 10))
-	}
-	w.WriteHeader(ans.Status)
-	// A write error means the client is gone; there is nobody to tell.
-	_, _ = w.Write(append(ans.Body, '\n'))
 }
 
 // Resource returns the canonical URL of the endpoint (Config.Resource).
-func (s *Server[C, P]) Resource() string { return s.resource }
+func (s *Server) Resource() string { return s.resource }
 
 // MetadataURL returns where the protected resource metadata of the
 // endpoint is served: the path-suffixed well-known URL (RFC 9728 §3.1),
 // which 401 challenges name.
-func (s *Server[C, P]) MetadataURL() string { return s.metadataURL }
+func (s *Server) MetadataURL() string { return s.metadataURL }
 
 // MetadataPaths returns the paths, at the origin's root, where Metadata
 // must be mounted: WellKnownPath and, for an endpoint with a path, the
 // path-suffixed form (/.well-known/oauth-protected-resource/mcp for
-// https://host/mcp). Nil without Config.Authenticate.
-func (s *Server[C, P]) MetadataPaths() []string { return s.metadataPath }
+// https://host/mcp). Nil without Config.Verifier.
+func (s *Server) MetadataPaths() []string { return s.metadataPath }
 
 // Metadata returns the handler of the protected resource metadata
 // document (RFC 9728): the resource, its authorization servers, scopes
-// and bearer methods. Nil without Config.Authenticate.
-func (s *Server[C, P]) Metadata() http.Handler { return s.metadata }
+// and bearer methods. Nil without Config.Verifier.
+func (s *Server) Metadata() http.Handler { return s.metadata }
 
 // Handle registers the endpoint at path on mux, and its metadata at
 // MetadataPaths. mux must be the root of the origin's routes.
-func (s *Server[C, P]) Handle(mux *http.ServeMux, path string) {
+func (s *Server) Handle(mux *http.ServeMux, path string) {
 	mux.Handle(path, s)
 	for _, p := range s.metadataPath {
 		mux.Handle(p, s.metadata)

@@ -25,21 +25,19 @@ func TestLazyExecutor(t *testing.T) {
 	var fail atomic.Bool
 	fail.Store(true)
 	gate := make(chan struct{})
-	lazy := core.LazyFor(reg, func(context.Context) (*core.Executor[app, user], error) {
+	lazy := core.Lazy(reg, func(context.Context) (*core.Executor, error) {
 		builds.Add(1)
 		if fail.Load() {
 			return nil, errors.New("database not reachable yet")
 		}
 		<-gate
-		return core.NewExecutor(reg, core.ExecutorConfig[app, user]{
-			CreateContext: func(_ context.Context, u user, _ *core.Definition, _ any) (app, error) { return app{user: u.Name}, nil },
-		})
+		return core.NewExecutor(reg, newApp, core.Config{})
 	})
-	s, err := mcpx.NewLazy(lazy, mcpx.Config[user]{PageSize: 2})
+	s, err := mcpx.New(lazy, mcpx.Config{PageSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := inMemory(t, s, user{Name: "alice"})
+	cs := inMemory(t, s, person("alice"))
 	ctx := timeout(t)
 	if tools := listAll(t, cs); len(tools) == 0 || builds.Load() != 0 {
 		t.Fatalf("%d tools listed, %d builds", len(tools), builds.Load())
@@ -52,10 +50,10 @@ func TestLazyExecutor(t *testing.T) {
 		if err != nil || !res.IsError {
 			t.Fatalf("call while the build fails: %+v %v", res, err)
 		}
-		var env map[string]any
+		const want = `{"error":"temporarily_unavailable","message":"the service is starting or cannot run capabilities right now; retry later"}`
 		raw, _ := json.Marshal(res.Meta[mcpx.MetaError])
-		if json.Unmarshal(raw, &env) != nil || env["error"] != "temporarily_unavailable" {
-			t.Errorf("error envelope %s", raw)
+		if got := text(t, res); got != want || string(raw) != want {
+			t.Errorf("error envelope %s, _meta %s", got, raw)
 		}
 	}
 	if n := builds.Load(); n != 2 {

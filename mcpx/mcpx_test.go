@@ -295,20 +295,27 @@ func TestStreamableHTTP(t *testing.T) {
 			t.Run("authentication", func(t *testing.T) {
 				other := newIssuer(t)
 				metadata := f.base + "/.well-known/oauth-protected-resource/mcp"
+				const (
+					noCredentials = `{"error":"authentication_required","message":"authentication is required"}` + "\n"
+					invalid       = `{"error":"invalid_jwt","message":"the credentials are invalid"}` + "\n"
+				)
 				tests := []struct {
 					name      string
 					auth      string
 					status    int
 					challenge string
+					body      string
 				}{
-					{"no token", "", 401, `Bearer resource_metadata="` + metadata + `"`},
+					{"no token", "", 401, `Bearer resource_metadata="` + metadata + `"`, noCredentials},
+					{"another scheme", "Basic YWxpY2U6c2VjcmV0", 401, `Bearer resource_metadata="` + metadata + `"`, noCredentials},
 					{"expired", "Bearer " + f.iss.token(t, "alice", f.resource, -time.Minute), 401,
-						`Bearer error="invalid_token", resource_metadata="` + metadata + `"`},
+						`Bearer error="invalid_token", resource_metadata="` + metadata + `"`, invalid},
 					{"wrong audience", "Bearer " + f.iss.token(t, "alice", f.base+"/other", time.Hour), 401,
-						`Bearer error="invalid_token", resource_metadata="` + metadata + `"`},
+						`Bearer error="invalid_token", resource_metadata="` + metadata + `"`, invalid},
 					{"wrong issuer", "Bearer " + other.token(t, "alice", f.resource, time.Hour), 401,
-						`Bearer error="invalid_token", resource_metadata="` + metadata + `"`},
-					{"refused by the application", "Bearer " + f.iss.token(t, "suspended", f.resource, time.Hour), 403, ""},
+						`Bearer error="invalid_token", resource_metadata="` + metadata + `"`, invalid},
+					{"refused by the application", "Bearer " + f.iss.token(t, "suspended", f.resource, time.Hour), 403, "",
+						`{"error":"account_suspended","message":"the account is suspended"}` + "\n"},
 				}
 				for _, tt := range tests {
 					resp := post(t, f.resource, tt.auth, "", initialize)
@@ -317,8 +324,8 @@ func TestStreamableHTTP(t *testing.T) {
 					if resp.StatusCode != tt.status || resp.Header.Get("WWW-Authenticate") != tt.challenge {
 						t.Errorf("%s: %d %q %s, want %d %q", tt.name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body, tt.status, tt.challenge)
 					}
-					if !json.Valid(body) {
-						t.Errorf("%s: body %q is not JSON", tt.name, body)
+					if string(body) != tt.body || resp.Header.Get("Content-Type") != "application/json" {
+						t.Errorf("%s: body %q (%s), want %q", tt.name, body, resp.Header.Get("Content-Type"), tt.body)
 					}
 					// The go-sdk client cannot connect either.
 					c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1.0.0"}, nil)

@@ -12,35 +12,22 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
-	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/internal/mcpschema"
 )
 
-// Config configures a [Server]. P is the executor's principal type. Every
-// field has a usable zero value, except that serving HTTP needs
-// Authenticate and Resource.
-type Config[P any] struct {
+// Config configures a [Server]. Every field has a usable zero value,
+// except that serving HTTP needs Verifier and Resource.
+type Config struct {
 	// Name and Version identify the server in the initialize handshake.
 	// Empty Name means "agentcap".
 	Name, Version string
 	// Instructions tell the client how to use the server; empty sends none.
 	Instructions string
-
-	// Authorize, when set, runs for every tools/call with the principal
-	// and the exact parsed input, after input validation and before the
-	// application context is built, as httpx.Config.Authorize does. A
-	// *core.AppError refuses in its own words; any other error refuses
-	// with the code unauthorized.
-	Authorize func(ctx context.Context, principal P, inv *core.Invocation) error
-
-	// GrantStatus, when set, adds "agentcap/grant_status" to the _meta of
-	// each listed tool, as httpx.Config.GrantStatus adds grant_status. An
-	// empty result adds nothing.
-	GrantStatus func(ctx context.Context, principal P, def *core.Definition) string
 
 	// PageSize is the number of tools a tools/list page holds; zero means
 	// DefaultPageSize.
@@ -50,30 +37,25 @@ type Config[P any] struct {
 	// never sent to a client. Nil discards them.
 	Logger *slog.Logger
 
-	// Authenticate turns an HTTP request into a verified principal, with
-	// the contract of httpx.Config.Authenticate (so oidcauth.New and
-	// agentauth.HTTPConfig plug in as they are). It runs for every HTTP
-	// request of a session, since a client may sign a fresh token for
-	// each. Its errors are answered as httpx answers them, with a Bearer
-	// challenge naming the resource metadata on 401. Credentials arrive as
-	// Bearer tokens (the MCP authorization specification): a request that
-	// Authenticate accepts without one is still refused. Required to serve
-	// HTTP; stdio needs none.
-	Authenticate func(ctx context.Context, req *httpx.Request) (P, error)
-
-	// SessionOwner names who a principal is. An MCP session belongs to
-	// the principal that opened it: a later request on the session from
-	// another owner is refused (403), so a leaked session id is of no use
-	// to anyone else. Nil means the principal's own SessionOwner() string
-	// method (agentauth.Caller has one: the agent); New fails when
-	// Authenticate is set and neither exists. A principal whose owner is
-	// "" is refused.
-	SessionOwner func(principal P) string
+	// Verifier verifies the credentials of every HTTP request (package
+	// auth), which arrive as Bearer tokens (the MCP authorization
+	// specification): agentauth's for Agent Auth agents, who sign a fresh
+	// JWT for every request, or any other. A request without credentials
+	// is refused even by a verifier that would admit it. Its refusals are
+	// answered in its own words, with a Bearer challenge naming the
+	// resource metadata on 401 and the verifier's own challenge after it
+	// (auth.Challenger). An MCP session belongs to the identity that
+	// opened it (auth.Identity.Subject): a later request on the session
+	// from another identity is refused (403), so a leaked session id is of
+	// no use to anyone else. The identity's Authorizer decides each
+	// tools/call and gives each listed tool's grant status. Required to
+	// serve HTTP; stdio needs none.
+	Verifier auth.Verifier
 
 	// Resource is the canonical URL of the MCP endpoint (RFC 8707), for
 	// example "https://bank.example/mcp": the protected resource that
 	// tokens must be issued for, and the "resource" of its metadata.
-	// Required with Authenticate.
+	// Required with Verifier.
 	Resource string
 	// AuthorizationServers, ScopesSupported and ResourceName are published
 	// in the protected resource metadata (RFC 9728).
@@ -81,13 +63,7 @@ type Config[P any] struct {
 	ScopesSupported      []string
 	ResourceName         string
 
-	// Challenge, when set, is sent as a further WWW-Authenticate value
-	// with every 401, after the Bearer one: agentauth.HTTPConfig's
-	// AgentAuth discovery challenge, for example.
-	Challenge string
-
-	// MaxBodyBytes bounds a request body; zero means
-	// httpx.DefaultMaxBodyBytes.
+	// MaxBodyBytes bounds a request body; zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// TrustedOrigins lists the origins ("https://app.example") whose
 	// browser pages may call the endpoint besides its own. Any other
@@ -124,6 +100,7 @@ const (
 	DefaultStreamlessTimeout   = 5 * time.Minute
 	DefaultMaxSessionsPerOwner = 8
 	DefaultMaxSessions         = 1000
+	DefaultMaxBodyBytes        = 1 << 20
 )
 
 // MetaGrantStatus is the _meta key of a listed tool's grant status.
@@ -142,24 +119,21 @@ const WellKnownPath = "/.well-known/oauth-protected-resource"
 // [http.Handler] for the Streamable HTTP transport, and serves any other
 // transport of the SDK, stdio among them, with [Server.Run]. It is safe
 // for concurrent use.
-type Server[C, P any] struct {
+type Server struct {
 	// src yields the executor; exec is it when it was built before the
 	// server, so that calls skip the interface.
-	src         core.ExecutorSource[C, P]
-	exec        *core.Executor[C, P]
-	reg         *core.Registry
-	ordered     []*core.Definition
-	impl        *mcp.Implementation
-	opts        mcp.ServerOptions
-	authorize   func(ctx context.Context, principal P, inv *core.Invocation) error
-	grantStatus func(ctx context.Context, principal P, def *core.Definition) string
-	pageSize    int
-	logger      *slog.Logger
-	tools       map[*core.Definition]*tool
+	src      core.Source
+	exec     *core.Executor
+	reg      *core.Registry
+	ordered  []*core.Definition
+	impl     *mcp.Implementation
+	opts     mcp.ServerOptions
+	pageSize int
+	logger   *slog.Logger
+	tools    map[*core.Definition]*tool
 
 	// HTTP.
-	authenticate func(ctx context.Context, req *httpx.Request) (P, error)
-	owner        func(P) string
+	verifier     auth.Verifier
 	resource     string
 	metadataURL  string
 	metadataPath []string
@@ -179,56 +153,32 @@ type tool struct {
 	wrapped bool
 }
 
-// New builds a server for exec. It fails on an inconsistent
-// configuration.
-func New[C, P any](exec *core.Executor[C, P], cfg Config[P]) (*Server[C, P], error) {
-	if exec == nil {
-		return nil, errors.New("mcpx: nil executor")
-	}
-	return NewSource(exec, cfg)
-}
-
-// NewLazy builds a server whose executor lazy builds on first use (made
-// with core.LazyFor, so that its registry is known now): tools/list is
-// answered from the registry alone and never starts the build; the first
-// tools/call builds the executor, concurrent first calls share that
-// build, and while it fails a call is an error result with httpx's
-// 503 temporarily_unavailable envelope (see httpx.AnswerUnavailable),
-// tried again by the next call. It shares the lazy executor, and so the
-// build, with an httpx handler made by httpx.NewLazy from the same one.
-func NewLazy[C, P any](lazy *core.LazyExecutor[C, P], cfg Config[P]) (*Server[C, P], error) {
-	if lazy == nil {
-		return nil, errors.New("mcpx: nil lazy executor")
-	}
-	return NewSource(lazy, cfg)
-}
-
-// NewSource builds a server over any executor source: a built
-// *core.Executor (as New) or a *core.LazyExecutor (as NewLazy), whose
-// registry must be known now.
-func NewSource[C, P any](src core.ExecutorSource[C, P], cfg Config[P]) (*Server[C, P], error) {
+// New builds a server over src: a built *core.Executor, or a
+// *core.LazyExecutor whose executor is built on first use. tools/list is
+// answered from the registry alone and never starts a lazy build; the
+// first tools/call builds the executor, concurrent first calls share that
+// build, and while it fails a call is an error result with the envelope
+// of 503 temporarily_unavailable, tried again by the next call. New fails
+// on an inconsistent configuration.
+func New(src core.Source, cfg Config) (*Server, error) {
 	if src == nil {
 		return nil, errors.New("mcpx: nil executor source")
 	}
 	reg := src.Registry()
 	if reg == nil {
-		return nil, errors.New("mcpx: the executor source has no registry yet; build a lazy executor with core.LazyFor")
+		return nil, errors.New("mcpx: the executor source has no registry")
 	}
 	if cfg.PageSize < 0 || cfg.MaxBodyBytes < 0 {
 		return nil, errors.New("mcpx: negative limit in Config")
 	}
-	s := &Server[C, P]{
-		src:          src,
-		reg:          reg,
-		impl:         &mcp.Implementation{Name: cfg.Name, Version: cfg.Version},
-		authorize:    cfg.Authorize,
-		grantStatus:  cfg.GrantStatus,
-		pageSize:     cfg.PageSize,
-		logger:       cfg.Logger,
-		authenticate: cfg.Authenticate,
-		owner:        cfg.SessionOwner,
-		resource:     cfg.Resource,
-		challenge:    cfg.Challenge,
+	s := &Server{
+		src:      src,
+		reg:      reg,
+		impl:     &mcp.Implementation{Name: cfg.Name, Version: cfg.Version},
+		pageSize: cfg.PageSize,
+		logger:   cfg.Logger,
+		verifier: cfg.Verifier,
+		resource: cfg.Resource,
 	}
 	if s.impl.Name == "" {
 		s.impl.Name = "agentcap"
@@ -246,7 +196,7 @@ func NewSource[C, P any](src core.ExecutorSource[C, P], cfg Config[P]) (*Server[
 		// changes under a session.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	}
-	if e, ok := src.(*core.Executor[C, P]); ok {
+	if e, ok := src.(*core.Executor); ok {
 		s.exec = e
 	}
 	all := reg.All()
@@ -255,21 +205,12 @@ func NewSource[C, P any](src core.ExecutorSource[C, P], cfg Config[P]) (*Server[
 	for _, d := range all {
 		s.tools[d] = renderTool(d)
 	}
-	if cfg.Authenticate != nil {
+	if cfg.Verifier != nil {
 		if err := s.setupHTTP(cfg); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
-}
-
-// MustNew is New for package-level variables: it panics on error.
-func MustNew[C, P any](exec *core.Executor[C, P], cfg Config[P]) *Server[C, P] {
-	s, err := New(exec, cfg)
-	if err != nil {
-		panic(err)
-	}
-	return s
 }
 
 // renderTool describes d as an MCP tool: its schemas (see package
@@ -321,23 +262,19 @@ func titleOf(name string) string {
 }
 
 // Run serves one session over t (an *mcp.StdioTransport, an
-// *mcp.IOTransport, an in-memory transport) for principal, until the
+// *mcp.IOTransport, an in-memory transport) for the caller id, until the
 // client closes it or ctx ends. Such transports carry no credentials: the
-// process that starts the server decides who the principal is.
-func (s *Server[C, P]) Run(ctx context.Context, t mcp.Transport, principal P) error {
-	return s.newMCPServer(&principal).Run(ctx, t)
-}
-
-// ServeStdio serves one session over standard input and output for
-// principal, as a local MCP server started by its client does.
-func (s *Server[C, P]) ServeStdio(ctx context.Context, principal P) error {
-	return s.Run(ctx, &mcp.StdioTransport{}, principal)
+// process that starts the server decides who the caller is (nil: an
+// anonymous caller, which sees what a nil identity may see and can run
+// what its visibility and the executor admit).
+func (s *Server) Run(ctx context.Context, t mcp.Transport, id *auth.Identity) error {
+	return s.newMCPServer(&id).Run(ctx, t)
 }
 
 // newMCPServer builds an SDK server whose tools are the executor's. fixed
-// is the principal of every request (stdio), or nil to take it from each
-// request's token information (HTTP).
-func (s *Server[C, P]) newMCPServer(fixed *P) *mcp.Server {
+// points to the identity of every request (stdio), or is nil to take it
+// from each request's token information (HTTP).
+func (s *Server) newMCPServer(fixed **auth.Identity) *mcp.Server {
 	opts := s.opts
 	srv := mcp.NewServer(s.impl, &opts)
 	// The SDK runs calls of known tools (see middleware), which is what
@@ -349,30 +286,29 @@ func (s *Server[C, P]) newMCPServer(fixed *P) *mcp.Server {
 	return srv
 }
 
-// principalKey is the TokenInfo.Extra key of a request's principal.
-const principalKey = "agentcap/principal"
+// identityKey is the TokenInfo.Extra key of a request's identity.
+const identityKey = "agentcap/identity"
 
-// principal returns the principal of req.
-func (s *Server[C, P]) principal(req mcp.Request, fixed *P) (P, error) {
+// identity returns the caller of req.
+func (s *Server) identity(req mcp.Request, fixed **auth.Identity) (*auth.Identity, error) {
 	if fixed != nil {
 		return *fixed, nil
 	}
-	var zero P
 	extra := req.GetExtra()
 	if extra == nil || extra.TokenInfo == nil {
-		return zero, errors.New("mcpx: a request without token information reached the server")
+		return nil, errors.New("mcpx: a request without token information reached the server")
 	}
-	p, ok := extra.TokenInfo.Extra[principalKey].(P)
-	if !ok {
-		return zero, errors.New("mcpx: a request whose token information holds no principal reached the server")
+	id, ok := extra.TokenInfo.Extra[identityKey].(*auth.Identity)
+	if !ok || id == nil {
+		return nil, errors.New("mcpx: a request whose token information holds no identity reached the server")
 	}
-	return p, nil
+	return id, nil
 }
 
-// tokenInfo is what the SDK keeps of an authenticated request: the owner
-// its session is bound to and the principal.
-func tokenInfo[P any](owner string, principal P) *auth.TokenInfo {
-	return &auth.TokenInfo{UserID: owner, Extra: map[string]any{principalKey: principal}}
+// tokenInfo is what the SDK keeps of an authenticated request: the
+// subject its session is bound to and the identity.
+func tokenInfo(id *auth.Identity) *sdkauth.TokenInfo {
+	return &sdkauth.TokenInfo{UserID: id.Subject, Extra: map[string]any{identityKey: id}}
 }
 
 // checkResource validates Config.Resource and returns where its metadata

@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap"
 )
 
 // codeTooManySessions is the JSON-RPC error of an initialize refused
@@ -18,8 +18,7 @@ const codeTooManySessions = -32000
 
 // tooManySessions answers a request that would open a session beyond
 // Config.MaxSessions.
-var tooManySessions = httpx.ErrorAnswer{Status: http.StatusServiceUnavailable, RetryAfter: time.Second,
-	Body: []byte(`{"error":"temporarily_unavailable","message":"the server holds as many MCP sessions as it may; try again later"}`)}
+var tooManySessions = agentcap.Unavailable("the server holds as many MCP sessions as it may; try again later", nil)
 
 // sessionTable bounds the Streamable HTTP sessions the SDK keeps, each
 // some 20 KB for as long as it lives: at most perOwner per session owner
@@ -171,13 +170,13 @@ func (t *sessionTable) begin(id, owner string) func() {
 // on a session is noted while it runs, and a request that would open one
 // more session beyond Config.MaxSessions is refused with 503 before the
 // SDK builds it. It returns false when it answered the request itself.
-func (s *Server[C, P]) trackSession(w http.ResponseWriter, r *http.Request, owner string) (end func(), ok bool) {
+func (s *Server) trackSession(w http.ResponseWriter, r *http.Request, owner string) (end func(), ok bool) {
 	id := r.Header.Get("Mcp-Session-Id")
 	if id != "" {
 		return s.sessions.begin(id, owner), true
 	}
 	if r.Method == http.MethodPost && s.sessions.full(owner) {
-		writeEnvelope(w, tooManySessions, nil)
+		s.writeError(w, r, tooManySessions, nil)
 		return nil, false
 	}
 	return func() {}, true
@@ -185,7 +184,7 @@ func (s *Server[C, P]) trackSession(w http.ResponseWriter, r *http.Request, owne
 
 // openSession records the session an initialize request opens, in the
 // receiving middleware, where the SDK hands over the session itself.
-func (s *Server[C, P]) openSession(req mcp.Request) error {
+func (s *Server) openSession(req mcp.Request) error {
 	ss, ok := req.GetSession().(*mcp.ServerSession)
 	extra := req.GetExtra()
 	if !ok || extra == nil || extra.TokenInfo == nil {

@@ -10,7 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/mcpx"
 )
 
@@ -59,7 +59,7 @@ func awaitStatus(t *testing.T, resource, token, sid string, want int) {
 // session makes way for its newest, and a full endpoint opens none until
 // a session ends.
 func TestSessionLimits(t *testing.T) {
-	f := newOIDCFixture(t, routers[0], func(c *mcpx.Config[user]) {
+	f := newOIDCFixture(t, routers[0], func(c *mcpx.Config) {
 		c.MaxSessionsPerOwner = 2
 		c.MaxSessions = 4
 	})
@@ -143,13 +143,12 @@ func TestSessionsPerOwnerByDefault(t *testing.T) {
 // one in use or with an open stream is not.
 func TestStreamlessTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		exec := newExecutor(t, newProbe(), adminOnly, func(u user) string { return u.Name })
-		s, err := mcpx.New(exec, mcpx.Config[user]{
-			Authenticate: func(_ context.Context, req *httpx.Request) (user, error) {
-				return user{Name: strings.TrimPrefix(req.Header("Authorization"), "Bearer ")}, nil
-			},
-			SessionOwner: func(u user) string { return u.Name },
-			Resource:     "http://mcp.test/mcp",
+		exec := newExecutor(t, newProbe(), adminOnly)
+		s, err := mcpx.New(exec, mcpx.Config{
+			Verifier: auth.VerifierFunc(func(_ context.Context, req *auth.Request) (*auth.Identity, error) {
+				return person(strings.TrimPrefix(req.Authorization, "Bearer ")), nil
+			}),
+			Resource: "http://mcp.test/mcp",
 		})
 		if err != nil {
 			t.Fatal(err)

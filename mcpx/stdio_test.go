@@ -27,13 +27,12 @@ func TestMain(m *testing.M) {
 }
 
 func serveStdio(name string) int {
-	exec := newExecutor(tbStub{}, newProbe(), adminOnly, func(u user) string { return u.Name })
-	s, err := mcpx.New(exec, mcpx.Config[user]{Name: "fixture", PageSize: 2})
+	s, err := mcpx.New(newExecutor(tbStub{}, newProbe(), adminOnly), mcpx.Config{Name: "fixture", PageSize: 2})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := s.ServeStdio(context.Background(), user{Name: name}); err != nil {
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}, person(name)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

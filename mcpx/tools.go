@@ -11,8 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
-	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/internal/listcursor"
 	"github.com/agentcap/agentcap/internal/mcpschema"
 )
@@ -29,7 +30,7 @@ const (
 // SDK, recording over HTTP the session an initialize opens (see
 // sessionTable). The SDK's own tool table stays empty: which tools exist
 // depends on who asks.
-func (s *Server[C, P]) middleware(fixed *P) mcp.Middleware {
+func (s *Server) middleware(fixed **auth.Identity) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
@@ -44,35 +45,32 @@ func (s *Server[C, P]) middleware(fixed *P) mcp.Middleware {
 				if !ok {
 					break
 				}
-				p, err := s.principal(req, fixed)
+				id, err := s.identity(req, fixed)
 				if err != nil {
 					return nil, s.internal(ctx, err)
 				}
-				return s.listTools(ctx, p, r.Params)
+				return s.listTools(ctx, id, r.Params)
 			case methodCallTool:
 				r, ok := req.(*mcp.CallToolRequest)
 				if !ok {
 					break
 				}
-				p, err := s.principal(req, fixed)
+				id, err := s.identity(req, fixed)
 				if err != nil {
 					return nil, s.internal(ctx, err)
 				}
-				if e, ok := any(p).(executing[P]); ok {
-					p = e.ForExecution()
-				}
-				if err := s.checkCall(ctx, p, r); err != nil {
+				if err := s.checkCall(ctx, id, r); err != nil {
 					return nil, err
 				}
 				if _, known := s.reg.Lookup(r.Params.Name); !known {
 					// The executor records the attempt and refuses it.
-					return s.callTool(ctx, p, r)
+					return s.callTool(ctx, id, r)
 				}
 				// A known tool runs through the SDK's own tools/call,
 				// where a result that asks the client for input (the
 				// user's confirmation) is sent or fulfilled as the
 				// client's protocol version wants.
-				return next(context.WithValue(ctx, principalCtxKey{}, p), method, req)
+				return next(context.WithValue(ctx, identityCtxKey{}, id), method, req)
 			}
 			return next(ctx, method, req)
 		}
@@ -80,7 +78,7 @@ func (s *Server[C, P]) middleware(fixed *P) mcp.Middleware {
 }
 
 // internal logs err and returns the protocol error a client sees for it.
-func (s *Server[C, P]) internal(ctx context.Context, err error) error {
+func (s *Server) internal(ctx context.Context, err error) error {
 	s.logger.LogAttrs(ctx, slog.LevelError, "mcpx: internal error", slog.String("error", err.Error()))
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 }
@@ -89,10 +87,10 @@ func invalidParams(format string, args ...any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
 }
 
-// listTools answers one page of the tools principal may see: the
-// capabilities the executor shows principal in httpx's listing, with
-// httpx's cursors (package listcursor).
-func (s *Server[C, P]) listTools(ctx context.Context, principal P, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+// listTools answers one page of the tools the caller id may see: the
+// capabilities an HTTP listing shows id, with the same cursors (package
+// listcursor).
+func (s *Server) listTools(ctx context.Context, id *auth.Identity, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
 	after := ""
 	if params != nil && params.Cursor != "" {
 		var ok bool
@@ -105,7 +103,7 @@ func (s *Server[C, P]) listTools(ctx context.Context, principal P, params *mcp.L
 	// The registry alone answers: a lazy executor is not built for a
 	// listing.
 	for _, d := range s.ordered {
-		if (after != "" && d.Name() <= after) || !d.Visible(ctx, principal) {
+		if (after != "" && d.Name() <= after) || !d.Visible(ctx, id, false) {
 			continue
 		}
 		if len(res.Tools) == s.pageSize {
@@ -114,16 +112,16 @@ func (s *Server[C, P]) listTools(ctx context.Context, principal P, params *mcp.L
 		}
 		t := s.tools[d].mcp
 		var meta mcp.Meta
-		if s.grantStatus != nil {
-			if st := s.grantStatus(ctx, principal, d); st != "" {
+		if id != nil && id.Authorizer != nil {
+			if st := id.Authorizer.GrantStatus(d.Name()); st != "" {
 				meta = mcp.Meta{MetaGrantStatus: st}
 			}
 		}
-		if core.ConfirmationNeeded(s.src, d) {
+		if s.src.NeedsConfirmation(d) {
 			if meta == nil {
 				meta = mcp.Meta{}
 			}
-			meta[MetaRequiresConfirmation] = true
+			meta[agentcap.MCPMetaRequiresConfirmation] = true
 		}
 		if meta != nil {
 			c := *t
@@ -137,23 +135,19 @@ func (s *Server[C, P]) listTools(ctx context.Context, principal P, params *mcp.L
 	return res, nil
 }
 
-// executing is implemented by principals that look different while they
-// execute (agentauth.Caller): see agentauth.Caller.ForExecution.
-type executing[P any] interface{ ForExecution() P }
-
-// principalCtxKey carries a call's principal from the middleware to the
+// identityCtxKey carries a call's identity from the middleware to the
 // tool handler the SDK runs.
-type principalCtxKey struct{}
+type identityCtxKey struct{}
 
-// checkCall refuses a malformed call. A capability the principal may not
-// see is an unknown tool, refused before its arguments are looked at, so
-// that neither its existence nor its schema leaks.
-func (s *Server[C, P]) checkCall(ctx context.Context, principal P, req *mcp.CallToolRequest) error {
+// checkCall refuses a malformed call. A capability the caller may not see
+// is an unknown tool, refused before its arguments are looked at, so that
+// neither its existence nor its schema leaks.
+func (s *Server) checkCall(ctx context.Context, id *auth.Identity, req *mcp.CallToolRequest) error {
 	params := req.Params
 	if params == nil {
 		return invalidParams("missing params")
 	}
-	if def, known := s.reg.Lookup(params.Name); known && !def.Visible(ctx, principal) {
+	if def, known := s.reg.Lookup(params.Name); known && !def.Visible(ctx, id, true) {
 		return unknownTool(params.Name)
 	}
 	if !isObjectOrAbsent(params.Arguments) {
@@ -163,20 +157,20 @@ func (s *Server[C, P]) checkCall(ctx context.Context, principal P, req *mcp.Call
 }
 
 // handleTool is the SDK tool handler of every capability: it runs the
-// call checked by the middleware, for the principal the middleware found.
-func (s *Server[C, P]) handleTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	p, ok := ctx.Value(principalCtxKey{}).(P)
+// call checked by the middleware, for the identity the middleware found.
+func (s *Server) handleTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, ok := ctx.Value(identityCtxKey{}).(*auth.Identity)
 	if !ok {
-		return nil, s.internal(ctx, errors.New("mcpx: a tool call reached its handler without a principal"))
+		return nil, s.internal(ctx, errors.New("mcpx: a tool call reached its handler without an identity"))
 	}
-	return s.callTool(ctx, p, req)
+	return s.callTool(ctx, id, req)
 }
 
 // callTool runs a tool through the executor, on the raw arguments (one
 // parse, strict, as httpx does), with the call's confirmation token. A
 // call refused for want of a confirmation asks the user through the
 // client (form elicitation) when the client can, once per call.
-func (s *Server[C, P]) callTool(ctx context.Context, principal P, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) callTool(ctx context.Context, id *auth.Identity, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	params := req.Params
 	name := params.Name
 	def, _ := s.reg.Lookup(name)
@@ -185,7 +179,7 @@ func (s *Server[C, P]) callTool(ctx context.Context, principal P, req *mcp.CallT
 		return nil, err
 	}
 	if answer.answered && answer.action != "accept" {
-		return declined(answer.action), nil
+		return s.declined(ctx, answer.action), nil
 	}
 	ctx = core.WithConfirmationToken(ctx, answer.token)
 	if token := params.GetProgressToken(); token != nil && req.Session != nil {
@@ -195,16 +189,16 @@ func (s *Server[C, P]) callTool(ctx context.Context, principal P, req *mcp.CallT
 	if err != nil {
 		return s.unavailable(ctx, name, err), nil
 	}
-	data, err := exec.ExecuteDynamic(ctx, name, principal, params.Arguments, s.authorizer(principal))
+	data, err := exec.Execute(ctx, name, id, params.Arguments)
 	if err != nil {
-		var ce *core.Error
-		if !errors.As(err, &ce) {
+		ce := agentcap.As(err)
+		if ce == nil {
 			return nil, s.internal(ctx, fmt.Errorf("mcpx: the executor returned a foreign error: %w", err))
 		}
-		if ce.Code == core.CodeUnknownCapability && ce.App() == nil {
+		if ce.Code == agentcap.CodeCapabilityNotFound && ce.Stage == agentcap.StageLookup {
 			return nil, unknownTool(name)
 		}
-		if ce.Code == core.CodeConfirmationRequired && !answer.answered && elicitsForms(req) {
+		if ce.Code == agentcap.CodeConfirmationRequired && !answer.answered && elicitsForms(req) {
 			if res := s.askConfirmation(s.tools[def], params.Arguments, ce); res != nil {
 				return res, nil
 			}
@@ -219,21 +213,30 @@ func (s *Server[C, P]) callTool(ctx context.Context, principal P, req *mcp.CallT
 }
 
 // refused turns a failed or refused call into the tool result a client
-// shows its model: isError, with the httpx error envelope ({"error":
+// shows its model: isError, with the kit's error envelope ({"error":
 // code, "message": ..., ...}) as text and under _meta MetaError. It is the
 // one place where a call's failure becomes an answer, so an outcome that
 // needs the user's decision belongs here too.
-func (s *Server[C, P]) refused(ctx context.Context, name string, ce *core.Error) *mcp.CallToolResult {
-	ans := httpx.AnswerError(ce, s.logger)
-	if ans.Internal && ce.Code != core.CodeCanceled {
+func (s *Server) refused(ctx context.Context, name string, ce *agentcap.Error) *mcp.CallToolResult {
+	if ce.HTTPStatus() >= 500 && ce.Code != agentcap.CodeCancelled && ce.Unwrap() != nil {
 		s.logger.LogAttrs(ctx, slog.LevelError, "mcpx: capability failed",
 			slog.String("capability", name), slog.String("code", string(ce.Code)),
 			slog.String("stage", string(ce.Stage)), slog.String("error", ce.Error()))
 	}
+	return s.errorResult(ctx, ce)
+}
+
+// errorResult renders e as an isError tool result.
+func (s *Server) errorResult(ctx context.Context, e *agentcap.Error) *mcp.CallToolResult {
+	body, err := agentcap.AppendError(nil, e, agentcap.KeyError)
+	if err != nil {
+		s.logger.LogAttrs(ctx, slog.LevelError, "mcpx: dropping error members that cannot be encoded",
+			slog.String("code", string(e.Code)), slog.String("error", err.Error()))
+	}
 	return &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: string(ans.Body)}},
+		Content: []mcp.Content{&mcp.TextContent{Text: string(body)}},
 		IsError: true,
-		Meta:    mcp.Meta{MetaError: json.RawMessage(ans.Body)},
+		Meta:    mcp.Meta{MetaError: json.RawMessage(body)},
 	}
 }
 
@@ -246,16 +249,6 @@ func unknownTool(name string) error { return invalidParams("unknown tool %q", na
 func isObjectOrAbsent(args json.RawMessage) bool {
 	t := bytes.TrimSpace(args)
 	return len(t) == 0 || string(t) == "null" || t[0] == '{'
-}
-
-// authorizer binds the principal to Config.Authorize.
-func (s *Server[C, P]) authorizer(principal P) core.AuthorizeFunc {
-	if s.authorize == nil {
-		return nil
-	}
-	return func(ctx context.Context, inv *core.Invocation) error {
-		return s.authorize(ctx, principal, inv)
-	}
 }
 
 // progressReporter forwards a capability's progress reports to the client

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/audit"
-	"github.com/agentcap/agentcap/core"
 )
 
 // PathActivityPage is where the "Activity" page is served, relative to
@@ -44,7 +44,7 @@ func (p *Provider) UserActivity(ctx context.Context, userID string, q audit.Quer
 }
 
 // activityQuery reads the filters, cursor and limit of an Activity
-// request; a bad limit is a *core.AppError.
+// request; a bad limit is a *agentcap.Error.
 func activityQuery(v url.Values, defaultLimit int) (audit.Query, error) {
 	q := audit.Query{AgentID: v.Get("agent_id"), Capability: v.Get("capability"), Event: v.Get("event"),
 		Cursor: v.Get("cursor"), Limit: defaultLimit}
@@ -58,7 +58,7 @@ func activityQuery(v url.Values, defaultLimit int) (audit.Query, error) {
 	return q, nil
 }
 
-// activityError maps a query's refusal to a *core.AppError; other
+// activityError maps a query's refusal to a *agentcap.Error; other
 // failures are returned as they are.
 func activityError(err error) error {
 	switch {
@@ -173,7 +173,7 @@ func (p *Provider) serveActivityPage(w http.ResponseWriter, r *http.Request) {
 		page, err = p.UserActivity(ctx, u.ID, q)
 		err = activityError(err)
 	}
-	var refused *core.AppError
+	var refused *agentcap.Error
 	switch {
 	case err == nil:
 	case errors.As(err, &refused):

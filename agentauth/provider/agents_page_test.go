@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 )
 
@@ -117,7 +117,7 @@ func TestAgentsPage(t *testing.T) {
 		return e.do(http.MethodPost, "/capability/execute", e.agentToken(a, id, e.url+"/capability/execute", nil),
 			map[string]any{"capability": name, "arguments": map[string]any{"message": msg}})
 	}
-	if x := exec("echo", "x"); x.status != 403 || x.str("error") != agentauth.CodeCapabilityNotGranted {
+	if x := exec("echo", "x"); x.status != 403 || x.code() != agentcap.CodeCapabilityNotGranted {
 		t.Errorf("execute the revoked grant: %d %s", x.status, x.raw)
 	}
 	if x := exec("check_balance", "acc_1"); x.status != 200 {
@@ -129,7 +129,7 @@ func TestAgentsPage(t *testing.T) {
 	if status, _ := alice.post("/agents", url.Values{"csrf": {token}, "action": {"revoke_agent"}, "agent_id": {id}}, sameSite); status != http.StatusSeeOther {
 		t.Errorf("revoke the agent: %d", status)
 	}
-	if x := exec("check_balance", "acc_1"); x.status != 403 || x.str("error") != agentauth.CodeAgentRevoked {
+	if x := exec("check_balance", "acc_1"); x.status != 403 || x.code() != agentcap.CodeAgentRevoked {
 		t.Errorf("execute after revoking the agent: %d %s", x.status, x.raw)
 	}
 }

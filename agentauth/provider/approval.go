@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
@@ -345,7 +346,7 @@ func (p *Provider) approvalView(ctx context.Context, ap *store.Approval, userCod
 		Mode:           agent.Mode,
 		HostID:         host.ID,
 		HostName:       host.Name,
-		NewHost:        host.Status == agentauth.StatusPending,
+		NewHost:        host.Status == agentcap.StatusPending,
 		BindingMessage: ap.BindingMessage,
 		ExpiresAt:      ap.ExpiresAt,
 	}
@@ -353,14 +354,14 @@ func (p *Provider) approvalView(ctx context.Context, ap *store.Approval, userCod
 		v.UserID = ap.UserID
 	}
 	switch {
-	case ap.Call != nil && agent.Status == agentauth.StatusActive:
+	case ap.Call != nil && agent.Status == agentcap.StatusActive:
 		v.Kind = KindConfirmation
 		v.Call = &CallToConfirm{Capability: ap.Call.Capability, Preview: ap.Call.Preview}
 	case ap.Call != nil:
 		return nil, ErrApprovalClosed
-	case agent.Status == agentauth.StatusPending:
+	case agent.Status == agentcap.StatusPending:
 		v.Kind = "registration"
-	case agent.Status == agentauth.StatusActive:
+	case agent.Status == agentcap.StatusActive:
 		v.Kind = "capabilities"
 	default:
 		return nil, ErrApprovalClosed
@@ -537,7 +538,7 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 	}
 	setGrants := func() error {
 		for _, name := range requested {
-			c := store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusDenied, By: d.UserID, Reason: reason}
+			c := store.GrantChange{From: []string{agentcap.StatusPending}, To: agentcap.StatusDenied, By: d.UserID, Reason: reason}
 			if slices.Contains(allowed, name) {
 				if cons, ok := limits[name]; ok {
 					if err := p.limitGrant(ctx, agent, name, cons); err != nil {
@@ -545,7 +546,7 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 					}
 				}
 				def, _ := p.reg.Lookup(name)
-				c = store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusActive, By: d.UserID,
+				c = store.GrantChange{From: []string{agentcap.StatusPending}, To: agentcap.StatusActive, By: d.UserID,
 					ExpiresAt: p.grantExpiry(ctx, agent, def, now)}
 			}
 			if err := p.store.UpdateGrantStatus(ctx, agent.ID, name, c); err != nil && !errors.Is(err, store.ErrStatus) && !errors.Is(err, store.ErrNotFound) {
@@ -561,17 +562,17 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 		if err := setGrants(); err != nil {
 			return err
 		}
-		if err := p.store.UpdateAgentStatus(ctx, agent.ID, []string{agentauth.StatusPending}, agentauth.StatusRejected); err != nil && !errors.Is(err, store.ErrStatus) {
+		if err := p.store.UpdateAgentStatus(ctx, agent.ID, []string{agentcap.StatusPending}, agentcap.StatusRejected); err != nil && !errors.Is(err, store.ErrStatus) {
 			return err
 		}
 		return p.closeSiblings(ctx, agent.ID, v.ID, now)
 	}
-	if host.Status == agentauth.StatusPending {
-		if _, err := p.store.UpdateHostStatus(ctx, host.ID, []string{agentauth.StatusPending}, agentauth.StatusActive); err != nil && !errors.Is(err, store.ErrStatus) {
+	if host.Status == agentcap.StatusPending {
+		if _, err := p.store.UpdateHostStatus(ctx, host.ID, []string{agentcap.StatusPending}, agentcap.StatusActive); err != nil && !errors.Is(err, store.ErrStatus) {
 			return err
 		}
 	}
-	if agent.Mode == agentauth.ModeDelegated {
+	if agent.Mode == agentcap.ModeDelegated {
 		if err := p.linkHost(ctx, host.ID, d.UserID); err != nil {
 			if errors.Is(err, store.ErrConflict) {
 				return ErrWrongUser
@@ -582,7 +583,7 @@ func (p *Provider) Decide(ctx context.Context, d Decision) error {
 	if err := setGrants(); err != nil {
 		return err
 	}
-	if err := p.store.ActivateAgent(ctx, agent.ID, []string{agentauth.StatusPending}, now, p.lifetimes); err != nil && !errors.Is(err, store.ErrStatus) {
+	if err := p.store.ActivateAgent(ctx, agent.ID, []string{agentcap.StatusPending}, now, p.lifetimes); err != nil && !errors.Is(err, store.ErrStatus) {
 		return err
 	}
 	return p.closeSiblings(ctx, agent.ID, v.ID, now)
@@ -642,7 +643,7 @@ func missingConstraints(def *core.Definition, cons map[string]json.RawMessage) [
 // constraints the user set, before Decide activates it.
 func (p *Provider) limitGrant(ctx context.Context, agent *store.Agent, capability string, cons map[string]json.RawMessage) error {
 	for _, g := range agent.Grants {
-		if g.Capability == capability && g.Status == agentauth.StatusPending {
+		if g.Capability == capability && g.Status == agentcap.StatusPending {
 			g.Constraints = cons
 			return p.store.PutGrants(ctx, agent.ID, []store.Grant{g})
 		}

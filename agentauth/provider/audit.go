@@ -8,11 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/core"
-	"github.com/agentcap/agentcap/httpx"
 )
 
 // auditTimeout bounds one audit write. Writes do not end with the
@@ -27,8 +26,8 @@ func (p *Provider) withRequestInfo(w http.ResponseWriter, r *http.Request) *http
 	if p.audit == nil {
 		return r
 	}
-	id := httpx.RequestID(r.Header.Get(httpx.HeaderRequestID))
-	w.Header().Set(httpx.HeaderRequestID, id)
+	id := agentcap.RequestID(r.Header.Get(agentcap.HeaderRequestID))
+	w.Header().Set(agentcap.HeaderRequestID, id)
 	ip := p.limits.cfg.ClientIP(r)
 	if host, _, err := net.SplitHostPort(ip); err == nil {
 		ip = host
@@ -101,9 +100,9 @@ func decisionDetail(v *Approval, allowed []string, deny bool) string {
 
 // registrationDetail describes a new agent for its record.
 func registrationDetail(a *store.Agent, active bool) string {
-	status := agentauth.StatusPending
+	status := agentcap.StatusPending
 	if active {
-		status = agentauth.StatusActive
+		status = agentcap.StatusActive
 	}
 	d := a.Mode + " agent, " + status
 	if len(a.Grants) > 0 {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/audit"
 )
@@ -292,7 +292,7 @@ func TestAgentsPageInChromium(t *testing.T) {
 	screenshot(t, ctx, "agents-revoked.png")
 	x := e.do(http.MethodPost, "/capability/execute", e.agentToken(a, id, e.url+"/capability/execute", nil),
 		map[string]any{"capability": "echo", "arguments": map[string]any{"message": "x"}})
-	if x.status != http.StatusForbidden || x.str("error") != agentauth.CodeCapabilityNotGranted {
+	if x.status != http.StatusForbidden || x.code() != agentcap.CodeCapabilityNotGranted {
 		t.Errorf("execute the revoked grant: %d %s", x.status, x.raw)
 	}
 }

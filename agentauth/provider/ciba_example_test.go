@@ -44,12 +44,12 @@ func ExampleNotifierFunc() {
 	srv.Start()
 	defer srv.Close()
 
-	host := agentauthtest.NewHost("host")
-	agent := host.NewAgent("agent")
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "host"})
+	agent := host.NewAgent(agentauthtest.Agent{ID: "agent"})
 	body, _ := json.Marshal(map[string]any{"name": "Budget helper", "capabilities": []string{"check_balance"},
 		"preferred_method": "ciba", "login_hint": "alice@bank.example", "binding_message": "Check my balance"})
 	req, _ := http.NewRequest(http.MethodPost, issuer+provider.PathRegister, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+host.Token(issuer, agentauthtest.WithAgentPublicKey(agent)))
+	req.Header.Set("Authorization", "Bearer "+host.Token(agentauthtest.Token{Audience: issuer, Agent: agent}))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"runtime/debug"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
 )
@@ -83,7 +82,7 @@ func (p *Provider) runOnClaim(ctx context.Context, c Claim) {
 // linked to a user: such an agent would be claimed the moment it exists
 // (§2.10), and a host that has a user registers delegated agents.
 func linkedHostAutonomous() error {
-	return appErr(http.StatusBadRequest, CodeUnsupportedMode,
+	return agentcap.NewError(agentcap.CodeUnsupportedMode,
 		"this host is linked to a user: it registers delegated agents; autonomous agents belong to hosts without a user").
-		With("mode", agentauth.ModeAutonomous)
+		With("mode", agentcap.ModeAutonomous)
 }

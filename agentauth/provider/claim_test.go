@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/store"
 )
@@ -53,7 +53,7 @@ func TestClaimingOnLink(t *testing.T) {
 	e.approve(d, "alice", nil)
 
 	st := e.do(http.MethodGet, provider.PathStatus+"?agent_id="+robotID, e.hostToken(h, nil), nil)
-	if st.status != http.StatusOK || st.str("status") != agentauth.StatusClaimed || st.str("user_id") != "alice" {
+	if st.status != http.StatusOK || st.str("status") != agentcap.StatusClaimed || st.str("user_id") != "alice" {
 		t.Fatalf("status of the claimed agent: %d %s", st.status, st.raw)
 	}
 	gs := st.body["agent_capability_grants"].([]any)
@@ -61,13 +61,13 @@ func TestClaimingOnLink(t *testing.T) {
 	if diff := cmp.Diff(want, gs); diff != "" {
 		t.Errorf("claimed grants (-want +got):\n%s", diff)
 	}
-	if x := exec(); x.status != http.StatusForbidden || x.str("error") != agentauth.CodeAgentClaimed {
+	if x := exec(); x.status != http.StatusForbidden || x.code() != agentcap.CodeAgentClaimed {
 		t.Errorf("execute after the claim: %d %s", x.status, x.raw)
 	}
-	if x := e.do(http.MethodPost, provider.PathReactivate, e.hostToken(h, nil), map[string]any{"agent_id": robotID}); x.status != http.StatusForbidden || x.str("error") != agentauth.CodeAgentClaimed {
+	if x := e.do(http.MethodPost, provider.PathReactivate, e.hostToken(h, nil), map[string]any{"agent_id": robotID}); x.status != http.StatusForbidden || x.code() != agentcap.CodeAgentClaimed {
 		t.Errorf("reactivate a claimed agent: %d %s", x.status, x.raw)
 	}
-	if x := e.register(h, robot, map[string]any{"name": "worker"}); x.status != http.StatusConflict || x.str("error") != provider.CodeAgentExists {
+	if x := e.register(h, robot, map[string]any{"name": "worker"}); x.status != http.StatusConflict || x.code() != agentcap.CodeAgentExists {
 		t.Errorf("re-register the claimed key: %d %s", x.status, x.raw)
 	}
 	mu.Lock()
@@ -108,7 +108,7 @@ func TestLinkedHostRegistersNoAutonomousAgent(t *testing.T) {
 	h := newKey(t)
 	e.approve(e.register(h, newKey(t), map[string]any{"name": "assistant"}), "alice", nil)
 	r := e.register(h, newKey(t), map[string]any{"name": "worker", "mode": "autonomous"})
-	if r.status != http.StatusBadRequest || r.str("error") != provider.CodeUnsupportedMode {
+	if r.status != http.StatusBadRequest || r.code() != agentcap.CodeUnsupportedMode {
 		t.Errorf("%d %s", r.status, r.raw)
 	}
 }

@@ -10,9 +10,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
 )
@@ -64,7 +65,7 @@ func (h humanConfirmer) RequestHumanConfirmation(ctx context.Context, r core.Hum
 	p := h.p
 	agent, err := p.store.GetAgent(ctx, r.Binding.Subject)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, appErr(http.StatusForbidden, agentauth.CodeUnauthorized, "this call needs a person's confirmation, and no agent of this provider made it")
+		return nil, agentcap.NewError(agentcap.CodeUnauthorized, "this call needs a person's confirmation, and no agent of this provider made it")
 	}
 	if err != nil {
 		return nil, err
@@ -77,8 +78,8 @@ func (h humanConfirmer) RequestHumanConfirmation(ctx context.Context, r core.Hum
 	if userID == "" {
 		userID = host.UserID
 	}
-	if agent.Mode == agentauth.ModeAutonomous || userID == "" {
-		return nil, appErr(http.StatusForbidden, agentauth.CodeUnauthorized, "this call needs a person's confirmation, and the agent acts for no user")
+	if agent.Mode == agentcap.ModeAutonomous || userID == "" {
+		return nil, agentcap.NewError(agentcap.CodeUnauthorized, "this call needs a person's confirmation, and the agent acts for no user")
 	}
 	id, err := p.newID("apr_")
 	if err != nil {
@@ -143,19 +144,18 @@ type confirmationJSON struct {
 // decision, and the first poll after an approval gets the token.
 func (p *Provider) confirmationStatus(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	token, err := agentauth.BearerToken(r.Header.Get("Authorization"))
-	if err != nil {
-		var ae *core.AppError
-		if errors.As(err, &ae) {
-			return ae
-		}
-		return appErr(http.StatusUnauthorized, agentauth.CodeAuthenticationRequired, "an agent JWT is required")
+	token, ok := auth.BearerToken(r.Header.Get("Authorization"))
+	switch {
+	case !ok:
+		return agentcap.NewError(agentcap.CodeAuthenticationRequired, "an agent JWT is required")
+	case token == "":
+		return errMalformedBearer
 	}
 	sess, err := p.session(ctx, token)
 	if err != nil {
 		return err
 	}
-	notFound := appErr(http.StatusNotFound, CodeConfirmationNotFound, "no request to confirm a call of this agent has this id")
+	notFound := agentcap.NewError(agentcap.CodeConfirmationNotFound, "no request to confirm a call of this agent has this id")
 	id := r.URL.Query().Get("id")
 	if id == "" || p.confirmer == nil {
 		return notFound
@@ -170,7 +170,7 @@ func (p *Provider) confirmationStatus(w http.ResponseWriter, r *http.Request) er
 	// The token is for the provider, or for the location of the call:
 	// where the agent's client sent the call.
 	if !slices.Contains(sess.Claims.Audience, p.issuer) && !slices.Contains(sess.Claims.Audience, ap.Call.Audience) {
-		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, "agent JWT audience is neither this issuer nor the call's location")
+		return agentcap.NewError(agentcap.CodeInvalidJWT, "agent JWT audience is neither this issuer nor the call's location")
 	}
 	now := p.now()
 	ap, slow, err := p.store.PollApproval(ctx, id, now)
@@ -179,15 +179,15 @@ func (p *Provider) confirmationStatus(w http.ResponseWriter, r *http.Request) er
 	}
 	switch {
 	case slow:
-		return appErr(http.StatusBadRequest, CodeSlowDown, "polling too often; wait the approval's interval between polls")
+		return agentcap.NewError(agentcap.CodeSlowDown, "polling too often; wait the approval's interval between polls")
 	case ap.Status == store.ApprovalPending:
-		return appErr(http.StatusBadRequest, CodeAuthorizationPending, "the person has not decided yet")
+		return agentcap.NewError(agentcap.CodeAuthorizationPending, "the person has not decided yet")
 	case ap.Status == store.ApprovalDenied:
-		return appErr(http.StatusForbidden, CodeConfirmationDenied, "the person refused this call")
+		return agentcap.NewError(agentcap.CodeConfirmationDenied, "the person refused this call")
 	case ap.Status == store.ApprovalUsed:
-		return appErr(http.StatusConflict, string(core.CodeConfirmationUsed), "the confirmation of this call was handed out already")
+		return agentcap.NewError(agentcap.CodeConfirmationUsed, "the confirmation of this call was handed out already")
 	case ap.Status != store.ApprovalApproved || !now.Before(ap.ExpiresAt):
-		return appErr(http.StatusBadRequest, CodeExpiredToken, "the request to confirm this call expired")
+		return agentcap.NewError(agentcap.CodeExpiredToken, "the request to confirm this call expired")
 	}
 	// Issued first, then claimed: of concurrent polls one hands its token
 	// out, and the others' tokens, which nobody saw, confirm nothing.
@@ -198,7 +198,7 @@ func (p *Provider) confirmationStatus(w http.ResponseWriter, r *http.Request) er
 	}
 	if err := p.store.DecideApproval(ctx, id, store.ApprovalUsed, ap.UserID, now); err != nil {
 		if errors.Is(err, store.ErrStatus) {
-			return appErr(http.StatusConflict, string(core.CodeConfirmationUsed), "the confirmation of this call was handed out already")
+			return agentcap.NewError(agentcap.CodeConfirmationUsed, "the confirmation of this call was handed out already")
 		}
 		return internalError(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/confirm"
@@ -83,13 +83,10 @@ func newConfirmEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler, mo
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := core.NewExecutor(reg, core.ExecutorConfig[struct{}, agentauth.Caller[struct{}]]{
-		CreateContext: func(context.Context, agentauth.Caller[struct{}], *core.Definition, any) (struct{}, error) {
-			return struct{}{}, nil
-		},
-		Confirmation: core.ConfirmationConfig[agentauth.Caller[struct{}]]{
+	exec, err := core.NewExecutor(reg, noContext, core.Config{
+		// A token is bound to the identity's subject: the agent.
+		Confirmation: core.ConfirmationConfig{
 			Confirmer: mgr,
-			Subject:   func(c agentauth.Caller[struct{}]) string { return c.Session.Agent.ID },
 			Audience:  p.DefaultLocation(),
 			Human:     p.HumanConfirmer(),
 		},
@@ -135,7 +132,7 @@ func TestHumanConfirmation(t *testing.T) {
 	a, agentID := e.payer("user_alice")
 
 	// A small payment is the agent's to confirm.
-	if r := e.pay(a, agentID, 50, ""); r.status != 428 || r.str("error") != "confirmation_required" {
+	if r := e.pay(a, agentID, 50, ""); r.status != 428 || r.code() != "confirmation_required" {
 		t.Fatalf("small payment: %d %s", r.status, r.raw)
 	}
 
@@ -161,21 +158,21 @@ func TestHumanConfirmation(t *testing.T) {
 	}
 
 	// Until Alice decides: pending, and slow_down when polled too often.
-	if r := e.pollConfirmation(a, agentID, statusURL, e.url); r.status != 400 || r.str("error") != provider.CodeAuthorizationPending {
+	if r := e.pollConfirmation(a, agentID, statusURL, e.url); r.status != 400 || r.code() != agentcap.CodeAuthorizationPending {
 		t.Errorf("first poll: %d %s", r.status, r.raw)
 	}
-	if r := e.pollConfirmation(a, agentID, statusURL, e.url); r.status != 400 || r.str("error") != provider.CodeSlowDown {
+	if r := e.pollConfirmation(a, agentID, statusURL, e.url); r.status != 400 || r.code() != agentcap.CodeSlowDown {
 		t.Errorf("quick poll: %d %s", r.status, r.raw)
 	}
 	e.clock.Advance(2 * time.Second)
 	// A token for the location of the call is good too; one for
 	// somewhere else is not.
-	if r := e.pollConfirmation(a, agentID, statusURL, e.url+"/capability/execute"); r.status != 400 || r.str("error") != provider.CodeAuthorizationPending {
+	if r := e.pollConfirmation(a, agentID, statusURL, e.url+"/capability/execute"); r.status != 400 || r.code() != agentcap.CodeAuthorizationPending {
 		t.Errorf("poll for the location: %d %s", r.status, r.raw)
 	}
 	// Another agent, even of Alice's, learns nothing.
 	b, otherID := e.payer("user_alice")
-	if r := e.pollConfirmation(b, otherID, statusURL, e.url); r.status != 404 || r.str("error") != provider.CodeConfirmationNotFound {
+	if r := e.pollConfirmation(b, otherID, statusURL, e.url); r.status != 404 || r.code() != agentcap.CodeConfirmationNotFound {
 		t.Errorf("another agent's poll: %d %s", r.status, r.raw)
 	}
 	if r := e.do(http.MethodGet, provider.PathConfirmation+"?id="+url.QueryEscape(strings.TrimPrefix(statusURL, e.url+provider.PathConfirmation+"?id=")), "", nil); r.status != 401 {
@@ -222,18 +219,18 @@ func TestHumanConfirmation(t *testing.T) {
 		t.Fatalf("poll after the decision: %d %s", r.status, r.raw)
 	}
 	e.clock.Advance(2 * time.Second)
-	if r := e.pollConfirmation(a, agentID, statusURL, e.url); r.status != 409 || r.str("error") != "confirmation_used" {
+	if r := e.pollConfirmation(a, agentID, statusURL, e.url); r.status != 409 || r.code() != "confirmation_used" {
 		t.Errorf("poll after the token was handed out: %d %s", r.status, r.raw)
 	}
 
 	// The token runs that call once, and no other.
-	if r := e.pay(a, agentID, 501, token); r.status != 409 || r.str("error") != "confirmation_mismatch" {
+	if r := e.pay(a, agentID, 501, token); r.status != 409 || r.code() != "confirmation_mismatch" {
 		t.Errorf("another amount: %d %s", r.status, r.raw)
 	}
 	if r := e.pay(a, agentID, 500, token); r.status != 200 || string(r.raw) != `{"data":{"paid":500}}`+"\n" {
 		t.Errorf("confirmed payment: %d %s", r.status, r.raw)
 	}
-	if r := e.pay(a, agentID, 500, token); r.status != 409 || r.str("error") != "confirmation_used" {
+	if r := e.pay(a, agentID, 500, token); r.status != 409 || r.code() != "confirmation_used" {
 		t.Errorf("the token again: %d %s", r.status, r.raw)
 	}
 	// The agent's own token does not stand in for Alice's.
@@ -249,19 +246,19 @@ func TestHumanConfirmation(t *testing.T) {
 	if err := e.p.Decide(ctx, provider.Decision{UserCode: code, UserID: "user_alice", Deny: true}); err != nil {
 		t.Fatal(err)
 	}
-	if p := e.pollConfirmation(a, agentID, r.str("status_url"), e.url); p.status != 403 || p.str("error") != provider.CodeConfirmationDenied {
+	if p := e.pollConfirmation(a, agentID, r.str("status_url"), e.url); p.status != 403 || p.code() != agentcap.CodeConfirmationDenied {
 		t.Errorf("refused: %d %s", p.status, p.raw)
 	}
 
 	// Nobody decides: expired_token.
 	r = e.pay(a, agentID, 800, "")
 	e.clock.Advance(provider.DefaultApprovalLifetime)
-	if p := e.pollConfirmation(a, agentID, r.str("status_url"), e.url); p.status != 400 || p.str("error") != provider.CodeExpiredToken {
+	if p := e.pollConfirmation(a, agentID, r.str("status_url"), e.url); p.status != 400 || p.code() != agentcap.CodeExpiredToken {
 		t.Errorf("expired: %d %s", p.status, p.raw)
 	}
 
 	// The agent stays as it was: its calls' requests are not its own.
-	if ag, err := e.st.GetAgent(ctx, agentID); err != nil || ag.Status != agentauth.StatusActive {
+	if ag, err := e.st.GetAgent(ctx, agentID); err != nil || ag.Status != agentcap.StatusActive {
 		t.Errorf("agent after its calls' requests: %+v %v", ag, err)
 	}
 }
@@ -286,7 +283,7 @@ func TestHumanConfirmationRefusals(t *testing.T) {
 			Definition: payCapability.Definition(), Preview: []byte(`{}`)})
 		return err
 	}
-	var ae *core.AppError
+	var ae *agentcap.Error
 	if err := req("agt_nobody"); !errors.As(err, &ae) || ae.HTTPStatus() != 403 {
 		t.Errorf("unknown agent: %v", err)
 	}
@@ -395,9 +392,9 @@ func TestConfirmationListedOnlyForItsUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := newKey(t)
-	bobs := &store.Agent{ID: "agt_bobs", Name: "bob's payer", HostID: payer.HostID, UserID: "bob", Mode: agentauth.ModeDelegated,
-		Status: agentauth.StatusActive, AgentKey: store.AgentKey{PublicKey: k.jwk()},
-		Grants: []store.Grant{{Capability: "pay", Status: agentauth.StatusActive, GrantedBy: "bob"}}}
+	bobs := &store.Agent{ID: "agt_bobs", Name: "bob's payer", HostID: payer.HostID, UserID: "bob", Mode: agentcap.ModeDelegated,
+		Status: agentcap.StatusActive, AgentKey: store.AgentKey{PublicKey: k.jwk()},
+		Grants: []store.Grant{{Capability: "pay", Status: agentcap.StatusActive, GrantedBy: "bob"}}}
 	if err := e.st.CreateAgent(ctx, bobs); err != nil {
 		t.Fatal(err)
 	}

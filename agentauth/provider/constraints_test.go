@@ -71,7 +71,7 @@ func TestDecideNeedsRequiredConstraints(t *testing.T) {
 		t.Errorf("the request in the user API: %s", got.raw)
 	}
 	res := u.do(http.MethodPost, provider.PathUserApprovals+"/"+id, map[string]any{"decision": "approve", "presence_code": code})
-	if res.status != http.StatusBadRequest || res.str("error") != "invalid_request" || !strings.Contains(res.str("message"), "constraint on to") {
+	if res.status != http.StatusBadRequest || res.code() != "invalid_request" || !strings.Contains(res.str("message"), "constraint on to") {
 		t.Errorf("approve without the constraint: %d %s", res.status, res.raw)
 	}
 	res = u.do(http.MethodPost, provider.PathUserApprovals+"/"+id, map[string]any{"decision": "approve", "presence_code": code,
@@ -156,7 +156,7 @@ func TestApprovalPageAsksForRequiredConstraints(t *testing.T) {
 	if res := send("bob"); res.status != http.StatusOK {
 		t.Errorf("send to bob: %d %s", res.status, res.raw)
 	}
-	if res := send("carol"); res.status != http.StatusForbidden || res.str("error") != "constraint_violated" {
+	if res := send("carol"); res.status != http.StatusForbidden || res.code() != "constraint_violated" {
 		t.Errorf("send to carol: %d %s", res.status, res.raw)
 	}
 }

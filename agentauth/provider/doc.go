@@ -7,20 +7,18 @@
 //
 // # Wiring
 //
-// A Provider is built once from a Config and is then an http.Handler for
-// its endpoints. Handler returns the whole site: discovery at the
-// origin's well-known path, the endpoints under the issuer, the approval
-// page, and the application's capability location (an httpx handler
-// built with HTTPConfig, so that it verifies agent JWTs against the same
-// store):
+// A Provider is built once from a Config. It is an http.Handler for its
+// endpoints, and the auth.Verifier of the capability locations served
+// with its agents (httpx.Config.Verifier, and, for an MCP endpoint among
+// Config.Endpoints, EndpointVerifier). Handler returns the whole site:
+// discovery at the origin's well-known path, the endpoints under the
+// issuer, the approval page, and the application's capability location:
 //
-//	st := store.NewMemory()
 //	prov, err := provider.New(provider.Config{
 //		Issuer: "https://bank.example", ProviderName: "bank",
 //		Store: st, Registry: reg, SignedInUser: signedIn,
 //	})
-//	hc, err := provider.HTTPConfig(prov, agentauth.HTTPOptions[Principal]{Principal: toPrincipal})
-//	loc, err := httpx.New(exec, hc)
+//	loc, err := httpx.New(exec, httpx.Config{Verifier: prov})
 //	http.ListenAndServe(addr, prov.Handler(loc))
 //
 // # Host JWTs
@@ -116,9 +114,10 @@
 //
 // # Capability listing with host JWTs
 //
-// HTTPConfig wires Hosts into the capability location, so that a host
-// lists and describes capabilities with its host JWT before it has an
-// agent (§5.2, §5.2.1), seeing those of its linked user.
+// The provider's verification (Verify) accepts host JWTs on list and
+// describe, so that a host lists and describes capabilities before it has
+// an agent (§5.2, §5.2.1), seeing those of its linked user: the identity
+// is the host's (agentauth.HostOf), its UserID the host's linked user.
 //
 // # Several instances
 //

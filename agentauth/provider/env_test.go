@@ -14,10 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
@@ -114,33 +115,31 @@ func newEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler, mods ...f
 	if err != nil {
 		t.Fatal(err)
 	}
-	execCfg := core.ExecutorConfig[struct{}, agentauth.Caller[struct{}]]{
-		CreateContext: func(context.Context, agentauth.Caller[struct{}], *core.Definition, any) (struct{}, error) {
-			return struct{}{}, nil
-		},
-	}
+	var execCfg core.Config
 	if cfg.Audit != nil {
 		// The location's calls go to the provider's trail too.
 		execCfg.Audit.Writer = audit.ForExecutor(cfg.Audit)
 	}
 	// A test may serve a registry of its own.
-	exec, err := core.NewExecutor(cfg.Registry, execCfg)
+	exec, err := core.NewExecutor(cfg.Registry, noContext, execCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return serveEnv(t, srv, p, exec, wrap, st, c)
 }
 
+// noContext is the context function of the test capabilities, which
+// need nothing of the caller.
+func noContext(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) {
+	return struct{}{}, nil
+}
+
 // serveEnv starts srv with p's site and a capability location over exec,
-// passed through wrap when not nil.
-func serveEnv(t testing.TB, srv *httptest.Server, p *provider.Provider, exec *core.Executor[struct{}, agentauth.Caller[struct{}]],
+// whose verifier is p itself, passed through wrap when not nil.
+func serveEnv(t testing.TB, srv *httptest.Server, p *provider.Provider, exec *core.Executor,
 	wrap func(http.Handler) http.Handler, st store.Store, c *clock) *env {
 	t.Helper()
-	hc, err := provider.HTTPConfig(p, agentauth.HTTPOptions[struct{}]{Now: c.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, err := httpx.New(exec, hc)
+	loc, err := httpx.New(exec, httpx.Config{Verifier: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,3 +290,6 @@ func grants(r response) map[string]string {
 	}
 	return out
 }
+
+// code is the "error" member of an error envelope.
+func (r response) code() agentcap.Code { return agentcap.Code(r.str("error")) }

@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 
-	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
@@ -27,7 +27,7 @@ type cents struct {
 // development sign-in) and capability execution, all over one store.
 func ExampleNew() {
 	reg, err := core.NewRegistry(core.MustDefine("check_balance", "Read an account's balance.",
-		func(_ context.Context, _ struct{}, in balance) (cents, error) { return cents{1250}, nil }))
+		func(_ context.Context, _ *auth.Identity, in balance) (cents, error) { return cents{1250}, nil }))
 	if err != nil {
 		panic(err)
 	}
@@ -46,19 +46,12 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	exec, err := core.NewExecutor(reg, core.ExecutorConfig[struct{}, agentauth.Caller[struct{}]]{
-		CreateContext: func(context.Context, agentauth.Caller[struct{}], *core.Definition, any) (struct{}, error) {
-			return struct{}{}, nil
-		},
-	})
+	exec, err := core.NewExecutor(reg, core.IdentityContext, core.Config{})
 	if err != nil {
 		panic(err)
 	}
-	hc, err := provider.HTTPConfig(prov, agentauth.HTTPOptions[struct{}]{})
-	if err != nil {
-		panic(err)
-	}
-	location, err := httpx.New(exec, hc)
+	// The provider verifies the agents of its capability location.
+	location, err := httpx.New(exec, httpx.Config{Verifier: prov})
 	if err != nil {
 		panic(err)
 	}

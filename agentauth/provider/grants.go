@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"sort"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/core"
@@ -89,7 +89,7 @@ func (p *Provider) parseRequested(raw json.RawMessage, required bool) ([]store.R
 		out = append(out, rc)
 	}
 	if len(unknown) > 0 {
-		return nil, appErr(http.StatusBadRequest, CodeInvalidCapabilities, "one or more requested capabilities do not exist").
+		return nil, agentcap.NewError(agentcap.CodeInvalidCapabilities, "one or more requested capabilities do not exist").
 			With("invalid_capabilities", unknown)
 	}
 	if len(unknownOps) > 0 {
@@ -98,7 +98,7 @@ func (p *Provider) parseRequested(raw json.RawMessage, required bool) ([]store.R
 		// The spec names the member unknown_operators; the reference
 		// provider sends operators. Both are sent so either reader finds
 		// it.
-		return nil, appErr(http.StatusBadRequest, agentauth.CodeUnknownConstraintOperator, "a constraint uses an operator this server does not know").
+		return nil, agentcap.NewError(agentcap.CodeUnknownConstraintOperator, "a constraint uses an operator this server does not know").
 			With("unknown_operators", unknownOps).With("operators", unknownOps)
 	}
 	return out, nil
@@ -155,7 +155,7 @@ func (p *Provider) renderGrants(gs []store.Grant, withGrantedBy bool) []grantJSO
 	for _, g := range gs {
 		j := grantJSON{Capability: g.Capability, Status: g.Status}
 		switch g.Status {
-		case agentauth.StatusActive:
+		case agentcap.StatusActive:
 			j.Constraints = g.Constraints
 			j.ExpiresAt = g.ExpiresAt
 			if withGrantedBy {
@@ -167,7 +167,7 @@ func (p *Provider) renderGrants(gs []store.Grant, withGrantedBy bool) []grantJSO
 				j.Input = def.InputSchema()
 				j.Output = def.OutputSchema()
 			}
-		case agentauth.StatusDenied:
+		case agentcap.StatusDenied:
 			j.Reason = g.Reason
 		}
 		out = append(out, j)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 )
 
@@ -44,7 +44,7 @@ func TestGrantTTL(t *testing.T) {
 		t.Fatalf("within the lifetime: %d %s", x.status, x.raw)
 	}
 	e.clock.Advance(time.Hour)
-	if x := exec("check_balance"); x.status != http.StatusForbidden || x.str("error") != agentauth.CodeCapabilityNotGranted {
+	if x := exec("check_balance"); x.status != http.StatusForbidden || x.code() != agentcap.CodeCapabilityNotGranted {
 		t.Errorf("past the lifetime: %d %s", x.status, x.raw)
 	}
 	if x := exec("echo"); x.status != http.StatusOK {

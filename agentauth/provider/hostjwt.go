@@ -12,9 +12,11 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/agentauth/store"
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/auth"
 )
 
 // HostReplayKeyPrefix starts every key the provider records in its
@@ -81,8 +83,8 @@ const (
 	hostAny
 )
 
-func invalidHostToken(cause error) *core.AppError {
-	return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgInvalidHostToken).WithCause(cause)
+func invalidHostToken(cause error) *agentcap.Error {
+	return agentcap.NewError(agentcap.CodeInvalidJWT, msgInvalidHostToken).WithCause(cause)
 }
 
 // verifyHost authenticates a host-authenticated request (protocol
@@ -108,20 +110,19 @@ func invalidHostToken(cause error) *core.AppError {
 //  9. Host status: revoked or rejected is 403 host_revoked; pending is
 //     403 host_pending unless access admits it.
 func (p *Provider) verifyHost(ctx context.Context, r *http.Request, access hostAccess) (*hostAuth, error) {
-	token, err := agentauth.BearerToken(r.Header.Get("Authorization"))
-	if err != nil {
-		var ae *core.AppError
-		if errors.As(err, &ae) {
-			return nil, ae
-		}
-		return nil, appErr(http.StatusUnauthorized, agentauth.CodeAuthenticationRequired, "a host JWT is required")
+	token, ok := auth.BearerToken(r.Header.Get("Authorization"))
+	switch {
+	case !ok:
+		return nil, agentcap.NewError(agentcap.CodeAuthenticationRequired, "a host JWT is required")
+	case token == "":
+		return nil, errMalformedBearer
 	}
 	tok, err := parseHostToken(token)
 	if err != nil {
 		return nil, err
 	}
 	if !containsString(tok.aud, p.issuer) {
-		return nil, appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostAudience).
+		return nil, agentcap.NewError(agentcap.CodeInvalidJWT, msgHostAudience).
 			WithCause(fmt.Errorf("aud %q is not %q", tok.aud, p.issuer))
 	}
 	host, key, err := p.resolveHost(ctx, r, tok, access)
@@ -142,22 +143,22 @@ func (p *Provider) verifyHost(ctx context.Context, r *http.Request, access hostA
 	if err := p.checkTimes(tok); err != nil {
 		return nil, err
 	}
-	fresh, err := p.replay.CheckAndSet(ctx, agentauth.ReplayKey(HostReplayKeyPrefix, tok.iss, tok.jti), p.maxAge+2*p.skew)
+	fresh, err := p.recordHostJTI(ctx, host, tok)
 	if err != nil {
-		return nil, agentauth.Unavailable("used tokens cannot be checked now; retry later", fmt.Errorf("replay cache: %w", err))
+		return nil, err
 	}
 	if !fresh {
-		return nil, appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostReplayed)
+		return nil, agentcap.NewError(agentcap.CodeInvalidJWT, msgHostReplayed)
 	}
 	if host != nil {
 		switch host.Status {
-		case agentauth.StatusActive:
-		case agentauth.StatusPending:
+		case agentcap.StatusActive:
+		case agentcap.StatusPending:
 			if access == hostKnownActive {
-				return nil, appErr(http.StatusForbidden, agentauth.CodeHostPending, msgHostPending)
+				return nil, agentcap.NewError(agentcap.CodeHostPending, msgHostPending)
 			}
 		default:
-			return nil, appErr(http.StatusForbidden, agentauth.CodeHostRevoked, msgHostRevoked)
+			return nil, agentcap.NewError(agentcap.CodeHostRevoked, msgHostRevoked)
 		}
 		if host.JWKSURL != "" && host.Thumbprint != tok.iss {
 			// A JWKS host signed with a new key: remember it, so that
@@ -206,7 +207,7 @@ func (p *Provider) resolveHost(ctx context.Context, r *http.Request, tok *hostTo
 		}
 		// The JWKS of a host this endpoint will refuse is not fetched:
 		// its token can only be refused, whatever its signature.
-		admitted := host.Status == agentauth.StatusActive || (host.Status == agentauth.StatusPending && access != hostKnownActive)
+		admitted := host.Status == agentcap.StatusActive || (host.Status == agentcap.StatusPending && access != hostKnownActive)
 		key, err := p.jwksKey(host.JWKSURL, tok, admitted, nil)
 		if err != nil {
 			return nil, nil, err
@@ -223,7 +224,7 @@ func (p *Provider) resolveHost(ctx context.Context, r *http.Request, tok *hostTo
 		key, err := parseJWK(tok.hostKey)
 		if err != nil {
 			if errors.Is(err, errUnsupportedKey) {
-				return nil, nil, appErr(http.StatusBadRequest, CodeUnsupportedAlgorithm, "host_public_key: "+err.Error())
+				return nil, nil, agentcap.NewError(agentcap.CodeUnsupportedAlgorithm, "host_public_key: "+err.Error())
 			}
 			return nil, nil, badRequest("host_public_key: " + err.Error())
 		}
@@ -265,7 +266,7 @@ func (p *Provider) jwksKey(url string, tok *hostToken, fetch bool, beforeFetch f
 		pub, err = p.keys.CachedKey(url, tok.kid)
 	}
 	if err != nil {
-		var ae *core.AppError
+		var ae *agentcap.Error
 		if errors.As(err, &ae) {
 			return nil, ae
 		}
@@ -285,18 +286,18 @@ func (p *Provider) checkTimes(tok *hostToken) error {
 	now := p.now()
 	switch {
 	case !tok.hasIat || !tok.hasExp || tok.jti == "":
-		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, "host JWT lacks iat, exp or jti")
+		return agentcap.NewError(agentcap.CodeInvalidJWT, "host JWT lacks iat, exp or jti")
 	case tok.iat.After(now.Add(p.skew)):
-		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostNotYetValid)
+		return agentcap.NewError(agentcap.CodeInvalidJWT, msgHostNotYetValid)
 	case now.Sub(tok.iat) > p.maxAge+p.skew:
-		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostTooOld)
+		return agentcap.NewError(agentcap.CodeInvalidJWT, msgHostTooOld)
 	}
 	if life := tok.exp.Sub(tok.iat); life <= 0 || life > p.maxAge {
-		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostLifetime)
+		return agentcap.NewError(agentcap.CodeInvalidJWT, msgHostLifetime)
 	}
 	// As for agent JWTs, exp is honoured as written, with no skew.
 	if !now.Before(tok.exp) {
-		return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, msgHostExpired)
+		return agentcap.NewError(agentcap.CodeInvalidJWT, msgHostExpired)
 	}
 	return nil
 }
@@ -350,4 +351,33 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// recordHostJTI records the jti of a verified host JWT, charged to its
+// host (to its key, for a host not yet registered) when the replay cache
+// shares itself out among owners: past the host's share the token is 429
+// rate_limited, and other hosts are not refused.
+func (p *Provider) recordHostJTI(ctx context.Context, host *store.Host, tok *hostToken) (bool, error) {
+	key, ttl := agentauth.ReplayKey(HostReplayKeyPrefix, tok.iss, tok.jti), p.maxAge+2*p.skew
+	var (
+		fresh bool
+		err   error
+	)
+	if oc, ok := p.replay.(agentauth.OwnerReplayCache); ok {
+		owner := tok.iss
+		if host != nil {
+			owner = host.ID
+		}
+		fresh, err = oc.CheckAndSetFor(ctx, key, ttl, "", owner)
+	} else {
+		fresh, err = p.replay.CheckAndSet(ctx, key, ttl)
+	}
+	switch {
+	case errors.Is(err, agentauth.ErrReplayShare):
+		return false, ratelimit.Error(ratelimit.Decision{RetryAfter: agentcap.UnavailableRetryAfter},
+			"too many unexpired tokens of this host; retry later").WithCause(err)
+	case err != nil:
+		return false, agentauth.Unavailable("used tokens cannot be checked now; retry later", fmt.Errorf("replay cache: %w", err))
+	}
+	return fresh, nil
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -17,12 +19,12 @@ import (
 var statementCapability = core.MustDefine("statement", "Read the user's statement.",
 	func(_ context.Context, _ struct{}, in echoIO) (echoIO, error) { return in, nil },
 	core.WithApproval(core.ApprovalSession),
-	core.VisibleTo(func(_ context.Context, c agentauth.Caller[struct{}]) bool {
-		switch {
-		case c.Session != nil:
-			return c.Session.Agent.UserID != "" || c.Executing()
-		case c.Host != nil:
-			return c.Host.UserID != ""
+	core.WithVisibility(func(_ context.Context, id *auth.Identity, executing bool) bool {
+		if s := agentauth.SessionOf(id); s != nil {
+			return s.Agent.UserID != "" || executing
+		}
+		if h := agentauth.HostOf(id); h != nil {
+			return h.UserID != ""
 		}
 		return false
 	}))
@@ -79,17 +81,17 @@ func TestHostJWTListAndDescribe(t *testing.T) {
 		name   string
 		token  string
 		status int
-		code   string
+		code   agentcap.Code
 	}{
-		{"unknown host", e.hostToken(newKey(t), nil), 401, agentauth.CodeInvalidJWT},
-		{"audience of the location", e.hostToken(h, nil, func(_, c map[string]any) { c["aud"] = e.url + "/capability/execute" }), 401, agentauth.CodeInvalidJWT},
-		{"agent typ signed by the host", e.hostToken(h, nil, func(hd, _ map[string]any) { hd["typ"] = "agent+jwt" }), 401, agentauth.CodeInvalidJWT},
+		{"unknown host", e.hostToken(newKey(t), nil), 401, agentcap.CodeInvalidJWT},
+		{"audience of the location", e.hostToken(h, nil, func(_, c map[string]any) { c["aud"] = e.url + "/capability/execute" }), 401, agentcap.CodeInvalidJWT},
+		{"agent typ signed by the host", e.hostToken(h, nil, func(hd, _ map[string]any) { hd["typ"] = "agent+jwt" }), 401, agentcap.CodeInvalidJWT},
 		{"a known host's host_public_key claim is not trusted", e.hostToken(h, nil, func(_, c map[string]any) { c["host_public_key"] = newKey(t).jwk() }), 200, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.do(http.MethodGet, "/capability/list", tt.token, nil)
-			if r.status != tt.status || (tt.code != "" && r.str("error") != tt.code) {
+			if r.status != tt.status || (tt.code != "" && r.code() != tt.code) {
 				t.Errorf("%d %s, want %d %s", r.status, r.raw, tt.status, tt.code)
 			}
 		})
@@ -101,15 +103,15 @@ func TestHostJWTListAndDescribe(t *testing.T) {
 	if r := e.do(http.MethodGet, "/capability/list", replayed, nil); r.status != 401 {
 		t.Errorf("replayed host JWT: %d %s", r.status, r.raw)
 	}
-	if r := e.do(http.MethodPost, "/capability/execute", e.hostToken(h, nil), map[string]any{"capability": "echo", "arguments": map[string]any{"message": "x"}}); r.status != 401 || r.str("error") != agentauth.CodeInvalidJWT {
+	if r := e.do(http.MethodPost, "/capability/execute", e.hostToken(h, nil), map[string]any{"capability": "echo", "arguments": map[string]any{"message": "x"}}); r.status != 401 || r.code() != agentcap.CodeInvalidJWT {
 		t.Errorf("execute with a host JWT: %d %s", r.status, r.raw)
 	}
 
 	// A revoked host is told so.
-	if _, err := e.st.UpdateHostStatus(context.Background(), r.str("host_id"), []string{agentauth.StatusActive}, agentauth.StatusRevoked); err != nil {
+	if _, err := e.st.UpdateHostStatus(context.Background(), r.str("host_id"), []string{agentcap.StatusActive}, agentcap.StatusRevoked); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.do(http.MethodGet, "/capability/list", e.hostToken(h, nil), nil); r.status != 403 || r.str("error") != agentauth.CodeHostRevoked {
+	if r := e.do(http.MethodGet, "/capability/list", e.hostToken(h, nil), nil); r.status != 403 || r.code() != agentcap.CodeHostRevoked {
 		t.Errorf("revoked host: %d %s", r.status, r.raw)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 )
 
@@ -119,13 +119,13 @@ func TestRegisterChecksJWKSURLs(t *testing.T) {
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.do(http.MethodPost, provider.PathRegister, e.hostToken(h, nil, agentJWKS(tt.url, tt.kid)), map[string]any{"name": "jwks agent"})
-			if r.status != http.StatusBadRequest || r.str("error") != "invalid_request" {
+			if r.status != http.StatusBadRequest || r.code() != "invalid_request" {
 				t.Errorf("registration: %d %s", r.status, r.raw)
 			}
 		})
 	}
 	r := e.do(http.MethodPost, provider.PathRegister, e.hostToken(h, nil, agentJWKS("https://keys.example.com/agents.json", "k1")), map[string]any{"name": "jwks agent"})
-	if r.status != http.StatusOK || r.str("status") != agentauth.StatusPending {
+	if r.status != http.StatusOK || r.str("status") != agentcap.StatusPending {
 		t.Errorf("registration with a fetchable URL: %d %s", r.status, r.raw)
 	}
 
@@ -150,7 +150,7 @@ func TestPendingAgentsCapped(t *testing.T) {
 	var first response
 	for i := range 3 {
 		r := e.register(h, newKey(t), nil)
-		if r.status != http.StatusOK || r.str("status") != agentauth.StatusPending {
+		if r.status != http.StatusOK || r.str("status") != agentcap.StatusPending {
 			t.Fatalf("registration %d: %d %s", i, r.status, r.raw)
 		}
 		if i == 0 {
@@ -158,7 +158,7 @@ func TestPendingAgentsCapped(t *testing.T) {
 		}
 	}
 	r := e.register(h, newKey(t), nil)
-	if r.status != http.StatusTooManyRequests || r.str("error") != agentauth.CodeRateLimited || r.header.Get("Retry-After") == "" {
+	if r.status != http.StatusTooManyRequests || r.code() != agentcap.CodeRateLimited || r.header.Get("Retry-After") == "" {
 		t.Fatalf("registration past the bound: %d %v %s", r.status, r.header, r.raw)
 	}
 	e.approve(first, "user_1", nil)
@@ -215,7 +215,7 @@ func TestForgedHostJWTsShareTheKeyCache(t *testing.T) {
 		t.Fatalf("revoke: %d %s", r.status, r.raw)
 	}
 	before := keys.fetches()
-	if r := e.do(http.MethodGet, status, e.hostToken(h, nil, jwksHost("hk1", url)), nil); r.status != http.StatusForbidden || r.str("error") != agentauth.CodeHostRevoked {
+	if r := e.do(http.MethodGet, status, e.hostToken(h, nil, jwksHost("hk1", url)), nil); r.status != http.StatusForbidden || r.code() != agentcap.CodeHostRevoked {
 		t.Errorf("the revoked host's own token: %d %s", r.status, r.raw)
 	}
 	e.clock.Advance(time.Hour)

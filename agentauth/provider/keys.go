@@ -6,8 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"filippo.io/edwards25519"
 	"fmt"
+
+	"filippo.io/edwards25519"
 
 	jose "github.com/go-jose/go-jose/v4"
 )

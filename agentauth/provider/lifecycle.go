@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/core"
@@ -46,30 +46,30 @@ func (p *Provider) hostAgent(ctx context.Context, r *http.Request, access hostAc
 	}
 	a, err := p.store.GetAgent(ctx, agentID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, appErr(http.StatusNotFound, CodeAgentNotFound, "no such agent")
+		return nil, nil, agentcap.NewError(agentcap.CodeAgentNotFound, "no such agent")
 	}
 	if err != nil {
 		return nil, nil, internalError(err)
 	}
 	if a.HostID != h.host.ID {
-		return nil, nil, appErr(http.StatusForbidden, agentauth.CodeUnauthorized, "the agent is not registered under this host")
+		return nil, nil, agentcap.NewError(agentcap.CodeUnauthorized, "the agent is not registered under this host")
 	}
 	return h, a, nil
 }
 
 // agentStateError maps a non-active agent status to its protocol error.
-func agentStateError(status string) *core.AppError {
-	code := map[string]string{
-		agentauth.StatusRevoked:  agentauth.CodeAgentRevoked,
-		agentauth.StatusExpired:  agentauth.CodeAgentExpired,
-		agentauth.StatusPending:  agentauth.CodeAgentPending,
-		agentauth.StatusRejected: agentauth.CodeAgentRejected,
-		agentauth.StatusClaimed:  agentauth.CodeAgentClaimed,
+func agentStateError(status string) *agentcap.Error {
+	code := map[string]agentcap.Code{
+		agentcap.StatusRevoked:  agentcap.CodeAgentRevoked,
+		agentcap.StatusExpired:  agentcap.CodeAgentExpired,
+		agentcap.StatusPending:  agentcap.CodeAgentPending,
+		agentcap.StatusRejected: agentcap.CodeAgentRejected,
+		agentcap.StatusClaimed:  agentcap.CodeAgentClaimed,
 	}[status]
 	if code == "" {
 		return internalError(errors.New("agent has unknown status " + status))
 	}
-	return appErr(http.StatusForbidden, code, "the agent is "+status)
+	return agentcap.NewError(code, "the agent is "+status)
 }
 
 // status serves GET /agent/status (protocol §5.5). While the agent
@@ -85,13 +85,13 @@ func (p *Provider) status(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if a.Status == agentauth.StatusPending {
+	if a.Status == agentcap.StatusPending {
 		slow, _, err := p.pollPending(ctx, a.ID)
 		if err != nil {
 			return internalError(err)
 		}
 		if slow {
-			return appErr(http.StatusBadRequest, CodeSlowDown, "polling too often; wait the approval's interval between polls")
+			return agentcap.NewError(agentcap.CodeSlowDown, "polling too often; wait the approval's interval between polls")
 		}
 	}
 	writeJSON(w, http.StatusOK, p.renderAgent(a, nil, true))
@@ -112,13 +112,13 @@ func (p *Provider) approvalPoll(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch {
 	case slow:
-		return appErr(http.StatusBadRequest, CodeSlowDown, "polling too often; wait the approval's interval between polls")
+		return agentcap.NewError(agentcap.CodeSlowDown, "polling too often; wait the approval's interval between polls")
 	case status == store.ApprovalPending:
-		return appErr(http.StatusBadRequest, CodeAuthorizationPending, "the user has not decided yet")
-	case status == store.ApprovalDenied && a.Status == agentauth.StatusRejected:
-		return appErr(http.StatusForbidden, CodeAccessDenied, "the user denied the request")
+		return agentcap.NewError(agentcap.CodeAuthorizationPending, "the user has not decided yet")
+	case status == store.ApprovalDenied && a.Status == agentcap.StatusRejected:
+		return agentcap.NewError(agentcap.CodeAccessDenied, "the user denied the request")
 	case status == store.ApprovalExpired:
-		return appErr(http.StatusBadRequest, CodeExpiredToken, "the approval request expired")
+		return agentcap.NewError(agentcap.CodeExpiredToken, "the approval request expired")
 	}
 	writeJSON(w, http.StatusOK, p.renderAgent(a, nil, true))
 	return nil
@@ -132,19 +132,19 @@ func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	live := []string{agentauth.StatusPending, agentauth.StatusActive, agentauth.StatusExpired}
-	if err := p.store.UpdateAgentStatus(ctx, a.ID, live, agentauth.StatusRevoked); err != nil {
+	live := []string{agentcap.StatusPending, agentcap.StatusActive, agentcap.StatusExpired}
+	if err := p.store.UpdateAgentStatus(ctx, a.ID, live, agentcap.StatusRevoked); err != nil {
 		var se *store.StatusError
 		if !errors.As(err, &se) {
 			return internalError(err)
 		}
-		if se.Status != agentauth.StatusRevoked {
+		if se.Status != agentcap.StatusRevoked {
 			return agentStateError(se.Status)
 		}
 	} else {
 		p.record(ctx, agentRecord(audit.EventAgentRevoked, a, h.host, "revoked by its host"))
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"agent_id": a.ID, "status": agentauth.StatusRevoked})
+	writeJSON(w, http.StatusOK, map[string]string{"agent_id": a.ID, "status": agentcap.StatusRevoked})
 	return nil
 }
 
@@ -159,16 +159,16 @@ func (p *Provider) revokeHost(w http.ResponseWriter, r *http.Request) error {
 	if err := p.limits.host(ctx, h.host.ID); err != nil {
 		return err
 	}
-	n, err := p.store.UpdateHostStatus(ctx, h.host.ID, []string{agentauth.StatusActive, agentauth.StatusPending}, agentauth.StatusRevoked)
+	n, err := p.store.UpdateHostStatus(ctx, h.host.ID, []string{agentcap.StatusActive, agentcap.StatusPending}, agentcap.StatusRevoked)
 	if err != nil {
 		var se *store.StatusError
 		if errors.As(err, &se) {
-			return appErr(http.StatusForbidden, agentauth.CodeHostRevoked, msgHostRevoked)
+			return agentcap.NewError(agentcap.CodeHostRevoked, msgHostRevoked)
 		}
 		return internalError(err)
 	}
 	p.record(ctx, agentRecord(audit.EventHostRevoked, nil, h.host, fmt.Sprintf("revoked by itself; %d agents revoked", n)))
-	writeJSON(w, http.StatusOK, map[string]any{"host_id": h.host.ID, "status": agentauth.StatusRevoked, "agents_revoked": n})
+	writeJSON(w, http.StatusOK, map[string]any{"host_id": h.host.ID, "status": agentcap.StatusRevoked, "agents_revoked": n})
 	return nil
 }
 
@@ -189,19 +189,19 @@ func (p *Provider) reactivate(w http.ResponseWriter, r *http.Request) error {
 	}
 	status := a.DirectoryAgent(p.now()).Status
 	switch status {
-	case agentauth.StatusActive:
+	case agentcap.StatusActive:
 		writeJSON(w, http.StatusOK, p.renderAgent(a, nil, true))
 		return nil
-	case agentauth.StatusExpired:
+	case agentcap.StatusExpired:
 	default:
 		return agentStateError(status)
 	}
-	if a.Status == agentauth.StatusActive {
+	if a.Status == agentcap.StatusActive {
 		// Its deadline passed but no sweep has marked it yet.
 		err := p.store.TouchAgent(ctx, a.ID, p.now(), p.lifetimes)
 		switch {
 		case errors.Is(err, store.ErrLifetimeExceeded):
-			return appErr(http.StatusForbidden, CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed; register a new agent")
+			return agentcap.NewError(agentcap.CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed; register a new agent")
 		case err != nil && !errors.Is(err, store.ErrStatus):
 			return internalError(err)
 		}
@@ -215,40 +215,40 @@ func (p *Provider) reactivate(w http.ResponseWriter, r *http.Request) error {
 		if !ok {
 			continue
 		}
-		g := store.Grant{Capability: name, Status: agentauth.StatusPending, Reason: "reactivation"}
+		g := store.Grant{Capability: name, Status: agentcap.StatusPending, Reason: "reactivation"}
 		if cons, err := p.effectiveConstraints(ctx, a, def, nil); err != nil {
 			return err
 		} else {
 			g.Constraints = cons
 		}
 		switch {
-		case a.Mode == agentauth.ModeAutonomous:
+		case a.Mode == agentcap.ModeAutonomous:
 			if def.Approval() == core.ApprovalWebAuthn {
 				continue
 			}
-			g.Status, g.GrantedBy = agentauth.StatusActive, "system:policy"
+			g.Status, g.GrantedBy = agentcap.StatusActive, "system:policy"
 		case p.autoApprove(ctx, host, def):
-			g.Status, g.GrantedBy = agentauth.StatusActive, "system:host_defaults"
+			g.Status, g.GrantedBy = agentcap.StatusActive, "system:host_defaults"
 		default:
 			auto = false
 		}
-		if g.Status == agentauth.StatusActive {
+		if g.Status == agentcap.StatusActive {
 			g.ExpiresAt = p.grantExpiry(ctx, a, def, p.now())
 		}
 		grants = append(grants, g)
 		caps = append(caps, store.RequestedCapability{Name: name, Constraints: g.Constraints})
 	}
-	to := agentauth.StatusActive
+	to := agentcap.StatusActive
 	if !auto {
-		to = agentauth.StatusPending
+		to = agentcap.StatusPending
 		for i := range grants {
-			grants[i].Status, grants[i].GrantedBy, grants[i].ExpiresAt = agentauth.StatusPending, "", nil
+			grants[i].Status, grants[i].GrantedBy, grants[i].ExpiresAt = agentcap.StatusPending, "", nil
 		}
 	}
 	if err := p.store.ReactivateAgent(ctx, a.ID, to, grants, p.now(), p.lifetimes); err != nil {
 		switch {
 		case errors.Is(err, store.ErrLifetimeExceeded):
-			return appErr(http.StatusForbidden, CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed; register a new agent")
+			return agentcap.NewError(agentcap.CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed; register a new agent")
 		case errors.Is(err, store.ErrStatus):
 			var se *store.StatusError
 			errors.As(err, &se)
@@ -258,7 +258,7 @@ func (p *Provider) reactivate(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.record(ctx, agentRecord(audit.EventAgentReactivated, a, host, to+"; "+grantSummary(grants)))
 	var ap *approvalJSON
-	if to == agentauth.StatusPending {
+	if to == agentcap.StatusPending {
 		rq := approvalRequest{kind: KindReactivation, agent: a, host: host, caps: caps, hints: hints}
 		if ap, err = p.startApproval(ctx, rq); err != nil {
 			return err
@@ -286,7 +286,7 @@ func (p *Provider) rotateKey(w http.ResponseWriter, r *http.Request) error {
 	k, err := parseJWK(raw)
 	if err != nil {
 		if errors.Is(err, errUnsupportedKey) {
-			return appErr(http.StatusBadRequest, CodeUnsupportedAlgorithm, "public_key: "+err.Error())
+			return agentcap.NewError(agentcap.CodeUnsupportedAlgorithm, "public_key: "+err.Error())
 		}
 		return badRequest("public_key: " + err.Error())
 	}
@@ -299,7 +299,7 @@ func (p *Provider) rotateKey(w http.ResponseWriter, r *http.Request) error {
 		case errors.As(err, &se):
 			return agentStateError(se.Status)
 		case errors.Is(err, store.ErrConflict):
-			return appErr(http.StatusConflict, CodeAgentExists, "another agent of this host has that key")
+			return agentcap.NewError(agentcap.CodeAgentExists, "another agent of this host has that key")
 		}
 		return internalError(err)
 	}
@@ -333,13 +333,13 @@ func (p *Provider) rotateHostKey(w http.ResponseWriter, r *http.Request) error {
 	k, err := parseJWK(raw)
 	if err != nil {
 		if errors.Is(err, errUnsupportedKey) {
-			return appErr(http.StatusBadRequest, CodeUnsupportedAlgorithm, "public_key: "+err.Error())
+			return agentcap.NewError(agentcap.CodeUnsupportedAlgorithm, "public_key: "+err.Error())
 		}
 		return badRequest("public_key: " + err.Error())
 	}
 	if err := p.store.RotateHostKey(ctx, h.host.ID, h.tok.iss, k.jwk, k.thumbprint); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return appErr(http.StatusConflict, "key_in_use", "the key was rotated concurrently or belongs to another host")
+			return agentcap.NewError(agentcap.CodeKeyInUse, "the key was rotated concurrently or belongs to another host")
 		}
 		return internalError(err)
 	}

@@ -8,9 +8,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
-	"github.com/agentcap/agentcap/core"
 )
 
 // RateLimits are the provider's request limits (protocol §8.13). Zero
@@ -117,7 +116,7 @@ func (l *limits) allow(ctx context.Context, what string, rules ...ratelimit.Rule
 	}
 	d, err := ratelimit.AllowAll(ctx, l.cfg.Limiter, rules...)
 	if err != nil {
-		return core.NewAppError(http.StatusServiceUnavailable, agentauth.CodeTemporarilyUnavailable, "the rate limiter is unavailable; retry later").
+		return agentcap.NewError(agentcap.CodeTemporarilyUnavailable, "the rate limiter is unavailable; retry later").
 			With(ratelimit.RetryAfterField, 1).WithCause(err)
 	}
 	if !d.Allowed {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/core"
@@ -140,7 +141,7 @@ func DefaultGrantAutonomous(_ context.Context, host *store.Host, def *core.Defin
 // approval strength webauthn are never granted to an autonomous agent,
 // whatever the policy says.
 func (p *Provider) grantAutonomous(ctx context.Context, h *store.Host, def *core.Definition) bool {
-	if h == nil || h.Status != agentauth.StatusActive || def.Approval() == core.ApprovalWebAuthn {
+	if h == nil || h.Status != agentcap.StatusActive || def.Approval() == core.ApprovalWebAuthn {
 		return false
 	}
 	if p.policy.GrantAutonomous != nil {
@@ -150,7 +151,7 @@ func (p *Provider) grantAutonomous(ctx context.Context, h *store.Host, def *core
 }
 
 func (p *Provider) autoApprove(ctx context.Context, h *store.Host, def *core.Definition) bool {
-	if h == nil || h.Status != agentauth.StatusActive || h.UserID == "" {
+	if h == nil || h.Status != agentcap.StatusActive || h.UserID == "" {
 		return false
 	}
 	if p.policy.AutoApprove != nil {

@@ -15,12 +15,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/internal/remotekeys"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/agentauth/store/pgstore"
+	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/audit"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
-	"github.com/agentcap/agentcap/httpx"
 )
 
 // Paths of the provider endpoints, relative to the issuer, as the
@@ -59,8 +62,8 @@ const (
 	DefaultMaxPendingAgents = 20
 )
 
-// Config configures a Provider. Issuer, ProviderName, Store and Registry
-// are required; every other field has a safe default.
+// Config configures a Provider. Issuer, ProviderName, Registry and Store
+// (or Database) are required; every other field has a safe default.
 type Config struct {
 	// Issuer is the provider's base URL: an absolute http(s) URL without
 	// query, fragment or trailing slash. Endpoints are served under its
@@ -72,6 +75,10 @@ type Config struct {
 
 	// Store keeps hosts, agents, grants and approvals.
 	Store store.Store
+	// Database, when Store is nil, is where New opens the store: a
+	// SQLite file name, or a PostgreSQL URL (postgres:// or
+	// postgresql://). The Provider owns that store: Close closes it.
+	Database string
 	// Registry lists the capabilities agents may request. Their approval
 	// strength, location, description and schemas come from it.
 	Registry *core.Registry
@@ -177,7 +184,7 @@ type Config struct {
 	KeyFetch agentauth.FetchPolicy
 	// Endpoints lists further absolute URLs where the Registry's
 	// capabilities are served by another transport, such as an MCP
-	// endpoint: agent JWTs may name them as aud, for EndpointConfig.
+	// endpoint: agent JWTs may name them as aud, for EndpointVerifier.
 	Endpoints []string
 
 	// Audit, when set, receives a record of every registration (of a
@@ -199,6 +206,18 @@ type Config struct {
 	// the same store. Setting it makes the provider ask people to confirm
 	// calls (see HumanConfirmer) and serves PathConfirmation.
 	Confirmer core.Confirmer
+
+	// Authorize, when set, runs for every call at the provider's
+	// capability locations, after the token's audience and the
+	// capability's rate limit are checked and before the agent's grants:
+	// the application's own refusals that do not depend on grants (a
+	// capability that acts for a user refuses an autonomous agent, say),
+	// as agentauth.Config.Authorize.
+	Authorize func(ctx context.Context, id *auth.Identity, call *auth.Call) error
+	// AllowAnonymousDiscovery lets list and describe at the provider's
+	// capability locations run without a token, as the nil identity (see
+	// agentauth.Config.AllowAnonymousDiscovery).
+	AllowAnonymousDiscovery bool
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -253,9 +272,14 @@ type Provider struct {
 	rand            io.Reader
 	logger          *slog.Logger
 	confirmer       core.Confirmer
-	routes          map[string]route
-	audit           audit.Sink
-	activity        audit.Store
+	authorize       func(ctx context.Context, id *auth.Identity, call *auth.Call) error
+	anonymous       bool
+	location        auth.Verifier
+	// owned is the store New opened for Config.Database.
+	owned    store.Store
+	routes   map[string]route
+	audit    audit.Sink
+	activity audit.Store
 }
 
 type route struct {
@@ -263,8 +287,44 @@ type route struct {
 	serve  func(p *Provider, w http.ResponseWriter, r *http.Request) error
 }
 
-// New checks cfg and returns a Provider.
+// New checks cfg and returns a Provider. With Config.Database instead of
+// Config.Store it opens the store first (and closes it again when cfg is
+// refused).
 func New(cfg Config) (*Provider, error) {
+	if cfg.Store != nil || cfg.Database == "" {
+		return newProvider(cfg)
+	}
+	st, err := openDatabase(context.Background(), cfg.Database)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Store = st
+	p, err := newProvider(cfg)
+	if err != nil {
+		return nil, errors.Join(err, st.Close())
+	}
+	p.owned = st
+	return p, nil
+}
+
+// openDatabase opens the store Config.Database names.
+func openDatabase(ctx context.Context, database string) (store.Store, error) {
+	if strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://") {
+		return pgstore.Open(ctx, database)
+	}
+	return sqlitestore.Open(ctx, database)
+}
+
+// Close closes the store New opened for Config.Database; it does nothing
+// for a Config.Store, which stays the application's.
+func (p *Provider) Close() error {
+	if p.owned == nil {
+		return nil
+	}
+	return p.owned.Close()
+}
+
+func newProvider(cfg Config) (*Provider, error) {
 	iss, err := url.Parse(cfg.Issuer)
 	switch {
 	case err != nil:
@@ -272,7 +332,7 @@ func New(cfg Config) (*Provider, error) {
 	case (iss.Scheme != "http" && iss.Scheme != "https") || iss.Host == "" || iss.User != nil || iss.RawQuery != "" || iss.Fragment != "" || strings.HasSuffix(cfg.Issuer, "/"):
 		return nil, fmt.Errorf("provider: Config.Issuer %q must be an absolute http(s) URL without credentials, query, fragment or trailing slash", cfg.Issuer)
 	case cfg.Store == nil:
-		return nil, errors.New("provider: Config.Store is required")
+		return nil, errors.New("provider: Config.Store or Config.Database is required")
 	case cfg.Registry == nil:
 		return nil, errors.New("provider: Config.Registry is required")
 	case strings.TrimSpace(cfg.ProviderName) == "":
@@ -282,7 +342,7 @@ func New(cfg Config) (*Provider, error) {
 		issuer:          cfg.Issuer,
 		basePath:        iss.EscapedPath(),
 		origin:          iss.Scheme + "://" + iss.Host,
-		defaultLocation: cfg.Issuer + "/" + httpx.RouteExecute,
+		defaultLocation: cfg.Issuer + "/" + agentcap.RouteExecute,
 		providerName:    cfg.ProviderName,
 		description:     cfg.Description,
 		store:           cfg.Store,
@@ -314,15 +374,17 @@ func New(cfg Config) (*Provider, error) {
 		audit:           cfg.Audit,
 		activity:        cfg.Activity,
 		confirmer:       cfg.Confirmer,
+		authorize:       cfg.Authorize,
+		anonymous:       cfg.AllowAnonymousDiscovery,
 	}
 	if s, ok := cfg.Audit.(audit.Store); ok && p.activity == nil {
 		p.activity = s
 	}
 	if len(p.modes) == 0 {
-		p.modes = []string{agentauth.ModeDelegated, agentauth.ModeAutonomous}
+		p.modes = []string{agentcap.ModeDelegated, agentcap.ModeAutonomous}
 	}
 	for _, m := range p.modes {
-		if m != agentauth.ModeDelegated && m != agentauth.ModeAutonomous {
+		if m != agentcap.ModeDelegated && m != agentcap.ModeAutonomous {
 			return nil, fmt.Errorf("provider: Config.Modes: unknown mode %q", m)
 		}
 	}
@@ -405,6 +467,7 @@ func New(cfg Config) (*Provider, error) {
 		Replay:    p.replay,
 		KeyFetch:  cfg.KeyFetch,
 		Now:       p.now,
+		Admit:     p.admit,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("provider: %w", err)
@@ -421,7 +484,7 @@ func New(cfg Config) (*Provider, error) {
 	ep.RevokeHost = PathRevokeHost
 	ep.RotateHostKey = PathRotateHostKey
 	ep.Introspect = PathIntrospect
-	p.discovery, err = agentauth.NewDiscoveryEndpoint(agentauth.Discovery{
+	p.discovery, err = agentauth.NewDiscoveryEndpoint(agentcap.Discovery{
 		ProviderName:    p.providerName,
 		Description:     p.description,
 		Issuer:          p.issuer,
@@ -433,7 +496,10 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provider: %w", err)
 	}
-	p.challenge = `AgentAuth discovery="` + p.origin + agentauth.DiscoveryPath + `"`
+	p.challenge = `AgentAuth discovery="` + p.origin + agentcap.DiscoveryPath + `"`
+	if p.location, err = p.locationVerifier(p.defaultWhere); err != nil {
+		return nil, fmt.Errorf("provider: %w", err)
+	}
 	p.routes = map[string]route{
 		PathRegister:          {http.MethodPost, (*Provider).register},
 		PathStatus:            {http.MethodGet, (*Provider).status},
@@ -473,12 +539,12 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rel, ok := strings.CutPrefix(r.URL.Path, p.basePath)
 	rt, known := p.routes[rel]
 	if !ok || !known {
-		p.writeError(w, r, appErr(http.StatusNotFound, CodeNotFound, "no such endpoint"))
+		p.writeError(w, r, agentcap.NewError(agentcap.CodeNotFound, "no such endpoint"))
 		return
 	}
 	if r.Method != rt.method {
 		w.Header().Set("Allow", rt.method)
-		p.writeError(w, r, appErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "use "+rt.method+" for this endpoint"))
+		p.writeError(w, r, agentcap.NewError(agentcap.CodeMethodNotAllowed, "use "+rt.method+" for this endpoint"))
 		return
 	}
 	r = p.withRequestInfo(w, r)
@@ -499,9 +565,9 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // path stripped, as an httpx handler expects. Other paths are 404.
 func (p *Provider) Handler(location http.Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(agentauth.DiscoveryPath, p.discovery)
+	mux.Handle(agentcap.DiscoveryPath, p.discovery)
 	if p.basePath != "" {
-		mux.Handle(agentauth.DiscoveryPath+p.basePath, p.discovery)
+		mux.Handle(agentcap.DiscoveryPath+p.basePath, p.discovery)
 	}
 	for path := range p.routes {
 		mux.Handle(p.basePath+path, p)
@@ -521,7 +587,7 @@ func (p *Provider) Handler(location http.Handler) http.Handler {
 		mux.Handle(prefix, http.StripPrefix(p.basePath, location))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		p.writeError(w, r, appErr(http.StatusNotFound, CodeNotFound, "no such endpoint"))
+		p.writeError(w, r, agentcap.NewError(agentcap.CodeNotFound, "no such endpoint"))
 	})
 	return p.limits.wrapIP(mux, p)
 }

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/agentauth/store"
@@ -54,50 +55,50 @@ func TestHostJWTVerification(t *testing.T) {
 		name   string
 		token  string
 		status int
-		code   string
+		code   agentcap.Code
 	}{
-		{"no token", "", 401, agentauth.CodeAuthenticationRequired},
-		{"agent typ", e.hostToken(h, newKey(t), func(hd, _ map[string]any) { hd["typ"] = "agent+jwt" }), 401, agentauth.CodeInvalidJWT},
-		{"no typ", e.hostToken(h, newKey(t), func(hd, _ map[string]any) { delete(hd, "typ") }), 401, agentauth.CodeInvalidJWT},
-		{"alg none", e.hostToken(h, newKey(t), func(hd, _ map[string]any) { hd["alg"] = "none" }), 401, agentauth.CodeInvalidJWT},
-		{"jwk header", e.hostToken(h, newKey(t), func(hd, _ map[string]any) { hd["jwk"] = h.jwk() }), 401, agentauth.CodeInvalidJWT},
-		{"wrong aud", e.hostToken(h, newKey(t), func(_, c map[string]any) { c["aud"] = "https://elsewhere.example" }), 401, agentauth.CodeInvalidJWT},
+		{"no token", "", 401, agentcap.CodeAuthenticationRequired},
+		{"agent typ", e.hostToken(h, newKey(t), func(hd, _ map[string]any) { hd["typ"] = "agent+jwt" }), 401, agentcap.CodeInvalidJWT},
+		{"no typ", e.hostToken(h, newKey(t), func(hd, _ map[string]any) { delete(hd, "typ") }), 401, agentcap.CodeInvalidJWT},
+		{"alg none", e.hostToken(h, newKey(t), func(hd, _ map[string]any) { hd["alg"] = "none" }), 401, agentcap.CodeInvalidJWT},
+		{"jwk header", e.hostToken(h, newKey(t), func(hd, _ map[string]any) { hd["jwk"] = h.jwk() }), 401, agentcap.CodeInvalidJWT},
+		{"wrong aud", e.hostToken(h, newKey(t), func(_, c map[string]any) { c["aud"] = "https://elsewhere.example" }), 401, agentcap.CodeInvalidJWT},
 		{"aud array with issuer", e.hostToken(newKey(t), newKey(t), func(_, c map[string]any) { c["aud"] = []string{"x", e.url} }), 200, ""},
-		{"new host iss not its thumbprint", e.hostToken(newKey(t), newKey(t), func(_, c map[string]any) { c["iss"] = other.thumbprint() }), 401, agentauth.CodeInvalidJWT},
+		{"new host iss not its thumbprint", e.hostToken(newKey(t), newKey(t), func(_, c map[string]any) { c["iss"] = other.thumbprint() }), 401, agentcap.CodeInvalidJWT},
 		{"new host key of another", e.hostToken(h, newKey(t), func(_, c map[string]any) {
 			c["iss"] = other.thumbprint()
 			c["host_public_key"] = other.jwk()
-		}), 401, agentauth.CodeInvalidJWT},
+		}), 401, agentcap.CodeInvalidJWT},
 		{"expired", e.hostToken(h, newKey(t), func(_, c map[string]any) {
 			c["iat"] = e.clock.Now().Add(-2 * time.Minute).Unix()
 			c["exp"] = e.clock.Now().Add(-time.Minute).Unix()
-		}), 401, agentauth.CodeInvalidJWT},
+		}), 401, agentcap.CodeInvalidJWT},
 		{"exp passed a second ago: no skew on exp", e.hostToken(h, newKey(t), func(_, c map[string]any) {
 			c["iat"] = e.clock.Now().Add(-30 * time.Second).Unix()
 			c["exp"] = e.clock.Now().Add(-time.Second).Unix()
-		}), 401, agentauth.CodeInvalidJWT},
+		}), 401, agentcap.CodeInvalidJWT},
 		{"issued in the future", e.hostToken(h, newKey(t), func(_, c map[string]any) {
 			c["iat"] = e.clock.Now().Add(time.Minute).Unix()
 			c["exp"] = e.clock.Now().Add(2 * time.Minute).Unix()
-		}), 401, agentauth.CodeInvalidJWT},
-		{"lifetime too long", e.hostToken(h, newKey(t), func(_, c map[string]any) { c["exp"] = e.clock.Now().Add(time.Hour).Unix() }), 401, agentauth.CodeInvalidJWT},
-		{"no jti", e.hostToken(h, newKey(t), func(_, c map[string]any) { delete(c, "jti") }), 401, agentauth.CodeInvalidJWT},
-		{"iss not a string", e.hostToken(h, newKey(t), func(_, c map[string]any) { c["iss"] = 5 }), 401, agentauth.CodeInvalidJWT},
-		{"replayed", replayed, 401, agentauth.CodeInvalidJWT},
+		}), 401, agentcap.CodeInvalidJWT},
+		{"lifetime too long", e.hostToken(h, newKey(t), func(_, c map[string]any) { c["exp"] = e.clock.Now().Add(time.Hour).Unix() }), 401, agentcap.CodeInvalidJWT},
+		{"no jti", e.hostToken(h, newKey(t), func(_, c map[string]any) { delete(c, "jti") }), 401, agentcap.CodeInvalidJWT},
+		{"iss not a string", e.hostToken(h, newKey(t), func(_, c map[string]any) { c["iss"] = 5 }), 401, agentcap.CodeInvalidJWT},
+		{"replayed", replayed, 401, agentcap.CodeInvalidJWT},
 		{"bad signature", func() string {
 			tok := e.hostToken(h, newKey(t))
 			return tok[:len(tok)-4] + "AAAA"
-		}(), 401, agentauth.CodeInvalidJWT},
+		}(), 401, agentcap.CodeInvalidJWT},
 		{"signed by another key", other.sign(map[string]any{"alg": "EdDSA", "typ": "host+jwt"}, map[string]any{
 			"iss": h.thumbprint(), "aud": e.url, "iat": e.clock.Now().Unix(), "exp": e.clock.Now().Unix() + 60, "jti": nextJTI(),
 			"agent_public_key": newKey(t).jwk(),
-		}), 401, agentauth.CodeInvalidJWT},
-		{"garbage", "a.b.c", 401, agentauth.CodeInvalidJWT},
+		}), 401, agentcap.CodeInvalidJWT},
+		{"garbage", "a.b.c", 401, agentcap.CodeInvalidJWT},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.do(http.MethodPost, provider.PathRegister, tt.token, body)
-			if r.status != tt.status || (tt.code != "" && r.str("error") != tt.code) {
+			if r.status != tt.status || (tt.code != "" && r.code() != tt.code) {
 				t.Errorf("%d %s, want %d %s", r.status, r.raw, tt.status, tt.code)
 			}
 			if r.status == 401 && r.header.Get("WWW-Authenticate") == "" {
@@ -108,38 +109,38 @@ func TestHostJWTVerification(t *testing.T) {
 }
 
 func TestRegistrationErrors(t *testing.T) {
-	e := newEnv(t, func(c *provider.Config) { c.Modes = []string{agentauth.ModeDelegated} })
+	e := newEnv(t, func(c *provider.Config) { c.Modes = []string{agentcap.ModeDelegated} })
 	tests := []struct {
 		name   string
 		body   any
 		status int
-		code   string
+		code   agentcap.Code
 		check  func(t *testing.T, r response)
 	}{
-		{"unsupported mode", map[string]any{"name": "a", "mode": "autonomous"}, 400, provider.CodeUnsupportedMode, nil},
-		{"unknown capabilities named", map[string]any{"name": "a", "capabilities": []any{"echo", "nope", map[string]any{"name": "nada"}}}, 400, provider.CodeInvalidCapabilities,
+		{"unsupported mode", map[string]any{"name": "a", "mode": "autonomous"}, 400, agentcap.CodeUnsupportedMode, nil},
+		{"unknown capabilities named", map[string]any{"name": "a", "capabilities": []any{"echo", "nope", map[string]any{"name": "nada"}}}, 400, agentcap.CodeInvalidCapabilities,
 			func(t *testing.T, r response) {
 				if diff := cmp.Diff([]any{"nope", "nada"}, r.body["invalid_capabilities"]); diff != "" {
 					t.Errorf("invalid_capabilities (-want +got):\n%s", diff)
 				}
 			}},
-		{"unknown operator", map[string]any{"name": "a", "capabilities": []any{map[string]any{"name": "transfer", "constraints": map[string]any{"amount": map[string]any{"lte": 5}}}}}, 400, agentauth.CodeUnknownConstraintOperator,
+		{"unknown operator", map[string]any{"name": "a", "capabilities": []any{map[string]any{"name": "transfer", "constraints": map[string]any{"amount": map[string]any{"lte": 5}}}}}, 400, agentcap.CodeUnknownConstraintOperator,
 			func(t *testing.T, r response) {
 				if diff := cmp.Diff([]any{"lte"}, r.body["unknown_operators"]); diff != "" {
 					t.Errorf("unknown_operators (-want +got):\n%s", diff)
 				}
 			}},
-		{"malformed constraint", map[string]any{"name": "a", "capabilities": []any{map[string]any{"name": "transfer", "constraints": map[string]any{"amount": map[string]any{"max": "x"}}}}}, 400, agentauth.CodeInvalidRequest, nil},
-		{"no name", map[string]any{"mode": "delegated"}, 400, agentauth.CodeInvalidRequest, nil},
-		{"name of the wrong case", map[string]any{"Name": "a"}, 400, agentauth.CodeInvalidRequest, nil},
-		{"duplicate member", []byte(`{"name":"a","name":"b"}`), 400, agentauth.CodeInvalidRequest, nil},
-		{"capability twice", map[string]any{"name": "a", "capabilities": []any{"echo", "echo"}}, 400, agentauth.CodeInvalidRequest, nil},
-		{"not an object", []byte(`[1]`), 400, agentauth.CodeInvalidRequest, nil},
+		{"malformed constraint", map[string]any{"name": "a", "capabilities": []any{map[string]any{"name": "transfer", "constraints": map[string]any{"amount": map[string]any{"max": "x"}}}}}, 400, agentcap.CodeInvalidRequest, nil},
+		{"no name", map[string]any{"mode": "delegated"}, 400, agentcap.CodeInvalidRequest, nil},
+		{"name of the wrong case", map[string]any{"Name": "a"}, 400, agentcap.CodeInvalidRequest, nil},
+		{"duplicate member", []byte(`{"name":"a","name":"b"}`), 400, agentcap.CodeInvalidRequest, nil},
+		{"capability twice", map[string]any{"name": "a", "capabilities": []any{"echo", "echo"}}, 400, agentcap.CodeInvalidRequest, nil},
+		{"not an object", []byte(`[1]`), 400, agentcap.CodeInvalidRequest, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.do(http.MethodPost, provider.PathRegister, e.hostToken(newKey(t), newKey(t)), tt.body)
-			if r.status != tt.status || r.str("error") != tt.code {
+			if r.status != tt.status || r.code() != tt.code {
 				t.Fatalf("%d %s, want %d %s", r.status, r.raw, tt.status, tt.code)
 			}
 			if tt.check != nil {
@@ -164,7 +165,7 @@ func TestRegistrationErrors(t *testing.T) {
 		r := e.do(http.MethodPost, provider.PathRegister, e.hostToken(newKey(t), nil, func(_, c map[string]any) {
 			c["agent_public_key"] = map[string]string{"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA"}
 		}), map[string]any{"name": "a"})
-		if r.status != 400 || r.str("error") != provider.CodeUnsupportedAlgorithm {
+		if r.status != 400 || r.code() != agentcap.CodeUnsupportedAlgorithm {
 			t.Errorf("%d %s", r.status, r.raw)
 		}
 	})
@@ -204,11 +205,11 @@ func TestDelegatedRegistrationFlow(t *testing.T) {
 	if st.status != 200 || st.str("status") != "pending" {
 		t.Fatalf("status: %d %s", st.status, st.raw)
 	}
-	if st := e.do(http.MethodGet, provider.PathStatus+"?agent_id="+agentID, e.hostToken(h, nil), nil); st.status != 400 || st.str("error") != provider.CodeSlowDown {
+	if st := e.do(http.MethodGet, provider.PathStatus+"?agent_id="+agentID, e.hostToken(h, nil), nil); st.status != 400 || st.code() != agentcap.CodeSlowDown {
 		t.Errorf("fast poll: %d %s", st.status, st.raw)
 	}
 	e.clock.Advance(time.Second)
-	if st := e.do(http.MethodPost, provider.PathApprovalPoll, e.hostToken(h, nil), map[string]any{"agent_id": agentID}); st.status != 400 || st.str("error") != provider.CodeAuthorizationPending {
+	if st := e.do(http.MethodPost, provider.PathApprovalPoll, e.hostToken(h, nil), map[string]any{"agent_id": agentID}); st.status != 400 || st.code() != agentcap.CodeAuthorizationPending {
 		t.Errorf("RFC 8628 poll: %d %s", st.status, st.raw)
 	}
 
@@ -245,7 +246,7 @@ func TestDelegatedRegistrationFlow(t *testing.T) {
 		t.Errorf("third agent: %s", r3.raw)
 	}
 	// Registering an active agent's key again is agent_exists.
-	if r := e.register(h, b, map[string]any{"name": "again"}); r.status != 409 || r.str("error") != provider.CodeAgentExists {
+	if r := e.register(h, b, map[string]any{"name": "again"}); r.status != 409 || r.code() != agentcap.CodeAgentExists {
 		t.Errorf("re-register: %d %s", r.status, r.raw)
 	}
 	// Bob cannot approve for alice's host.
@@ -312,7 +313,7 @@ func TestAutonomousPolicy(t *testing.T) {
 		t.Errorf("grants (-want +got):\n%s", diff)
 	}
 	allow = false
-	if r := e.register(newKey(t), newKey(t), map[string]any{"name": "worker", "mode": "autonomous"}); r.status != 403 || r.str("error") != agentauth.CodeUnauthorized {
+	if r := e.register(newKey(t), newKey(t), map[string]any{"name": "worker", "mode": "autonomous"}); r.status != 403 || r.code() != agentcap.CodeUnauthorized {
 		t.Errorf("refused autonomous: %d %s", r.status, r.raw)
 	}
 }
@@ -356,7 +357,7 @@ func TestConstraintsNarrowedNeverWidened(t *testing.T) {
 	t.Run("contradiction refused", func(t *testing.T) {
 		r := e.register(newKey(t), newKey(t), map[string]any{"name": "a", "capabilities": []any{
 			map[string]any{"name": "transfer", "constraints": map[string]any{"amount": 500}}}})
-		if r.status != 400 || r.str("error") != agentauth.CodeInvalidRequest {
+		if r.status != 400 || r.code() != agentcap.CodeInvalidRequest {
 			t.Errorf("%d %s", r.status, r.raw)
 		}
 	})
@@ -416,7 +417,7 @@ func TestRevokeHostCascades(t *testing.T) {
 	if rv.status != 200 || rv.body["agents_revoked"] != float64(2) || rv.str("status") != "revoked" {
 		t.Fatalf("revoke host: %d %s", rv.status, rv.raw)
 	}
-	if r := e.do(http.MethodGet, provider.PathStatus+"?agent_id="+r.str("agent_id"), e.hostToken(h, nil), nil); r.status != 403 || r.str("error") != agentauth.CodeHostRevoked {
+	if r := e.do(http.MethodGet, provider.PathStatus+"?agent_id="+r.str("agent_id"), e.hostToken(h, nil), nil); r.status != 403 || r.code() != agentcap.CodeHostRevoked {
 		t.Errorf("status after host revocation: %d %s", r.status, r.raw)
 	}
 }
@@ -431,10 +432,10 @@ func TestRevokeAndOwnership(t *testing.T) {
 	}
 	other := newKey(t)
 	e.approve(e.register(other, newKey(t), map[string]any{"name": "o"}), "bob", nil)
-	if r := e.do(http.MethodPost, provider.PathRevoke, e.hostToken(other, nil), map[string]any{"agent_id": id}); r.status != 403 || r.str("error") != agentauth.CodeUnauthorized {
+	if r := e.do(http.MethodPost, provider.PathRevoke, e.hostToken(other, nil), map[string]any{"agent_id": id}); r.status != 403 || r.code() != agentcap.CodeUnauthorized {
 		t.Errorf("another host revoking: %d %s", r.status, r.raw)
 	}
-	if r := e.do(http.MethodPost, provider.PathRevoke, e.hostToken(h, nil), map[string]any{"agent_id": "agt_nope"}); r.status != 404 || r.str("error") != provider.CodeAgentNotFound {
+	if r := e.do(http.MethodPost, provider.PathRevoke, e.hostToken(h, nil), map[string]any{"agent_id": "agt_nope"}); r.status != 404 || r.code() != agentcap.CodeAgentNotFound {
 		t.Errorf("unknown agent: %d %s", r.status, r.raw)
 	}
 	for range 2 {
@@ -457,7 +458,7 @@ func TestReactivate(t *testing.T) {
 		t.Fatalf("execute: %d %s", r.status, r.raw)
 	}
 	e.clock.Advance(2 * time.Hour)
-	if r := e.do(http.MethodPost, "/capability/execute", e.agentToken(a, id, e.url+"/capability/execute", nil), map[string]any{"capability": "echo", "arguments": map[string]any{"message": "x"}}); r.status != 403 || r.str("error") != agentauth.CodeAgentExpired {
+	if r := e.do(http.MethodPost, "/capability/execute", e.agentToken(a, id, e.url+"/capability/execute", nil), map[string]any{"capability": "echo", "arguments": map[string]any{"message": "x"}}); r.status != 403 || r.code() != agentcap.CodeAgentExpired {
 		t.Fatalf("execute when idle too long: %d %s", r.status, r.raw)
 	}
 	rr := e.do(http.MethodPost, provider.PathReactivate, e.hostToken(h, nil), map[string]any{"agent_id": id})
@@ -474,10 +475,10 @@ func TestReactivate(t *testing.T) {
 	}
 	e.clock.Advance(2 * time.Hour)
 	e.clock.Advance(21 * time.Hour)
-	if r := e.do(http.MethodPost, provider.PathReactivate, e.hostToken(h, nil), map[string]any{"agent_id": id}); r.status != 403 || r.str("error") != provider.CodeAbsoluteLifetimeExceeded {
+	if r := e.do(http.MethodPost, provider.PathReactivate, e.hostToken(h, nil), map[string]any{"agent_id": id}); r.status != 403 || r.code() != agentcap.CodeAbsoluteLifetimeExceeded {
 		t.Errorf("past the absolute lifetime: %d %s", r.status, r.raw)
 	}
-	if r := e.do(http.MethodPost, provider.PathReactivate, e.hostToken(h, nil), map[string]any{"agent_id": id}); r.status != 403 || r.str("error") != agentauth.CodeAgentRevoked {
+	if r := e.do(http.MethodPost, provider.PathReactivate, e.hostToken(h, nil), map[string]any{"agent_id": id}); r.status != 403 || r.code() != agentcap.CodeAgentRevoked {
 		t.Errorf("after the absolute lifetime: %d %s", r.status, r.raw)
 	}
 }
@@ -522,10 +523,10 @@ func TestRequestCapability(t *testing.T) {
 	if r := req(e.url+"/capability/execute", map[string]any{"capabilities": []any{"check_balance"}}); r.status != 401 {
 		t.Errorf("token for the location: %d %s", r.status, r.raw)
 	}
-	if r := req(e.url, map[string]any{"capabilities": []any{"echo"}}); r.status != 409 || r.str("error") != provider.CodeAlreadyGranted {
+	if r := req(e.url, map[string]any{"capabilities": []any{"echo"}}); r.status != 409 || r.code() != agentcap.CodeAlreadyGranted {
 		t.Errorf("already granted: %d %s", r.status, r.raw)
 	}
-	if r := req(e.url, map[string]any{"capabilities": []any{"ghost"}}); r.status != 400 || r.str("error") != provider.CodeInvalidCapabilities {
+	if r := req(e.url, map[string]any{"capabilities": []any{"ghost"}}); r.status != 400 || r.code() != agentcap.CodeInvalidCapabilities {
 		t.Errorf("unknown: %d %s", r.status, r.raw)
 	}
 	rc := req(e.url, map[string]any{"capabilities": []any{map[string]any{"name": "transfer", "constraints": map[string]any{"amount": map[string]any{"max": 50}}}}, "reason": "pay rent"})
@@ -540,7 +541,7 @@ func TestRequestCapability(t *testing.T) {
 	if r := exec(50); r.status != 200 {
 		t.Errorf("within the constraint: %d %s", r.status, r.raw)
 	}
-	if r := exec(51); r.status != 403 || r.str("error") != agentauth.CodeConstraintViolated {
+	if r := exec(51); r.status != 403 || r.code() != agentcap.CodeConstraintViolated {
 		t.Errorf("beyond it: %d %s", r.status, r.raw)
 	}
 	// An execution token must name the capability's location.
@@ -556,8 +557,12 @@ func TestIntrospection(t *testing.T) {
 	r := e.register(h, a, map[string]any{"name": "a", "capabilities": []any{"echo", "check_balance"}})
 	e.approve(r, "alice", nil)
 	id := r.str("agent_id")
-	if r := e.do(http.MethodPost, provider.PathIntrospect, "wrong", map[string]any{"token": "x"}); r.status != 401 {
-		t.Errorf("wrong credential: %d", r.status)
+	// The caller is told to authenticate with the one challenge of every
+	// provider 401, as before the code of this answer became
+	// authentication_required.
+	if r := e.do(http.MethodPost, provider.PathIntrospect, "wrong", map[string]any{"token": "x"}); r.status != 401 ||
+		r.code() != agentcap.CodeAuthenticationRequired || !slices.Equal(r.header.Values("WWW-Authenticate"), []string{e.p.Challenge()}) {
+		t.Errorf("wrong credential: %d %q %s", r.status, r.header.Values("WWW-Authenticate"), r.raw)
 	}
 	tok := e.agentToken(a, id, e.url+"/capability/execute", []string{"echo"})
 	got := e.do(http.MethodPost, provider.PathIntrospect, "s3cret", map[string]any{"token": tok})
@@ -584,7 +589,7 @@ func TestRateLimits(t *testing.T) {
 		if i < 2 && r.status != 200 {
 			t.Fatalf("registration %d: %d %s", i, r.status, r.raw)
 		}
-		if i == 2 && (r.status != 429 || r.str("error") != "rate_limited" || r.header.Get("Retry-After") == "") {
+		if i == 2 && (r.status != 429 || r.code() != "rate_limited" || r.header.Get("Retry-After") == "") {
 			t.Errorf("third new host: %d %s %q", r.status, r.raw, r.header.Get("Retry-After"))
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
@@ -42,10 +42,10 @@ func (p *Provider) parseRegistration(m map[string]json.RawMessage) (*registratio
 	reg.hostName = displayText(reg.hostName, maxNameRunes)
 	reg.reason = displayText(reg.reason, maxReasonRunes)
 	if reg.mode == "" {
-		reg.mode = agentauth.ModeDelegated
+		reg.mode = agentcap.ModeDelegated
 	}
 	if !slices.Contains(p.modes, reg.mode) {
-		return nil, appErr(http.StatusBadRequest, CodeUnsupportedMode, fmt.Sprintf("mode %q is not supported here; supported: %v", reg.mode, p.modes))
+		return nil, agentcap.NewError(agentcap.CodeUnsupportedMode, fmt.Sprintf("mode %q is not supported here; supported: %v", reg.mode, p.modes))
 	}
 	if reg.caps, err = p.parseRequested(m["capabilities"], false); err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func (p *Provider) agentKey(h *hostAuth) (store.AgentKey, error) {
 		k, err := parseJWK(tok.agentKey)
 		if err != nil {
 			if errors.Is(err, errUnsupportedKey) {
-				return store.AgentKey{}, appErr(http.StatusBadRequest, CodeUnsupportedAlgorithm, "agent_public_key: "+err.Error())
+				return store.AgentKey{}, agentcap.NewError(agentcap.CodeUnsupportedAlgorithm, "agent_public_key: "+err.Error())
 			}
 			return store.AgentKey{}, badRequest("agent_public_key: " + err.Error())
 		}
@@ -123,11 +123,11 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if reg.mode == agentauth.ModeAutonomous && h.host != nil && h.host.UserID != "" {
+	if reg.mode == agentcap.ModeAutonomous && h.host != nil && h.host.UserID != "" {
 		return linkedHostAutonomous()
 	}
-	if reg.mode == agentauth.ModeAutonomous && !p.autonomousAllowed(ctx, h.host) {
-		return appErr(http.StatusForbidden, agentauth.CodeUnauthorized, "this host may not register autonomous agents")
+	if reg.mode == agentcap.ModeAutonomous && !p.autonomousAllowed(ctx, h.host) {
+		return agentcap.NewError(agentcap.CodeUnauthorized, "this host may not register autonomous agents")
 	}
 	host := h.host
 	if host != nil {
@@ -154,11 +154,11 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 		Name:      reg.name,
 		HostID:    host.ID,
 		Mode:      reg.mode,
-		Status:    agentauth.StatusPending,
+		Status:    agentcap.StatusPending,
 		AgentKey:  key,
 		CreatedAt: p.now(),
 	}
-	if reg.mode == agentauth.ModeDelegated {
+	if reg.mode == agentcap.ModeDelegated {
 		agent.UserID = host.UserID
 	}
 	// Every grant starts pending with its effective constraints; what
@@ -170,32 +170,32 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		g := store.Grant{Capability: rc.Name, Status: agentauth.StatusPending, Constraints: cons, Reason: reg.reason}
+		g := store.Grant{Capability: rc.Name, Status: agentcap.StatusPending, Constraints: cons, Reason: reg.reason}
 		switch {
-		case reg.mode == agentauth.ModeAutonomous:
+		case reg.mode == agentcap.ModeAutonomous:
 			if p.grantAutonomous(ctx, host, def) {
-				g.Status, g.GrantedBy = agentauth.StatusActive, "system:policy"
+				g.Status, g.GrantedBy = agentcap.StatusActive, "system:policy"
 			} else {
-				g.Status, g.DeniedBy, g.Reason = agentauth.StatusDenied, "system:policy", "autonomous agents of this host are not granted this capability"
+				g.Status, g.DeniedBy, g.Reason = agentcap.StatusDenied, "system:policy", "autonomous agents of this host are not granted this capability"
 			}
 		case p.autoApprove(ctx, host, def):
-			g.Status, g.GrantedBy = agentauth.StatusActive, "system:host_defaults"
+			g.Status, g.GrantedBy = agentcap.StatusActive, "system:host_defaults"
 		default:
 			auto = false
 		}
-		if g.Status == agentauth.StatusActive {
+		if g.Status == agentcap.StatusActive {
 			g.ExpiresAt = p.grantExpiry(ctx, agent, def, agent.CreatedAt)
 		}
 		agent.Grants = append(agent.Grants, g)
 	}
-	activeNow := (reg.mode == agentauth.ModeAutonomous && host.Status == agentauth.StatusActive) ||
-		(auto && host.Status == agentauth.StatusActive && host.UserID != "")
-	if !activeNow && reg.mode == agentauth.ModeDelegated {
+	activeNow := (reg.mode == agentcap.ModeAutonomous && host.Status == agentcap.StatusActive) ||
+		(auto && host.Status == agentcap.StatusActive && host.UserID != "")
+	if !activeNow && reg.mode == agentcap.ModeDelegated {
 		// The user decides the whole registration: grants the policy
 		// would allow wait for it too, so the page shows everything the
 		// agent will hold.
 		for i := range agent.Grants {
-			agent.Grants[i].Status, agent.Grants[i].GrantedBy, agent.Grants[i].ExpiresAt = agentauth.StatusPending, "", nil
+			agent.Grants[i].Status, agent.Grants[i].GrantedBy, agent.Grants[i].ExpiresAt = agentcap.StatusPending, "", nil
 		}
 	}
 	if err := p.store.CreateAgent(ctx, agent); err != nil {
@@ -207,12 +207,12 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) error {
 		}
 		var se *store.StatusError
 		if errors.As(err, &se) && se.Kind == "host" {
-			return appErr(http.StatusForbidden, agentauth.CodeHostRevoked, msgHostRevoked)
+			return agentcap.NewError(agentcap.CodeHostRevoked, msgHostRevoked)
 		}
 		return internalError(err)
 	}
 	if activeNow {
-		if err := p.store.ActivateAgent(ctx, agent.ID, []string{agentauth.StatusPending}, p.now(), p.lifetimes); err != nil {
+		if err := p.store.ActivateAgent(ctx, agent.ID, []string{agentcap.StatusPending}, p.now(), p.lifetimes); err != nil {
 			return internalError(err)
 		}
 	}
@@ -243,7 +243,7 @@ func (p *Provider) checkPending(ctx context.Context, host *store.Host) error {
 	}
 	pending := 0
 	for _, a := range agents {
-		if a.Status == agentauth.StatusPending {
+		if a.Status == agentcap.StatusPending {
 			pending++
 		}
 	}
@@ -271,7 +271,7 @@ func (p *Provider) createHost(ctx context.Context, h *hostAuth, reg *registratio
 		ID:         id,
 		Name:       name,
 		Thumbprint: h.key.thumbprint,
-		Status:     agentauth.StatusPending,
+		Status:     agentcap.StatusPending,
 		CreatedAt:  p.now(),
 	}
 	if h.tok.hostJWKSURL != "" {
@@ -279,8 +279,8 @@ func (p *Provider) createHost(ctx context.Context, h *hostAuth, reg *registratio
 	} else {
 		host.PublicKey = h.key.jwk
 	}
-	if reg.mode == agentauth.ModeAutonomous {
-		host.Status = agentauth.StatusActive
+	if reg.mode == agentcap.ModeAutonomous {
+		host.Status = agentcap.StatusActive
 	}
 	if p.policy.HostDefaults != nil {
 		host.DefaultCapabilities = p.policy.HostDefaults(ctx, NewHost{Name: name, Thumbprint: h.key.thumbprint, Mode: reg.mode})
@@ -303,13 +303,13 @@ func (p *Provider) createHost(ctx context.Context, h *hostAuth, reg *registratio
 // approval (the codes of earlier ones are not kept in the clear), any
 // other is 409 agent_exists.
 func (p *Provider) retryRegistration(ctx context.Context, w http.ResponseWriter, a *store.Agent, reg *registration) error {
-	if a.Status != agentauth.StatusPending {
-		return appErr(http.StatusConflict, CodeAgentExists, "an agent with this key is already registered under this host; register with a new agent key").
+	if a.Status != agentcap.StatusPending {
+		return agentcap.NewError(agentcap.CodeAgentExists, "an agent with this key is already registered under this host; register with a new agent key").
 			With("agent_id", a.ID)
 	}
 	var caps []store.RequestedCapability
 	for _, g := range a.Grants {
-		if g.Status == agentauth.StatusPending {
+		if g.Status == agentcap.StatusPending {
 			caps = append(caps, store.RequestedCapability{Name: g.Capability, Constraints: g.Constraints})
 		}
 	}

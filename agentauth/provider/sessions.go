@@ -8,25 +8,29 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
-	"github.com/agentcap/agentcap/httpx"
 )
 
-// Sessions returns the SessionSource for capability locations backed by
-// this provider: it verifies agent JWTs against the Store (see
-// agentauth.Verifier for the checks), then records the request on the
-// agent (at most once per Config.TouchInterval while the agent has not
-// lapsed), which extends its session or, past its lifetime, ends it
-// (403 agent_expired, or absolute_lifetime_exceeded), and counts it
-// against the agent, host and user rate limits. Its audiences are the
-// issuer, the default location and every capability location in the
-// Registry; HTTPConfig checks per capability which one an execution
-// must name.
-func (p *Provider) Sessions() agentauth.SessionSource { return sessionSource{p} }
+// errMalformedBearer refuses an Authorization header of the Bearer scheme
+// that does not carry exactly one token.
+var errMalformedBearer = agentcap.NewError(agentcap.CodeInvalidJWT, "the Authorization header must be Bearer followed by an agent JWT")
 
+// sessionSource is the SessionSource of the capability locations backed by
+// the provider: it verifies agent JWTs against the Store (see
+// agentauth.Verifier for the checks), counting each against the agent,
+// host and user rate limits before its jti is recorded (see admit), then
+// records the request on the agent (at most once per
+// Config.TouchInterval while the agent has not lapsed), which extends its
+// session or, past its lifetime, ends it (403 agent_expired, or
+// absolute_lifetime_exceeded). Its audiences are the issuer, the
+// default location and every capability location in the Registry (and
+// every Config.Endpoints entry); a location's verifier checks per
+// capability which one an execution must name.
 type sessionSource struct{ p *Provider }
 
 func (s sessionSource) Session(ctx context.Context, token string) (*agentauth.Session, error) {
@@ -42,10 +46,16 @@ func (p *Provider) session(ctx context.Context, token string) (*agentauth.Sessio
 	if err := p.touch(ctx, sess.Agent.ID, read.agent); err != nil {
 		return nil, err
 	}
-	if err := p.limits.agent(ctx, sess.Agent.ID, sess.Host.ID, sess.Agent.UserID); err != nil {
-		return nil, err
-	}
 	return sess, nil
+}
+
+// admit is the verifier's Admit hook: a token that passed every check
+// but the replay check is counted against the agent, host and user rate
+// limits there, before its jti is recorded, so that a token refused 429
+// is not spent and takes no room in the replay cache: an agent past its
+// limit cannot fill the cache every agent relies on.
+func (p *Provider) admit(ctx context.Context, s *agentauth.Session) error {
+	return p.limits.agent(ctx, s.Agent.ID, s.Host.ID, s.Agent.UserID)
 }
 
 // touch records an authenticated request of agent id, read as a by the
@@ -55,14 +65,14 @@ func (p *Provider) session(ctx context.Context, token string) (*agentauth.Sessio
 // is expired or revoked by the store and refused here.
 func (p *Provider) touch(ctx context.Context, id string, a *store.Agent) error {
 	now := p.now()
-	if p.touchInterval > 0 && a != nil && a.ID == id && a.Status == agentauth.StatusActive &&
+	if p.touchInterval > 0 && a != nil && a.ID == id && a.Status == agentcap.StatusActive &&
 		a.LastUsedAt != nil && now.Sub(*a.LastUsedAt) < p.touchInterval && p.lifetimes.Lapsed(a, now) == "" {
 		return nil
 	}
 	if err := p.store.TouchAgent(ctx, id, now, p.lifetimes); err != nil {
 		switch {
 		case errors.Is(err, store.ErrLifetimeExceeded):
-			return appErr(http.StatusForbidden, CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed")
+			return agentcap.NewError(agentcap.CodeAbsoluteLifetimeExceeded, "the agent's absolute lifetime has passed")
 		case errors.Is(err, store.ErrStatus):
 			var se *store.StatusError
 			errors.As(err, &se)
@@ -73,7 +83,7 @@ func (p *Provider) touch(ctx context.Context, id string, a *store.Agent) error {
 	return nil
 }
 
-// Hosts returns the HostSource of capability locations backed by this
+// hostSource is the HostSource of capability locations backed by the
 // provider: list and describe with a host JWT (protocol §5.2, §5.2.1).
 // The token is verified exactly as registration verifies it (see
 // verifyHost), for a host the provider knows; the request counts against
@@ -81,8 +91,6 @@ func (p *Provider) touch(ctx context.Context, id string, a *store.Agent) error {
 // the published client lists without credentials; a pending host is
 // answered as a host without a user, since nobody has approved it yet;
 // a revoked or rejected host is 403 host_revoked.
-func (p *Provider) Hosts() agentauth.HostSource { return hostSource{p} }
-
 type hostSource struct{ p *Provider }
 
 func (s hostSource) VerifyHost(ctx context.Context, token string) (*agentauth.Host, error) {
@@ -100,75 +108,99 @@ func (s hostSource) VerifyHost(ctx context.Context, token string) (*agentauth.Ho
 		return nil, err
 	}
 	d := h.host.DirectoryHost()
-	if d.Status != agentauth.StatusActive {
+	if d.Status != agentcap.StatusActive {
 		d.UserID = ""
 	}
 	return d, nil
 }
 
-// HTTPConfig returns the httpx configuration of a capability location
-// served with this provider's agents: agentauth.HTTPConfig with
-// p.Sessions(), p.Hosts() and p's issuer, and an Authorize step, run before o's own,
-// that checks the capability's per-capability rate limit and that the
-// token was made for where the capability executes: an execution JWT's
-// aud must be the capability's location, or the default location for a
-// capability without one (protocol §4.3). o.Sessions, o.Hosts and
-// o.Issuer are ignored; o.HostPrincipal maps a host JWT caller of list
-// and describe to the application's principal.
-func HTTPConfig[P any](p *Provider, o agentauth.HTTPOptions[P]) (httpx.Config[agentauth.Caller[P]], error) {
-	return locationConfig(p, o, func(def *core.Definition) string {
-		if loc := def.Location(); loc != "" {
-			return loc
-		}
-		return p.defaultLocation
+// Verify implements auth.Verifier for the capability locations served
+// with this provider's agents, the value to give httpx.Config.Verifier
+// (and, for an MCP endpoint among Config.Endpoints, see
+// EndpointVerifier): agentauth.New over the provider's sessions (see
+// sessionSource: agent JWTs verified against the Store, the request
+// recorded on the agent and counted against the rate limits) and host
+// JWTs (see hostSource), with the provider's issuer, clock and
+// Config.AllowAnonymousDiscovery. The identity's Authorizer first checks
+// that the token was made for where the capability executes (an
+// execution JWT's aud must be the capability's location, or the default
+// location for a capability without one, protocol §4.3) and the
+// capability's per-capability rate limit, then runs Config.Authorize,
+// then the agent's grants. A poll or cancellation of a job at its status
+// URL (httpx.LongRunning) needs the same aud as an execution of the job's
+// capability: a token made for the issuer or another location is 401
+// invalid_jwt there.
+func (p *Provider) Verify(ctx context.Context, req *auth.Request) (*auth.Identity, error) {
+	return p.location.Verify(ctx, req)
+}
+
+// Challenge implements auth.Challenger: the AgentAuth challenge that
+// points agents at the provider's discovery document.
+func (p *Provider) Challenge() string { return p.challenge }
+
+// locationVerifier is the verifier of a location whose executions of def
+// must name where(def) as their aud.
+func (p *Provider) locationVerifier(where func(*core.Definition) string) (auth.Verifier, error) {
+	next := p.authorize
+	return agentauth.New(agentauth.Config{
+		Sessions:                sessionSource{p},
+		Hosts:                   hostSource{p},
+		Issuer:                  p.issuer,
+		AllowAnonymousDiscovery: p.anonymous,
+		Now:                     p.now,
+		Logger:                  p.logger,
+		// A token is good where the capability executes, for its jobs
+		// too (protocol §4.3).
+		Audience: func(capability string) string {
+			def, _ := p.reg.Lookup(capability)
+			return where(def)
+		},
+		Authorize: func(ctx context.Context, id *auth.Identity, call *auth.Call) error {
+			s := agentauth.SessionOf(id)
+			def, ok := p.reg.Lookup(call.Capability)
+			if s == nil || !ok {
+				return internalError(fmt.Errorf("provider: a call of %q without an agent session or a registered capability", call.Capability))
+			}
+			if err := p.limits.capability(ctx, def.Name(), s.Agent.ID); err != nil {
+				return err
+			}
+			if next != nil {
+				return next(ctx, id, call)
+			}
+			return nil
+		},
 	})
 }
 
-// locationConfig is HTTPConfig where where(def) is the aud an execution
-// of def must name.
-func locationConfig[P any](p *Provider, o agentauth.HTTPOptions[P], where func(*core.Definition) string) (httpx.Config[agentauth.Caller[P]], error) {
-	o.Sessions = p.Sessions()
-	o.Hosts = p.Hosts()
-	o.Issuer = p.issuer
-	if o.Now == nil {
-		o.Now = p.now
+// defaultWhere is where an execution of def must name as its aud at the
+// provider's capability locations: the capability's own location, else
+// the default location (also for a job of a capability no longer
+// registered, def nil).
+func (p *Provider) defaultWhere(def *core.Definition) string {
+	if def != nil {
+		if loc := def.Location(); loc != "" {
+			return loc
+		}
 	}
-	next := o.Authorize
-	o.Authorize = func(ctx context.Context, c agentauth.Caller[P], inv *core.Invocation) error {
-		def := inv.Definition
-		want := where(def)
-		if !slices.Contains(c.Session.Claims.Audience, want) {
-			return appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, "agent JWT audience is not this capability's location").
-				WithCause(fmt.Errorf("aud %q, capability %s executes at %s", c.Session.Claims.Audience, def.Name(), want))
-		}
-		if err := p.limits.capability(ctx, def.Name(), c.Session.Agent.ID); err != nil {
-			return err
-		}
-		if next != nil {
-			return next(ctx, c, inv)
-		}
-		return nil
-	}
-	return agentauth.HTTPConfig(o)
+	return p.defaultLocation
 }
 
 // agentSession authenticates an agent request to a provider endpoint:
 // the token's aud must be the issuer.
 func (p *Provider) agentSession(r *http.Request) (*agentauth.Session, error) {
-	token, err := agentauth.BearerToken(r.Header.Get("Authorization"))
-	if err != nil {
-		var ae *core.AppError
-		if errors.As(err, &ae) {
-			return nil, ae
-		}
-		return nil, appErr(http.StatusUnauthorized, agentauth.CodeAuthenticationRequired, "an agent JWT is required")
+	token, ok := auth.BearerToken(r.Header.Get("Authorization"))
+	switch {
+	case !ok:
+		return nil, agentcap.NewError(agentcap.CodeAuthenticationRequired, "an agent JWT is required")
+	case token == "":
+		return nil, errMalformedBearer
 	}
 	sess, err := p.session(r.Context(), token)
 	if err != nil {
 		return nil, err
 	}
 	if !slices.Contains(sess.Claims.Audience, p.issuer) {
-		return nil, appErr(http.StatusUnauthorized, agentauth.CodeInvalidJWT, "agent JWT audience is not this issuer")
+		return nil, agentcap.NewError(agentcap.CodeInvalidJWT, "agent JWT audience is not this issuer")
 	}
 	return sess, nil
 }
@@ -216,7 +248,7 @@ func (p *Provider) requestCapability(w http.ResponseWriter, r *http.Request) err
 	var names []string
 	for _, rc := range reqs {
 		names = append(names, rc.Name)
-		if g, ok := held[rc.Name]; ok && g.Status == agentauth.StatusActive && (g.ExpiresAt == nil || p.now().Before(*g.ExpiresAt)) {
+		if g, ok := held[rc.Name]; ok && g.Status == agentcap.StatusActive && (g.ExpiresAt == nil || p.now().Before(*g.ExpiresAt)) {
 			continue
 		}
 		def, _ := p.reg.Lookup(rc.Name)
@@ -224,26 +256,26 @@ func (p *Provider) requestCapability(w http.ResponseWriter, r *http.Request) err
 		if err != nil {
 			return err
 		}
-		g := store.Grant{Capability: rc.Name, Status: agentauth.StatusPending, Constraints: cons, Reason: reason}
+		g := store.Grant{Capability: rc.Name, Status: agentcap.StatusPending, Constraints: cons, Reason: reason}
 		switch {
-		case a.Mode == agentauth.ModeAutonomous:
+		case a.Mode == agentcap.ModeAutonomous:
 			if p.grantAutonomous(ctx, host, def) {
-				g.Status, g.GrantedBy = agentauth.StatusActive, "system:policy"
+				g.Status, g.GrantedBy = agentcap.StatusActive, "system:policy"
 			} else {
-				g.Status, g.DeniedBy, g.Reason = agentauth.StatusDenied, "system:policy", "autonomous agents of this host are not granted this capability"
+				g.Status, g.DeniedBy, g.Reason = agentcap.StatusDenied, "system:policy", "autonomous agents of this host are not granted this capability"
 			}
 		case p.autoApprove(ctx, host, def):
-			g.Status, g.GrantedBy = agentauth.StatusActive, "system:host_defaults"
+			g.Status, g.GrantedBy = agentcap.StatusActive, "system:host_defaults"
 		default:
 			pending = append(pending, store.RequestedCapability{Name: rc.Name, Constraints: cons})
 		}
-		if g.Status == agentauth.StatusActive {
+		if g.Status == agentcap.StatusActive {
 			g.ExpiresAt = p.grantExpiry(ctx, a, def, p.now())
 		}
 		fresh = append(fresh, g)
 	}
 	if len(fresh) == 0 {
-		return appErr(http.StatusConflict, CodeAlreadyGranted, "every requested capability is already granted")
+		return agentcap.NewError(agentcap.CodeAlreadyGranted, "every requested capability is already granted")
 	}
 	if err := p.store.PutGrants(ctx, a.ID, fresh); err != nil {
 		return internalError(err)
@@ -285,8 +317,8 @@ func BearerCredential(secret string) func(r *http.Request) bool {
 // Verifying consumes the token's jti, as using it would.
 func (p *Provider) introspect(w http.ResponseWriter, r *http.Request) error {
 	if p.introspectAuth != nil && !p.introspectAuth(r) {
-		w.Header().Set("WWW-Authenticate", "Bearer")
-		return appErr(http.StatusUnauthorized, agentauth.CodeUnauthorized, "the introspection endpoint needs the caller's credential")
+		// Its 401 carries the AgentAuth challenge alone, like every other.
+		return agentcap.NewError(agentcap.CodeAuthenticationRequired, "the introspection endpoint needs the caller's credential")
 	}
 	m, err := readObject(r)
 	if err != nil {
@@ -298,8 +330,7 @@ func (p *Provider) introspect(w http.ResponseWriter, r *http.Request) error {
 	}
 	sess, err := p.session(r.Context(), strings.TrimSpace(token))
 	if err != nil {
-		var ae *core.AppError
-		if errors.As(err, &ae) && ae.Status >= 500 {
+		if e := agentcap.As(err); e != nil && e.HTTPStatus() >= 500 {
 			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]bool{"active": false})

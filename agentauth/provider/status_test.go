@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
 )
@@ -30,7 +31,7 @@ func TestStatusSlowDownOnlyWhilePending(t *testing.T) {
 	if st := status(); st.status != http.StatusOK {
 		t.Fatalf("first poll: %d %s", st.status, st.raw)
 	}
-	if st := status(); st.status != http.StatusBadRequest || st.str("error") != provider.CodeSlowDown {
+	if st := status(); st.status != http.StatusBadRequest || st.code() != agentcap.CodeSlowDown {
 		t.Fatalf("fast poll of a pending agent: %d %s", st.status, st.raw)
 	}
 	e.approve(r, "alice", nil)
@@ -52,14 +53,14 @@ func TestStatusSlowDownOnlyWhilePending(t *testing.T) {
 	for range 3 {
 		last = status()
 	}
-	if last.status != http.StatusTooManyRequests || last.str("error") != "rate_limited" || last.header.Get("Retry-After") == "" {
+	if last.status != http.StatusTooManyRequests || last.code() != "rate_limited" || last.header.Get("Retry-After") == "" {
 		t.Errorf("past the host's limit: %d %s Retry-After %q", last.status, last.raw, last.header.Get("Retry-After"))
 	}
 	// The RFC 8628 polling endpoint keeps its own rule.
 	e.clock.Advance(ratelimitWindow)
 	first := e.do(http.MethodPost, provider.PathApprovalPoll, e.hostToken(h, nil), map[string]any{"agent_id": id})
 	second := e.do(http.MethodPost, provider.PathApprovalPoll, e.hostToken(h, nil), map[string]any{"agent_id": id})
-	if first.str("error") != provider.CodeAuthorizationPending || second.str("error") != provider.CodeSlowDown {
+	if first.code() != agentcap.CodeAuthorizationPending || second.code() != agentcap.CodeSlowDown {
 		t.Errorf("RFC 8628 polls: %s then %s", first.raw, second.raw)
 	}
 }

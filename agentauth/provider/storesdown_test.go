@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/store"
@@ -100,7 +101,7 @@ func TestStoresDown(t *testing.T) {
 			tt.down.Store(true)
 			r := tt.call()
 			tt.down.Store(false)
-			if r.status != http.StatusServiceUnavailable || r.str("error") != agentauth.CodeTemporarilyUnavailable ||
+			if r.status != http.StatusServiceUnavailable || r.code() != agentcap.CodeTemporarilyUnavailable ||
 				r.str("message") != tt.msg || r.header.Get("Retry-After") != "1" || r.body["retry_after"] != 1.0 {
 				t.Errorf("while down: %d %s, Retry-After %q", r.status, r.raw, r.header.Get("Retry-After"))
 			}

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/store"
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/auth"
 )
 
 // touchCounter is a store that counts TouchAgent calls.
@@ -103,12 +103,12 @@ func TestTouchLapsedWithinInterval(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		lifetimes  store.Policy
-		code       string
+		code       agentcap.Code
 		wantStatus string
 	}{
-		{"not lapsed", store.Policy{SessionTTL: time.Hour, MaxLifetime: 2 * time.Hour, AbsoluteLifetime: 3 * time.Hour}, "", agentauth.StatusActive},
-		{"past max lifetime", store.Policy{MaxLifetime: time.Hour}, agentauth.CodeAgentExpired, agentauth.StatusExpired},
-		{"past absolute lifetime", store.Policy{AbsoluteLifetime: time.Hour}, provider.CodeAbsoluteLifetimeExceeded, agentauth.StatusRevoked},
+		{"not lapsed", store.Policy{SessionTTL: time.Hour, MaxLifetime: 2 * time.Hour, AbsoluteLifetime: 3 * time.Hour}, "", agentcap.StatusActive},
+		{"past max lifetime", store.Policy{MaxLifetime: time.Hour}, agentcap.CodeAgentExpired, agentcap.StatusExpired},
+		{"past absolute lifetime", store.Policy{AbsoluteLifetime: time.Hour}, agentcap.CodeAbsoluteLifetimeExceeded, agentcap.StatusRevoked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t) // no lifetime clocks: the agent never expires
@@ -132,8 +132,8 @@ func TestTouchLapsedWithinInterval(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = p2.Sessions().Session(context.Background(), e.agentToken(a, id, e.url+"/capability/execute", nil))
-			var ae *core.AppError
+			_, err = p2.Verify(context.Background(), &auth.Request{Authorization: "Bearer " + e.agentToken(a, id, e.url+"/capability/execute", nil)})
+			var ae *agentcap.Error
 			switch {
 			case tc.code == "" && err != nil:
 				t.Errorf("session: %v", err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
@@ -80,7 +81,7 @@ type UserGrant struct {
 
 // Effective reports whether the grant can be used now: active and not
 // expired.
-func (g UserGrant) Effective() bool { return g.Status == agentauth.StatusActive && !g.Expired }
+func (g UserGrant) Effective() bool { return g.Status == agentcap.StatusActive && !g.Expired }
 
 // UserHost is a host linked to the user.
 type UserHost struct {
@@ -115,7 +116,7 @@ func (p *Provider) userAgentView(a *store.Agent, hostName string) UserAgent {
 	for _, g := range a.Grants {
 		ug := UserGrant{Capability: g.Capability, Status: g.Status, Constraints: g.Constraints,
 			GrantedBy: g.GrantedBy, DeniedBy: g.DeniedBy, Reason: g.Reason, ExpiresAt: g.ExpiresAt,
-			Expired: g.Status == agentauth.StatusActive && g.ExpiresAt != nil && !now.Before(*g.ExpiresAt)}
+			Expired: g.Status == agentcap.StatusActive && g.ExpiresAt != nil && !now.Before(*g.ExpiresAt)}
 		if def, ok := p.reg.Lookup(g.Capability); ok {
 			ug.Description, ug.Approval, ug.Risk, ug.Units = def.Description(), def.Approval(), def.Risk(), def.Units()
 		}
@@ -220,14 +221,14 @@ func (p *Provider) RevokeAgent(ctx context.Context, userID, agentID string) erro
 	if err != nil {
 		return err
 	}
-	live := []string{agentauth.StatusPending, agentauth.StatusActive, agentauth.StatusExpired}
-	err = p.store.UpdateAgentStatus(ctx, agentID, live, agentauth.StatusRevoked)
+	live := []string{agentcap.StatusPending, agentcap.StatusActive, agentcap.StatusExpired}
+	err = p.store.UpdateAgentStatus(ctx, agentID, live, agentcap.StatusRevoked)
 	var se *store.StatusError
 	switch {
 	case err == nil:
 		p.record(ctx, agentRecord(audit.EventAgentRevoked, a, h, "revoked by the user"))
 		return nil
-	case errors.As(err, &se) && se.Status == agentauth.StatusRevoked:
+	case errors.As(err, &se) && se.Status == agentcap.StatusRevoked:
 		return nil
 	case errors.As(err, &se):
 		return &AgentStateError{Status: se.Status}
@@ -244,7 +245,7 @@ func (p *Provider) RevokeGrant(ctx context.Context, userID, agentID, capability 
 		return err
 	}
 	err = p.store.UpdateGrantStatus(ctx, agentID, capability, store.GrantChange{
-		From: []string{agentauth.StatusActive}, To: agentauth.StatusDenied, By: userID, Reason: "revoked by the user"})
+		From: []string{agentcap.StatusActive}, To: agentcap.StatusDenied, By: userID, Reason: "revoked by the user"})
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrStatus) {
 		return ErrNoSuchGrant
 	}
@@ -268,8 +269,8 @@ func (p *Provider) GrantCapabilities(ctx context.Context, userID, agentID string
 	if err != nil {
 		return err
 	}
-	if st := a.DirectoryAgent(p.now()).Status; st != agentauth.StatusActive || a.Mode != agentauth.ModeDelegated {
-		if st == agentauth.StatusActive {
+	if st := a.DirectoryAgent(p.now()).Status; st != agentcap.StatusActive || a.Mode != agentcap.ModeDelegated {
+		if st == agentcap.StatusActive {
 			st = a.Mode
 		}
 		return &AgentStateError{Status: st}
@@ -299,7 +300,7 @@ func (p *Provider) GrantCapabilities(ctx context.Context, userID, agentID string
 		if def.Approval() == core.ApprovalWebAuthn && !presenceConfirmed {
 			return ErrPresenceRequired
 		}
-		grants = append(grants, store.Grant{Capability: rq.Name, Status: agentauth.StatusActive, Constraints: cons,
+		grants = append(grants, store.Grant{Capability: rq.Name, Status: agentcap.StatusActive, Constraints: cons,
 			GrantedBy: userID, Reason: "granted by the user", ExpiresAt: p.grantExpiry(ctx, a, def, now)})
 	}
 	if err := p.store.PutGrants(ctx, agentID, grants); err != nil {
@@ -349,7 +350,7 @@ func (p *Provider) UpdateHost(ctx context.Context, userID, hostID string, u Host
 	if err != nil {
 		return err
 	}
-	if h.Status == agentauth.StatusRevoked || h.Status == agentauth.StatusRejected {
+	if h.Status == agentcap.StatusRevoked || h.Status == agentcap.StatusRejected {
 		return &AgentStateError{Status: "host " + h.Status}
 	}
 	if u.DefaultCapabilities != nil {
@@ -381,9 +382,9 @@ func (p *Provider) RevokeHost(ctx context.Context, userID, hostID string) (int, 
 	if _, err := p.ownHost(ctx, userID, hostID); err != nil {
 		return 0, err
 	}
-	n, err := p.store.UpdateHostStatus(ctx, hostID, []string{agentauth.StatusActive, agentauth.StatusPending}, agentauth.StatusRevoked)
+	n, err := p.store.UpdateHostStatus(ctx, hostID, []string{agentcap.StatusActive, agentcap.StatusPending}, agentcap.StatusRevoked)
 	var se *store.StatusError
-	if errors.As(err, &se) && (se.Status == agentauth.StatusRevoked || se.Status == agentauth.StatusRejected) {
+	if errors.As(err, &se) && (se.Status == agentcap.StatusRevoked || se.Status == agentcap.StatusRejected) {
 		return 0, nil
 	}
 	if err == nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/core"
 )
@@ -123,7 +123,7 @@ func (p *Provider) UserAPI() http.Handler {
 		mux.Handle("GET "+b+PathUserActivity, p.userHandler(false, false, p.apiActivity))
 	}
 	mux.HandleFunc(b+"/user/", func(w http.ResponseWriter, r *http.Request) {
-		p.writeErrorWith(w, r, appErr(http.StatusNotFound, CodeNotFound, "no such endpoint"), "")
+		p.writeErrorWith(w, r, agentcap.NewError(agentcap.CodeNotFound, "no such endpoint"), "")
 	})
 	return mux
 }
@@ -140,7 +140,7 @@ func (p *Provider) userHandler(unsafe, fresh bool, serve func(http.ResponseWrite
 			return
 		}
 		if u == nil || u.ID == "" {
-			fail(appErr(http.StatusUnauthorized, agentauth.CodeAuthenticationRequired, "sign in first"))
+			fail(agentcap.NewError(agentcap.CodeAuthenticationRequired, "sign in first"))
 			return
 		}
 		if err := p.limits.user(r.Context(), u.ID); err != nil {
@@ -150,18 +150,18 @@ func (p *Provider) userHandler(unsafe, fresh bool, serve func(http.ResponseWrite
 		if unsafe {
 			switch {
 			case !sameOriginAs(r, p.origin):
-				fail(appErr(http.StatusForbidden, CodeCSRF, "the request came from another site"))
+				fail(agentcap.NewError(agentcap.CodeCSRFFailed, "the request came from another site"))
 				return
 			case !p.checkCSRFAge(r.Header.Get(CSRFHeader), u.ID, "user-api", "api", userTokenLife):
-				fail(appErr(http.StatusForbidden, CodeCSRF, "the "+CSRFHeader+" header is missing or stale; get a token from "+PathUserSession))
+				fail(agentcap.NewError(agentcap.CodeCSRFFailed, "the "+CSRFHeader+" header is missing or stale; get a token from "+PathUserSession))
 				return
 			case r.ContentLength != 0 && !isJSON(r.Header.Get("Content-Type")):
-				fail(appErr(http.StatusUnsupportedMediaType, "unsupported_media_type", "the body must be application/json"))
+				fail(agentcap.NewError(agentcap.CodeUnsupportedMediaType, "the body must be application/json"))
 				return
 			}
 		}
 		if fresh && !p.freshUser(u) {
-			fail(appErr(http.StatusForbidden, CodeReauthenticationRequired, "sign in again: this needs a recent sign-in"))
+			fail(agentcap.NewError(agentcap.CodeReauthenticationRequired, "sign in again: this needs a recent sign-in"))
 			return
 		}
 		if err := serve(w, r, u); err != nil {
@@ -182,28 +182,28 @@ func (p *Provider) freshUser(u *User) bool {
 
 // userError maps the errors of the user's operations to answers.
 func userError(err error) error {
-	var ae *core.AppError
+	var ae *agentcap.Error
 	var se *AgentStateError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.Is(err, ErrNoSuchAgent):
-		return appErr(http.StatusNotFound, CodeAgentNotFound, "no such agent")
+		return agentcap.NewError(agentcap.CodeAgentNotFound, "no such agent")
 	case errors.Is(err, ErrNoSuchHost):
-		return appErr(http.StatusNotFound, CodeHostNotFound, "no such host")
+		return agentcap.NewError(agentcap.CodeHostNotFound, "no such host")
 	case errors.Is(err, ErrNoSuchGrant):
-		return appErr(http.StatusNotFound, CodeGrantNotFound, "the agent holds no active grant of this capability")
+		return agentcap.NewError(agentcap.CodeGrantNotFound, "the agent holds no active grant of this capability")
 	case errors.Is(err, ErrApprovalNotFound), errors.Is(err, ErrWrongUser):
-		return appErr(http.StatusNotFound, CodeApprovalNotFound, "no such request")
+		return agentcap.NewError(agentcap.CodeApprovalNotFound, "no such request")
 	case errors.Is(err, ErrApprovalClosed):
-		return appErr(http.StatusGone, CodeApprovalClosed, "the request was decided or has expired")
+		return agentcap.NewError(agentcap.CodeApprovalClosed, "the request was decided or has expired")
 	case errors.Is(err, ErrPresenceRequired):
-		return appErr(http.StatusForbidden, CodePresenceRequired, "a capability needs proof that you are present")
+		return agentcap.NewError(agentcap.CodePresenceRequired, "a capability needs proof that you are present")
 	case errors.Is(err, ErrInvalidDecision):
 		msg, _ := strings.CutPrefix(err.Error(), ErrInvalidDecision.Error()+": ")
 		return badRequest(msg)
 	case errors.As(err, &se):
-		return appErr(http.StatusConflict, "conflict", "not possible now: the "+strings.TrimPrefix(se.Error(), "provider: the "))
+		return agentcap.NewError(agentcap.CodeConflict, "not possible now: the "+strings.TrimPrefix(se.Error(), "provider: the "))
 	case errors.Is(err, store.ErrInvalid):
 		return badRequest("the value cannot be stored")
 	}
@@ -373,7 +373,7 @@ func (p *Provider) apiRevokeHost(w http.ResponseWriter, r *http.Request, u *User
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"host_id": id, "status": agentauth.StatusRevoked, "agents_revoked": n})
+	writeJSON(w, http.StatusOK, map[string]any{"host_id": id, "status": agentcap.StatusRevoked, "agents_revoked": n})
 	return nil
 }
 

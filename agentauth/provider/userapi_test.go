@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 )
 
@@ -115,7 +115,7 @@ func TestUserAPIAuthAndCSRF(t *testing.T) {
 	h := newKey(t)
 	id := e.connected(h, newKey(t), "alice", "echo")
 	anon := &apiUser{t: t, e: e, header: map[string]string{}}
-	if r := anon.do(http.MethodGet, provider.PathUserAgents, nil); r.status != http.StatusUnauthorized || r.str("error") != agentauth.CodeAuthenticationRequired || r.header.Get("WWW-Authenticate") != "" {
+	if r := anon.do(http.MethodGet, provider.PathUserAgents, nil); r.status != http.StatusUnauthorized || r.code() != agentcap.CodeAuthenticationRequired || r.header.Get("WWW-Authenticate") != "" {
 		t.Errorf("anonymous: %d %s %q", r.status, r.raw, r.header.Get("WWW-Authenticate"))
 	}
 	alice := e.apiUser(t, "alice")
@@ -126,13 +126,13 @@ func TestUserAPIAuthAndCSRF(t *testing.T) {
 		name   string
 		mod    func(u *apiUser)
 		status int
-		code   string
+		code   agentcap.Code
 	}{
-		{"no token", func(u *apiUser) { u.csrf = "" }, 403, provider.CodeCSRF},
-		{"bob's token", func(u *apiUser) { u.csrf = e.apiUser(t, "bob").csrf }, 403, provider.CodeCSRF},
-		{"forged token", func(u *apiUser) { u.csrf = "1.AAAA" }, 403, provider.CodeCSRF},
-		{"cross-site fetch", func(u *apiUser) { u.header["Sec-Fetch-Site"] = "cross-site" }, 403, provider.CodeCSRF},
-		{"another origin", func(u *apiUser) { u.header["Origin"] = "https://evil.example" }, 403, provider.CodeCSRF},
+		{"no token", func(u *apiUser) { u.csrf = "" }, 403, agentcap.CodeCSRFFailed},
+		{"bob's token", func(u *apiUser) { u.csrf = e.apiUser(t, "bob").csrf }, 403, agentcap.CodeCSRFFailed},
+		{"forged token", func(u *apiUser) { u.csrf = "1.AAAA" }, 403, agentcap.CodeCSRFFailed},
+		{"cross-site fetch", func(u *apiUser) { u.header["Sec-Fetch-Site"] = "cross-site" }, 403, agentcap.CodeCSRFFailed},
+		{"another origin", func(u *apiUser) { u.header["Origin"] = "https://evil.example" }, 403, agentcap.CodeCSRFFailed},
 		{"form body", func(u *apiUser) { u.header["Content-Type"] = "application/x-www-form-urlencoded" }, 415, "unsupported_media_type"},
 		{"same origin", func(u *apiUser) { u.header["Origin"] = e.url; u.header["Sec-Fetch-Site"] = "same-origin" }, 200, ""},
 	}
@@ -142,14 +142,14 @@ func TestUserAPIAuthAndCSRF(t *testing.T) {
 			u.header = map[string]string{}
 			tt.mod(&u)
 			r := rename(&u)
-			if r.status != tt.status || (tt.code != "" && r.str("error") != tt.code) {
+			if r.status != tt.status || (tt.code != "" && r.code() != tt.code) {
 				t.Errorf("%d %s, want %d %s", r.status, r.raw, tt.status, tt.code)
 			}
 		})
 	}
 	// A token older than an hour is refused.
 	e.clock.Advance(61 * time.Minute)
-	if r := rename(alice); r.status != 403 || r.str("error") != provider.CodeCSRF {
+	if r := rename(alice); r.status != 403 || r.code() != agentcap.CodeCSRFFailed {
 		t.Errorf("stale token: %d %s", r.status, r.raw)
 	}
 }
@@ -177,7 +177,7 @@ func TestUserAPIAgents(t *testing.T) {
 		t.Errorf("status filter: %s", r.raw)
 	}
 	for _, path := range []string{provider.PathUserAgents + "/" + bobs, provider.PathUserAgents + "/agt_nope"} {
-		if r := alice.do(http.MethodGet, path, nil); r.status != 404 || r.str("error") != provider.CodeAgentNotFound {
+		if r := alice.do(http.MethodGet, path, nil); r.status != 404 || r.code() != agentcap.CodeAgentNotFound {
 			t.Errorf("GET %s: %d %s", path, r.status, r.raw)
 		}
 	}
@@ -211,7 +211,7 @@ func TestUserAPIAgents(t *testing.T) {
 	if x := exec("check_balance", "a"); x.status != 200 {
 		t.Errorf("execute the granted capability: %d %s", x.status, x.raw)
 	}
-	if x := exec("check_balance", "z"); x.status != 403 || x.str("error") != agentauth.CodeConstraintViolated {
+	if x := exec("check_balance", "z"); x.status != 403 || x.code() != agentcap.CodeConstraintViolated {
 		t.Errorf("outside the granted constraints: %d %s", x.status, x.raw)
 	}
 	for _, tt := range []struct {
@@ -219,15 +219,15 @@ func TestUserAPIAgents(t *testing.T) {
 		body   any
 		header map[string]string
 		status int
-		code   string
+		code   agentcap.Code
 	}{
-		{"webauthn without presence", map[string]any{"capabilities": []any{"transfer"}}, nil, 403, provider.CodePresenceRequired},
-		{"unknown capability", map[string]any{"capabilities": []any{"ghost"}}, nil, 400, provider.CodeInvalidCapabilities},
-		{"stale sign-in", map[string]any{"capabilities": []any{"echo"}}, map[string]string{"X-Test-Signed-In": "1h"}, 403, provider.CodeReauthenticationRequired},
+		{"webauthn without presence", map[string]any{"capabilities": []any{"transfer"}}, nil, 403, agentcap.CodePresenceRequired},
+		{"unknown capability", map[string]any{"capabilities": []any{"ghost"}}, nil, 400, agentcap.CodeInvalidCapabilities},
+		{"stale sign-in", map[string]any{"capabilities": []any{"echo"}}, map[string]string{"X-Test-Signed-In": "1h"}, 403, agentcap.CodeReauthenticationRequired},
 	} {
 		u := *alice
 		u.header = tt.header
-		if r := u.do(http.MethodPost, provider.PathUserAgents+"/"+id+"/grants", tt.body); r.status != tt.status || r.str("error") != tt.code {
+		if r := u.do(http.MethodPost, provider.PathUserAgents+"/"+id+"/grants", tt.body); r.status != tt.status || r.code() != tt.code {
 			t.Errorf("grant, %s: %d %s", tt.name, r.status, r.raw)
 		}
 	}
@@ -236,17 +236,17 @@ func TestUserAPIAgents(t *testing.T) {
 	if rv.status != 200 || grantStatuses(rv)["echo"] != "denied" {
 		t.Fatalf("revoke a grant: %d %s", rv.status, rv.raw)
 	}
-	if x := exec("echo", "x"); x.status != 403 || x.str("error") != agentauth.CodeCapabilityNotGranted {
+	if x := exec("echo", "x"); x.status != 403 || x.code() != agentcap.CodeCapabilityNotGranted {
 		t.Errorf("execute a revoked grant: %d %s", x.status, x.raw)
 	}
-	if r := alice.do(http.MethodDelete, provider.PathUserAgents+"/"+id+"/grants/echo", nil); r.status != 404 || r.str("error") != provider.CodeGrantNotFound {
+	if r := alice.do(http.MethodDelete, provider.PathUserAgents+"/"+id+"/grants/echo", nil); r.status != 404 || r.code() != agentcap.CodeGrantNotFound {
 		t.Errorf("revoke it again: %d %s", r.status, r.raw)
 	}
 
 	if r := alice.do(http.MethodPost, provider.PathUserAgents+"/"+id+"/revoke", nil); r.status != 200 || r.str("status") != "revoked" {
 		t.Fatalf("revoke the agent: %d %s", r.status, r.raw)
 	}
-	if x := exec("check_balance", "a"); x.status != 403 || x.str("error") != agentauth.CodeAgentRevoked {
+	if x := exec("check_balance", "a"); x.status != 403 || x.code() != agentcap.CodeAgentRevoked {
 		t.Errorf("execute after revocation: %d %s", x.status, x.raw)
 	}
 	if r := alice.do(http.MethodPost, provider.PathUserAgents+"/"+id+"/grants", map[string]any{"capabilities": []any{"echo"}}); r.status != 409 {
@@ -267,7 +267,7 @@ func TestUserAPIHosts(t *testing.T) {
 	if list, _ := hosts.body["hosts"].([]any); len(list) != 1 || list[0].(map[string]any)["host_id"] != hostID {
 		t.Fatalf("hosts: %s", hosts.raw)
 	}
-	if r := e.apiUser(t, "bob").do(http.MethodGet, provider.PathUserHosts+"/"+hostID, nil); r.status != 404 || r.str("error") != provider.CodeHostNotFound {
+	if r := e.apiUser(t, "bob").do(http.MethodGet, provider.PathUserHosts+"/"+hostID, nil); r.status != 404 || r.code() != agentcap.CodeHostNotFound {
 		t.Errorf("bob reads alice's host: %d %s", r.status, r.raw)
 	}
 	up := alice.do(http.MethodPatch, provider.PathUserHosts+"/"+hostID, map[string]any{"name": "Work laptop", "default_capabilities": []string{"echo", "check_balance"}})
@@ -287,7 +287,7 @@ func TestUserAPIHosts(t *testing.T) {
 	if rv.status != 200 || rv.body["agents_revoked"] != float64(2) {
 		t.Fatalf("revoke host: %d %s", rv.status, rv.raw)
 	}
-	if r := e.do(http.MethodGet, provider.PathStatus+"?agent_id="+id, e.hostToken(h, nil), nil); r.status != 403 || r.str("error") != agentauth.CodeHostRevoked {
+	if r := e.do(http.MethodGet, provider.PathStatus+"?agent_id="+id, e.hostToken(h, nil), nil); r.status != 403 || r.code() != agentcap.CodeHostRevoked {
 		t.Errorf("the revoked host: %d %s", r.status, r.raw)
 	}
 }
@@ -322,7 +322,7 @@ func TestUserAPIApprovals(t *testing.T) {
 	decide := func(body map[string]any) response {
 		return alice.do(http.MethodPost, provider.PathUserApprovals+"/"+apID, body)
 	}
-	if r := decide(map[string]any{"decision": "approve"}); r.status != 403 || r.str("error") != provider.CodePresenceRequired {
+	if r := decide(map[string]any{"decision": "approve"}); r.status != 403 || r.code() != agentcap.CodePresenceRequired {
 		t.Errorf("approve transfer without presence: %d %s", r.status, r.raw)
 	}
 	if r := decide(map[string]any{"decision": "approve", "presence_code": "BCDF-GHJK"}); r.status != 403 {

@@ -3,35 +3,12 @@ package provider
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"unicode/utf8"
 
-	"github.com/agentcap/agentcap/agentauth"
-	"github.com/agentcap/agentcap/agentauth/ratelimit"
-	"github.com/agentcap/agentcap/core"
-)
-
-// Wire error codes of the provider endpoints, beyond those the agentauth
-// package names for a location.
-const (
-	CodeUnsupportedMode          = "unsupported_mode"
-	CodeUnsupportedAlgorithm     = "unsupported_algorithm"
-	CodeInvalidCapabilities      = "invalid_capabilities"
-	CodeAgentExists              = "agent_exists"
-	CodeAlreadyGranted           = "already_granted"
-	CodeAgentNotFound            = "agent_not_found"
-	CodeHostNotFound             = "host_not_found"
-	CodeAbsoluteLifetimeExceeded = "absolute_lifetime_exceeded"
-	CodeAuthorizationPending     = "authorization_pending"
-	CodeSlowDown                 = "slow_down"
-	CodeAccessDenied             = "access_denied"
-	CodeExpiredToken             = "expired_token"
-	CodeMethodNotAllowed         = "method_not_allowed"
-	CodeNotFound                 = "not_found"
+	"github.com/agentcap/agentcap"
 )
 
 // MaxBodyBytes bounds the body of every provider request. Registration
@@ -39,16 +16,12 @@ const (
 // constraint lists without letting a caller make the server buffer more.
 const MaxBodyBytes = 1 << 20
 
-func appErr(status int, code, msg string) *core.AppError {
-	return core.NewAppError(status, code, msg)
+func badRequest(msg string) *agentcap.Error {
+	return agentcap.NewError(agentcap.CodeInvalidRequest, msg)
 }
 
-func badRequest(msg string) *core.AppError {
-	return appErr(http.StatusBadRequest, agentauth.CodeInvalidRequest, msg)
-}
-
-func internalError(cause error) *core.AppError {
-	return appErr(http.StatusInternalServerError, agentauth.CodeInternalError, "internal error").WithCause(cause)
+func internalError(cause error) *agentcap.Error {
+	return agentcap.NewError(agentcap.CodeInternalError, "internal error").WithCause(cause)
 }
 
 // writeJSON answers status with v encoded as JSON. Provider answers are
@@ -68,9 +41,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// writeError answers err in the protocol's envelope. Only a
-// *core.AppError speaks to the caller; anything else is a redacted 500.
-// A retry_after member becomes the Retry-After header as well.
+// writeError answers err in the protocol's envelope, with the kit's one
+// writer (agentcap.WriteError): only an *agentcap.Error speaks to the
+// caller; anything else is a redacted 500. A 401 carries the AgentAuth
+// challenge.
 func (p *Provider) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p.writeErrorWith(w, r, err, p.challenge)
 }
@@ -78,28 +52,19 @@ func (p *Provider) writeError(w http.ResponseWriter, r *http.Request, err error)
 // writeErrorWith is writeError with the WWW-Authenticate value of a 401;
 // "" sends none (the user API authenticates users, not agents).
 func (p *Provider) writeErrorWith(w http.ResponseWriter, r *http.Request, err error, challenge string) {
-	var ae *core.AppError
-	if !errors.As(err, &ae) {
-		ae = internalError(err)
-	}
-	status := ae.HTTPStatus()
-	if status >= 500 {
+	e := agentcap.Public(err)
+	if e.HTTPStatus() >= 500 {
 		p.logger.ErrorContext(r.Context(), "agentauth/provider: request failed",
-			"path", r.URL.Path, "code", ae.WireCode(), "error", err.Error())
+			"path", r.URL.Path, "code", string(e.Code), "error", err.Error())
 	}
-	body := make(map[string]any, len(ae.Fields)+2)
-	for k, v := range ae.Fields {
-		body[k] = v
+	var challenges []string
+	if challenge != "" {
+		challenges = []string{challenge}
 	}
-	body["error"] = ae.WireCode()
-	body["message"] = ae.Message
-	if ra, ok := ae.Fields[ratelimit.RetryAfterField].(int); ok {
-		w.Header().Set("Retry-After", strconv.Itoa(ra))
+	if derr := agentcap.WriteError(w, e, challenges...); derr != nil {
+		p.logger.ErrorContext(r.Context(), "agentauth/provider: dropping error members that cannot be encoded",
+			"path", r.URL.Path, "error", derr.Error())
 	}
-	if status == http.StatusUnauthorized && challenge != "" {
-		w.Header().Set("WWW-Authenticate", challenge)
-	}
-	writeJSON(w, status, body)
 }
 
 // readObject reads a JSON object body into its members. Member names are
@@ -115,7 +80,7 @@ func readObject(r *http.Request) (map[string]json.RawMessage, error) {
 		return nil, badRequest("the request body could not be read")
 	}
 	if len(data) > MaxBodyBytes {
-		return nil, appErr(http.StatusRequestEntityTooLarge, "request_too_large", "the request body is too large")
+		return nil, agentcap.NewError(agentcap.CodeRequestTooLarge, "the request body is too large")
 	}
 	return parseObject(data)
 }

@@ -5,11 +5,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap"
 )
-
-// CodeRateLimited is the protocol's error code for a refused request.
-const CodeRateLimited = "rate_limited"
 
 // RetryAfterField is the member of the error envelope that repeats the
 // Retry-After seconds in the body.
@@ -25,15 +22,15 @@ func RetryAfterSeconds(d Decision) int {
 
 // Error returns the protocol's answer to a refused request: 429
 // rate_limited with message (a generic one when empty), asking the caller
-// to wait RetryAfterSeconds (core.AppError.RetryAfter, which httpx sends
+// to wait RetryAfterSeconds (agentcap.Error.RetryAfter, which transports send
 // as the Retry-After header), and with the same seconds in a retry_after
 // envelope member for clients that read only the body.
-func Error(d Decision, message string) *core.AppError {
+func Error(d Decision, message string) *agentcap.Error {
 	if message == "" {
 		message = "too many requests; retry later"
 	}
 	secs := RetryAfterSeconds(d)
-	return core.NewAppError(http.StatusTooManyRequests, CodeRateLimited, message).
+	return agentcap.NewError(agentcap.CodeRateLimited, message).
 		With(RetryAfterField, secs).
 		WithRetryAfter(time.Duration(secs) * time.Second)
 }

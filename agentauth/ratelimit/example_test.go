@@ -54,6 +54,6 @@ func ExampleIPKey() {
 func ExampleError() {
 	d := ratelimit.Decision{RetryAfter: 29500 * time.Millisecond}
 	e := ratelimit.Error(d, "Agent agt_1 exceeded 60 requests/minute")
-	fmt.Println(e.Status, e.Code, e.Fields[ratelimit.RetryAfterField])
+	fmt.Println(e.HTTPStatus(), e.Code, e.Fields[ratelimit.RetryAfterField])
 	// Output: 429 rate_limited 30
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
@@ -16,31 +17,29 @@ import (
 type in struct{}
 type out struct{}
 
-// TestErrorThroughHTTPX: an authenticator that refuses with Error gets
-// the protocol's 429 answer, header and body, from httpx.
+// TestErrorThroughHTTPX: a verifier that refuses with Error gets the
+// protocol's 429 answer, header and body, from httpx.
 func TestErrorThroughHTTPX(t *testing.T) {
 	reg, err := core.NewRegistry(core.MustDefine("noop", "does nothing", func(context.Context, struct{}, in) (out, error) { return out{}, nil }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := core.NewExecutor[struct{}, string](reg, core.ExecutorConfig[struct{}, string]{
-		CreateContext: func(context.Context, string, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
-	})
+	exec, err := core.NewExecutor(reg, func(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) { return struct{}{}, nil }, core.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	limiter := ratelimit.NewMemory(0)
-	h, err := httpx.New(exec, httpx.Config[string]{
-		Authenticate: func(ctx context.Context, _ *httpx.Request) (string, error) {
+	h, err := httpx.New(exec, httpx.Config{
+		Verifier: auth.VerifierFunc(func(ctx context.Context, _ *auth.Request) (*auth.Identity, error) {
 			d, err := limiter.Allow(ctx, ratelimit.Key(ratelimit.DimAgent, "agt_1"), ratelimit.Limit{N: 1, Window: 42 * time.Second})
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			if !d.Allowed {
-				return "", ratelimit.Error(d, "")
+				return nil, ratelimit.Error(d, "")
 			}
-			return "agt_1", nil
-		},
+			return &auth.Identity{Subject: "agt_1", AgentID: "agt_1"}, nil
+		}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/agentauth/ratelimit/internal/limittest"
 )
@@ -250,7 +251,7 @@ func TestError(t *testing.T) {
 			t.Errorf("RetryAfterSeconds(%v) = %d, want %d", tc.retry, got, tc.secs)
 		}
 		e := ratelimit.Error(d, "")
-		if e.Status != http.StatusTooManyRequests || e.Code != "rate_limited" || e.Message == "" ||
+		if e.HTTPStatus() != http.StatusTooManyRequests || e.Code != agentcap.CodeRateLimited || e.Message == "" ||
 			e.Fields[ratelimit.RetryAfterField] != tc.secs || e.RetryAfter != time.Duration(tc.secs)*time.Second {
 			t.Errorf("Error(%v) = %+v", tc.retry, e)
 		}

@@ -2,6 +2,32 @@
 // applications that verify agent JWTs on more than one instance: a token
 // id recorded by one instance is refused by every other.
 //
+// # Redis must not evict
+//
+// A recorded token id is a key with a TTL, which Redis must keep until
+// the TTL ends: a token whose id Redis dropped early is accepted again.
+// Under a maxmemory-policy that evicts (volatile-lru, allkeys-lru and the
+// other volatile-* and allkeys-* policies, the default of several managed
+// services), a full Redis drops such keys silently. New therefore reads
+// the server's policy (CONFIG GET maxmemory-policy) and refuses to start
+// unless it is noeviction, under which a full Redis refuses writes and
+// the verifiers refuse tokens with 503 instead (failing closed). A
+// server that refuses CONFIG GET (managed services often do) is refused
+// too, since the policy cannot be checked: make sure it is noeviction
+// and set Config.AcceptEviction.
+//
+// # Shares
+//
+// The Cache is an agentauth.OwnerReplayCache: the verifiers charge each
+// token id to its agent and host, and the Cache refuses a token
+// (agentauth.ErrReplayShare, answered 429) of an agent that holds
+// Config.PerAgent unexpired ids, or of a host whose agents hold
+// Config.PerHost, so that one agent or host cannot fill the Redis every
+// instance relies on. The ids an owner holds are counted in buckets of
+// ten seconds of recording time, over the token's lifetime and the
+// bucket it started in: an owner may be refused a little early, never
+// late.
+//
 // # Keys
 //
 // A recorded token id is the Redis string key prefix + key, holding "1",
@@ -14,44 +40,99 @@
 // "a:b" is "bank:agentauth:agentauth:jti:a%3Ab:c", which the token "b:c"
 // of agent "a" ("...:jti:a:b:c") cannot share. The cache itself adds
 // nothing but the prefix, so keys that differ stay different in Redis.
+//
+// An owner's buckets are the counters prefix + "share:agent:" + agent id
+// (or "share:host:" + host id) + ":" + the bucket's number (Unix time in
+// tens of seconds), which expire with the last id they count. The number
+// after the last ':' ends the key, so two owners never share a bucket,
+// and no key agentauth.ReplayKey makes starts with "share:".
 package redisreplay
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/internal/rediseviction"
 )
+
+// Config configures a Cache.
+type Config struct {
+	// Prefix starts every key the Cache writes, for example
+	// "myapp:replay:".
+	Prefix string
+	// PerAgent bounds the unexpired token ids of one agent, PerHost those
+	// of all the agents of one host, in CheckAndSetFor: past either, the
+	// token is refused with agentauth.ErrReplayShare. Zero means 100,000
+	// and 1,000,000 (some 10 and 100 MB of Redis memory; 1,400 and
+	// 14,000 tokens a second over the verifiers' 70 s window); negative
+	// means no bound.
+	PerAgent, PerHost int
+	// AcceptEviction starts the Cache on a Redis whose maxmemory-policy
+	// may evict keys, or whose policy cannot be read, without asking:
+	// the application takes the risk that an evicted token id lets its
+	// token be used again (see the package documentation).
+	AcceptEviction bool
+	// Now is the clock of the buckets. Nil means time.Now; the ids
+	// themselves expire by Redis's clock.
+	Now func() time.Time
+}
 
 // Cache records token ids in Redis with SET key 1 NX PX ttl: Redis decides
 // atomically which of several concurrent callers records a key first, and
 // expires the key itself. It is safe for concurrent use.
 type Cache struct {
-	client redis.UniversalClient
-	prefix string
+	client            redis.UniversalClient
+	prefix            string
+	perAgent, perHost int
+	now               func() time.Time
 }
 
-var _ agentauth.ReplayCache = (*Cache)(nil)
+var _ agentauth.OwnerReplayCache = (*Cache)(nil)
 
-// New returns a Cache storing keys under prefix (for example
-// "myapp:replay:") through client. The client's own timeouts bound each
-// call; an error from Redis is returned, so the verifier fails closed.
-func New(client redis.UniversalClient, prefix string) *Cache {
-	return &Cache{client: client, prefix: prefix}
+// New checks that the server behind client does not evict keys (see the
+// package documentation; Config.AcceptEviction skips the check) and
+// returns a Cache storing keys under cfg.Prefix. The client's own
+// timeouts bound each call; an error from Redis is returned, so the
+// verifier fails closed.
+func New(ctx context.Context, client redis.UniversalClient, cfg Config) (*Cache, error) {
+	if client == nil {
+		return nil, errors.New("redisreplay: nil client")
+	}
+	if err := rediseviction.Check(ctx, client, "redisreplay", "a token id it forgets before the token expires lets the token be used again", cfg.AcceptEviction); err != nil {
+		return nil, err
+	}
+	c := &Cache{client: client, prefix: cfg.Prefix, perAgent: cfg.PerAgent, perHost: cfg.PerHost, now: cfg.Now}
+	if c.perAgent == 0 {
+		c.perAgent = 100_000
+	}
+	if c.perHost == 0 {
+		c.perHost = 1_000_000
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return c, nil
+}
+
+// ttlMillis is a ttl in whole milliseconds, rounded up.
+func ttlMillis(ttl time.Duration) int64 {
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
 }
 
 // CheckAndSet implements agentauth.ReplayCache. The ttl is rounded up to a
-// whole millisecond; a ttl that is not positive is an error.
+// whole millisecond; a ttl that is not positive is an error. The id is
+// charged to nobody.
 func (c *Cache) CheckAndSet(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	if ttl <= 0 {
 		return false, fmt.Errorf("redisreplay: ttl %v is not positive", ttl)
 	}
-	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
-	err := c.client.Do(ctx, "SET", c.prefix+key, "1", "NX", "PX", ms).Err()
+	err := c.client.Do(ctx, "SET", c.prefix+key, "1", "NX", "PX", ttlMillis(ttl)).Err()
 	switch {
 	case err == nil:
 		return true, nil
@@ -60,4 +141,81 @@ func (c *Cache) CheckAndSet(ctx context.Context, key string, ttl time.Duration) 
 	default:
 		return false, fmt.Errorf("redisreplay: SET NX: %w", err)
 	}
+}
+
+// bucketWidth is the span of recording time one bucket of an owner
+// counts.
+const bucketWidth = 10 * time.Second
+
+// shareScript records a token id charged to an agent and a host, unless
+// it is recorded already (0) or an owner holds its share (-1 the agent,
+// -2 the host), in one step, so that concurrent tokens of one owner never
+// pass its share together.
+//
+// KEYS[1] is the id's key; then ARGV[2] bucket keys of the agent and
+// ARGV[3] of the host, oldest first, the last one the current bucket.
+// ARGV[1] is the ttl in ms, ARGV[4] and ARGV[5] the shares (0: none),
+// ARGV[6] how long a charged bucket is kept, in ms.
+var shareScript = redis.NewScript(`
+local function held(first, n)
+	local sum = 0
+	for _, v in ipairs(redis.call('MGET', unpack(KEYS, first, first + n - 1))) do
+		if v then sum = sum + tonumber(v) end
+	end
+	return sum
+end
+local function charge(k, keep)
+	redis.call('INCR', k)
+	if redis.call('PTTL', k) < keep then redis.call('PEXPIRE', k, keep) end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local na, nh = tonumber(ARGV[2]), tonumber(ARGV[3])
+local la, lh = tonumber(ARGV[4]), tonumber(ARGV[5])
+if na > 0 and la > 0 and held(2, na) >= la then return -1 end
+if nh > 0 and lh > 0 and held(2 + na, nh) >= lh then return -2 end
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+local keep = tonumber(ARGV[6])
+if na > 0 then charge(KEYS[1 + na], keep) end
+if nh > 0 then charge(KEYS[1 + na + nh], keep) end
+return 1
+`)
+
+// CheckAndSetFor implements agentauth.OwnerReplayCache.
+func (c *Cache) CheckAndSetFor(ctx context.Context, key string, ttl time.Duration, agentID, hostID string) (bool, error) {
+	if ttl <= 0 {
+		return false, fmt.Errorf("redisreplay: ttl %v is not positive", ttl)
+	}
+	now := c.now()
+	// An id recorded in bucket b expires by the end of b plus ttl: the
+	// buckets from the one holding now - ttl on may count live ids.
+	last := now.UnixNano() / int64(bucketWidth)
+	first := now.Add(-ttl).UnixNano() / int64(bucketWidth)
+	keys := []string{c.prefix + key}
+	buckets := func(kind, id string) int {
+		if id == "" {
+			return 0
+		}
+		for b := first; b <= last; b++ {
+			keys = append(keys, c.prefix+"share:"+kind+":"+id+":"+strconv.FormatInt(b, 10))
+		}
+		return int(last - first + 1)
+	}
+	na := buckets("agent", agentID)
+	nh := buckets("host", hostID)
+	keep := ttlMillis(ttl + 2*bucketWidth)
+	res, err := shareScript.Run(ctx, c.client, keys, ttlMillis(ttl), na, nh, max(c.perAgent, 0), max(c.perHost, 0), keep).Int64()
+	if err != nil {
+		return false, fmt.Errorf("redisreplay: recording a token id: %w", err)
+	}
+	switch res {
+	case 1:
+		return true, nil
+	case 0:
+		return false, nil
+	case -1:
+		return false, fmt.Errorf("%w: agent %q holds %d unexpired token ids", agentauth.ErrReplayShare, agentID, c.perAgent)
+	case -2:
+		return false, fmt.Errorf("%w: the agents of host %q hold %d unexpired token ids", agentauth.ErrReplayShare, hostID, c.perHost)
+	}
+	return false, fmt.Errorf("redisreplay: the script answered %d", res)
 }

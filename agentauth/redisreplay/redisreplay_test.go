@@ -2,8 +2,10 @@ package redisreplay_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/redisreplay"
+	"github.com/agentcap/agentcap/internal/servicetest"
 )
 
 // redisClient connects to the Redis server named by AGENTCAP_REDIS_ADDR
@@ -61,9 +64,20 @@ func redisClient(t testing.TB) (*redis.Client, string) {
 	return client, prefix
 }
 
+// newCache returns a Cache on client under prefix, with the default
+// shares.
+func newCache(t testing.TB, client redis.UniversalClient, prefix string) *redisreplay.Cache {
+	t.Helper()
+	c, err := redisreplay.New(context.Background(), client, redisreplay.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestCache(t *testing.T) {
 	client, prefix := redisClient(t)
-	c := redisreplay.New(client, prefix)
+	c := newCache(t, client, prefix)
 	ctx := context.Background()
 	for i, step := range []struct {
 		key   string
@@ -106,7 +120,7 @@ func TestCache(t *testing.T) {
 // the token of one agent does not use up the id of another.
 func TestCacheKeysDoNotCollide(t *testing.T) {
 	client, prefix := redisClient(t)
-	c := redisreplay.New(client, prefix)
+	c := newCache(t, client, prefix)
 	ctx := context.Background()
 	for _, pair := range [][2][2]string{
 		{{"a:b", "c"}, {"a", "b:c"}},
@@ -131,7 +145,7 @@ func TestCacheKeysDoNotCollide(t *testing.T) {
 
 func TestCacheExpiry(t *testing.T) {
 	client, prefix := redisClient(t)
-	c := redisreplay.New(client, prefix)
+	c := newCache(t, client, prefix)
 	ctx := context.Background()
 	if fresh, err := c.CheckAndSet(ctx, "short", 50*time.Millisecond); !fresh || err != nil {
 		t.Fatalf("first: %v, %v", fresh, err)
@@ -159,7 +173,7 @@ func TestCacheSharedAcrossInstances(t *testing.T) {
 	client, prefix := redisClient(t)
 	other := redis.NewClient(&redis.Options{Addr: os.Getenv("AGENTCAP_REDIS_ADDR")})
 	defer other.Close()
-	a, b := redisreplay.New(client, prefix), redisreplay.New(other, prefix)
+	a, b := newCache(t, client, prefix), newCache(t, other, prefix)
 	ctx := context.Background()
 	if fresh, err := a.CheckAndSet(ctx, "k", time.Minute); !fresh || err != nil {
 		t.Fatalf("instance a: %v, %v", fresh, err)
@@ -171,7 +185,7 @@ func TestCacheSharedAcrossInstances(t *testing.T) {
 
 func TestCacheConcurrentSameKey(t *testing.T) {
 	client, prefix := redisClient(t)
-	c := redisreplay.New(client, prefix)
+	c := newCache(t, client, prefix)
 	for round := range 10 {
 		key := fmt.Sprintf("race-%d", round)
 		const n = 16
@@ -202,7 +216,7 @@ func TestCacheConcurrentSameKey(t *testing.T) {
 
 func TestCacheFailsClosed(t *testing.T) {
 	client, prefix := redisClient(t)
-	c := redisreplay.New(client, prefix)
+	c := newCache(t, client, prefix)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if fresh, err := c.CheckAndSet(ctx, "k", time.Minute); err == nil || fresh {
@@ -210,14 +224,18 @@ func TestCacheFailsClosed(t *testing.T) {
 	}
 	closed := redis.NewClient(&redis.Options{Addr: os.Getenv("AGENTCAP_REDIS_ADDR")})
 	closed.Close()
-	if fresh, err := redisreplay.New(closed, prefix).CheckAndSet(context.Background(), "k", time.Minute); err == nil || fresh {
+	down, err := redisreplay.New(context.Background(), closed, redisreplay.Config{Prefix: prefix, AcceptEviction: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh, err := down.CheckAndSet(context.Background(), "k", time.Minute); err == nil || fresh {
 		t.Fatalf("closed client: fresh = %v, err = %v; want an error", fresh, err)
 	}
 }
 
 func BenchmarkRedisReplayCache(b *testing.B) {
 	client, prefix := redisClient(b)
-	c := redisreplay.New(client, prefix)
+	c := newCache(b, client, prefix)
 	ctx := context.Background()
 	var seq atomic.Int64
 	b.ReportAllocs()
@@ -234,15 +252,132 @@ func ExampleNew() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer client.Close()
 
+	// New refuses a Redis that may evict keys (see the package docs).
+	cache, err := redisreplay.New(context.Background(), client, redisreplay.Config{Prefix: "bank:agentauth:"})
+	if err != nil {
+		panic(err)
+	}
 	verifier, err := agentauth.NewVerifier(agentauth.VerifierConfig{
 		Directory: agentauth.NewMemoryDirectory(),
 		Audiences: []string{"https://bank.example/capability/execute"},
 		// Every instance of the application refuses a token id that any
 		// instance has accepted.
-		Replay: redisreplay.New(client, "bank:agentauth:"),
+		Replay: cache,
 	})
 	if err != nil {
 		panic(err)
 	}
 	_ = verifier
+}
+
+// TestCacheShares: an agent past its share, or a host whose agents are
+// past theirs, is refused with ErrReplayShare and nothing is recorded,
+// while other owners still get in; a replay is reported as a replay and
+// charges nobody; the charges expire with the ids.
+func TestCacheShares(t *testing.T) {
+	client, prefix := redisClient(t)
+	clock := &shareClock{t: time.Unix(1_800_000_000, 0)}
+	c, err := redisreplay.New(context.Background(), client, redisreplay.Config{Prefix: prefix, PerAgent: 5, PerHost: 8, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	record := func(key, agent, host string) (bool, error) {
+		return c.CheckAndSetFor(ctx, key, 70*time.Second, agent, host)
+	}
+	for i := range 5 {
+		if fresh, err := record(fmt.Sprintf("a%d", i), "agt_a", "hst_1"); !fresh || err != nil {
+			t.Fatalf("agt_a's id %d: %v, %v", i, fresh, err)
+		}
+		clock.Add(3 * time.Second)
+	}
+	if fresh, err := record("a5", "agt_a", "hst_1"); fresh || !errors.Is(err, agentauth.ErrReplayShare) {
+		t.Fatalf("agt_a beyond its share: %v, %v", fresh, err)
+	}
+	if n, _ := client.Exists(ctx, prefix+"a5").Result(); n != 0 {
+		t.Fatal("a refused id was recorded")
+	}
+	// A replay of a recorded id is a replay, whoever it is charged to.
+	for range 3 {
+		if fresh, err := record("a0", "agt_b", "hst_1"); fresh || err != nil {
+			t.Fatalf("replay: %v, %v", fresh, err)
+		}
+	}
+	// The host's other agents share its eight: the replays above cost
+	// nothing.
+	for i := range 3 {
+		if fresh, err := record(fmt.Sprintf("b%d", i), "agt_b", "hst_1"); !fresh || err != nil {
+			t.Fatalf("agt_b's id %d: %v, %v", i, fresh, err)
+		}
+	}
+	if _, err := record("b3", "agt_b", "hst_1"); !errors.Is(err, agentauth.ErrReplayShare) {
+		t.Fatalf("hst_1 beyond its share: %v", err)
+	}
+	if fresh, err := record("c0", "agt_c", "hst_2"); !fresh || err != nil {
+		t.Fatalf("another host's agent: %v, %v", fresh, err)
+	}
+	// Without owners nothing is counted.
+	if fresh, err := c.CheckAndSet(ctx, "plain", 70*time.Second); !fresh || err != nil {
+		t.Fatalf("CheckAndSet: %v, %v", fresh, err)
+	}
+	// Once the ids are past their lifetime, and the bucket they were
+	// counted in is over, the owners are let in again.
+	clock.Add(70*time.Second + 10*time.Second)
+	for _, o := range [][2]string{{"agt_a", "hst_1"}, {"agt_b", "hst_1"}} {
+		if fresh, err := record("later-"+o[0], o[0], o[1]); !fresh || err != nil {
+			t.Fatalf("%s later: %v, %v", o[0], fresh, err)
+		}
+	}
+}
+
+type shareClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *shareClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *shareClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// TestNewRefusesEvictingRedis: on a Redis whose maxmemory-policy evicts,
+// or which will not say (CONFIG GET refused), New refuses to start unless
+// the application accepts the risk.
+func TestNewRefusesEvictingRedis(t *testing.T) {
+	addr := servicetest.RedisServer(t, "--maxmemory", "4mb", "--maxmemory-policy", "volatile-lru")
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	defer client.Close()
+	_, err := redisreplay.New(ctx, client, redisreplay.Config{Prefix: "r:"})
+	if err == nil || !strings.Contains(err.Error(), "maxmemory-policy is volatile-lru") || !strings.Contains(err.Error(), "AcceptEviction") {
+		t.Fatalf("New on volatile-lru: %v; want a refusal naming the policy and AcceptEviction", err)
+	}
+	if _, err := redisreplay.New(ctx, client, redisreplay.Config{Prefix: "r:", AcceptEviction: true}); err != nil {
+		t.Fatalf("New accepting eviction: %v", err)
+	}
+	// A user without CONFIG, as managed services give.
+	if err := client.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-config").Err(); err != nil {
+		t.Fatal(err)
+	}
+	limited := redis.NewClient(&redis.Options{Addr: addr, Username: "app", Password: "pw"})
+	defer limited.Close()
+	_, err = redisreplay.New(ctx, limited, redisreplay.Config{Prefix: "r:"})
+	if err == nil || !strings.Contains(err.Error(), "cannot read Redis's maxmemory-policy") || !strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("New without CONFIG: %v; want a refusal saying the policy cannot be read", err)
+	}
+	if _, err := redisreplay.New(ctx, limited, redisreplay.Config{Prefix: "r:", AcceptEviction: true}); err != nil {
+		t.Fatalf("New without CONFIG, accepting eviction: %v", err)
+	}
+	// The server this suite shares keeps Redis's default, noeviction.
+	shared, _ := redisClient(t)
+	if _, err := redisreplay.New(ctx, shared, redisreplay.Config{Prefix: "r:"}); err != nil {
+		t.Fatalf("New on noeviction: %v", err)
+	}
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
@@ -25,18 +25,18 @@ func ExampleNewMemory() {
 	s := store.NewMemory()
 	defer s.Close()
 
-	_ = s.CreateHost(ctx, &store.Host{ID: "hst_1", PublicKey: jwkFromSeed(1), Status: agentauth.StatusActive})
+	_ = s.CreateHost(ctx, &store.Host{ID: "hst_1", PublicKey: jwkFromSeed(1), Status: agentcap.StatusActive})
 	_ = s.CreateAgent(ctx, &store.Agent{
 		ID: "agt_1", HostID: "hst_1", Name: "Bank balance checker",
-		Mode: agentauth.ModeDelegated, Status: agentauth.StatusPending,
+		Mode: agentcap.ModeDelegated, Status: agentcap.StatusPending,
 		AgentKey: store.AgentKey{PublicKey: jwkFromSeed(2)},
-		Grants:   []store.Grant{{Capability: "check_balance", Status: agentauth.StatusPending}},
+		Grants:   []store.Grant{{Capability: "check_balance", Status: agentcap.StatusPending}},
 	})
 
 	p := store.Policy{SessionTTL: 30 * time.Minute, MaxLifetime: 24 * time.Hour}
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	fmt.Println(s.ActivateAgent(ctx, "agt_1", []string{agentauth.StatusPending}, now, p))
-	err := s.ActivateAgent(ctx, "agt_1", []string{agentauth.StatusPending}, now, p)
+	fmt.Println(s.ActivateAgent(ctx, "agt_1", []string{agentcap.StatusPending}, now, p))
+	err := s.ActivateAgent(ctx, "agt_1", []string{agentcap.StatusPending}, now, p)
 	var se *store.StatusError
 	fmt.Println(errors.As(err, &se), se.Status)
 
@@ -61,11 +61,11 @@ func ExampleMemory_Sweep() {
 	ctx := context.Background()
 	s := store.NewMemory()
 	now := time.Date(2030, 1, 10, 0, 0, 0, 0, time.UTC)
-	_ = s.CreateHost(ctx, &store.Host{ID: "hst_1", PublicKey: jwkFromSeed(1), Status: agentauth.StatusActive})
+	_ = s.CreateHost(ctx, &store.Host{ID: "hst_1", PublicKey: jwkFromSeed(1), Status: agentcap.StatusActive})
 	used := now.Add(-time.Hour)
-	_ = s.CreateAgent(ctx, &store.Agent{ID: "agt_idle", HostID: "hst_1", Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive,
+	_ = s.CreateAgent(ctx, &store.Agent{ID: "agt_idle", HostID: "hst_1", Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive,
 		AgentKey: store.AgentKey{PublicKey: jwkFromSeed(2)}, CreatedAt: now.Add(-2 * time.Hour), LastUsedAt: &used})
-	_ = s.CreateAgent(ctx, &store.Agent{ID: "agt_stale", HostID: "hst_1", Mode: agentauth.ModeDelegated, Status: agentauth.StatusPending,
+	_ = s.CreateAgent(ctx, &store.Agent{ID: "agt_stale", HostID: "hst_1", Mode: agentcap.ModeDelegated, Status: agentcap.StatusPending,
 		AgentKey: store.AgentKey{PublicKey: jwkFromSeed(3)}, CreatedAt: now.Add(-48 * time.Hour)})
 
 	r, _ := s.Sweep(ctx, now, store.Policy{SessionTTL: 30 * time.Minute, PendingTTL: 24 * time.Hour})

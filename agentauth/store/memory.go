@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 )
 
@@ -210,7 +211,7 @@ func (m *Memory) UpdateHostStatus(ctx context.Context, id string, from []string,
 	now := normTime(m.now())
 	h.Status, h.UpdatedAt = to, now
 	n := 0
-	if to == agentauth.StatusRevoked || to == agentauth.StatusRejected {
+	if to == agentcap.StatusRevoked || to == agentcap.StatusRejected {
 		for aid := range m.hostAgents[id] {
 			a := m.agents[aid]
 			if slices.Contains(liveAgentStatuses, a.Status) {
@@ -224,7 +225,7 @@ func (m *Memory) UpdateHostStatus(ctx context.Context, id string, from []string,
 
 // liveAgentStatuses are the agent states a host's revocation, rejection
 // or linking still changes.
-var liveAgentStatuses = []string{agentauth.StatusPending, agentauth.StatusActive, agentauth.StatusExpired}
+var liveAgentStatuses = []string{agentcap.StatusPending, agentcap.StatusActive, agentcap.StatusExpired}
 
 // LinkHostUser implements Store.
 func (m *Memory) LinkHostUser(ctx context.Context, id, userID string) ([]string, error) {
@@ -250,14 +251,14 @@ func (m *Memory) LinkHostUser(ctx context.Context, id, userID string) ([]string,
 	for aid := range m.hostAgents[id] {
 		a := m.agents[aid]
 		switch {
-		case a.Mode == agentauth.ModeAutonomous && slices.Contains(liveAgentStatuses, a.Status):
-			a.Status, a.UserID, a.UpdatedAt = agentauth.StatusClaimed, userID, now
+		case a.Mode == agentcap.ModeAutonomous && slices.Contains(liveAgentStatuses, a.Status):
+			a.Status, a.UserID, a.UpdatedAt = agentcap.StatusClaimed, userID, now
 			for i := range a.Grants {
 				g := &a.Grants[i]
-				g.Status, g.DeniedBy, g.Reason, g.UpdatedAt = agentauth.StatusDenied, ClaimedBy, ClaimedReason, now
+				g.Status, g.DeniedBy, g.Reason, g.UpdatedAt = agentcap.StatusDenied, ClaimedBy, ClaimedReason, now
 			}
 			claimed = append(claimed, aid)
-		case a.Mode == agentauth.ModeDelegated && a.UserID == "":
+		case a.Mode == agentcap.ModeDelegated && a.UserID == "":
 			a.UserID, a.UpdatedAt = userID, now
 		}
 	}
@@ -357,8 +358,8 @@ func (m *Memory) CreateAgent(ctx context.Context, a *Agent) error {
 	if err != nil {
 		return err
 	}
-	if h.Status == agentauth.StatusRevoked || h.Status == agentauth.StatusRejected {
-		return &StatusError{Kind: "host", ID: h.ID, Status: h.Status, Want: []string{agentauth.StatusActive, agentauth.StatusPending}}
+	if h.Status == agentcap.StatusRevoked || h.Status == agentcap.StatusRejected {
+		return &StatusError{Kind: "host", ID: h.ID, Status: h.Status, Want: []string{agentcap.StatusActive, agentcap.StatusPending}}
 	}
 	if _, ok := m.agents[c.ID]; ok {
 		return conflict("agent %q exists", c.ID)
@@ -713,25 +714,25 @@ func (m *Memory) Sweep(ctx context.Context, now time.Time, p Policy) (SweepResul
 	stamp := normTime(m.now())
 	for id, a := range m.agents {
 		switch {
-		case a.Status == agentauth.StatusPending:
+		case a.Status == agentcap.StatusPending:
 			if p.PendingTTL > 0 && !now.Before(a.CreatedAt.Add(p.PendingTTL)) {
 				m.deleteAgentLocked(id)
 				r.AgentsDeleted++
 			}
 		default:
 			switch p.Lapsed(a, now) {
-			case agentauth.StatusRevoked:
-				a.Status, a.UpdatedAt = agentauth.StatusRevoked, stamp
+			case agentcap.StatusRevoked:
+				a.Status, a.UpdatedAt = agentcap.StatusRevoked, stamp
 				r.AgentsRevoked++
-			case agentauth.StatusExpired:
-				a.Status, a.UpdatedAt = agentauth.StatusExpired, stamp
+			case agentcap.StatusExpired:
+				a.Status, a.UpdatedAt = agentcap.StatusExpired, stamp
 				r.AgentsExpired++
 			}
 		}
 	}
 	if p.PendingTTL > 0 {
 		for id, h := range m.hosts {
-			if h.Status == agentauth.StatusPending && len(m.hostAgents[id]) == 0 && !now.Before(h.CreatedAt.Add(p.PendingTTL)) {
+			if h.Status == agentcap.StatusPending && len(m.hostAgents[id]) == 0 && !now.Before(h.CreatedAt.Add(p.PendingTTL)) {
 				m.deleteHostLocked(id)
 				r.HostsDeleted++
 			}

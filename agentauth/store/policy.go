@@ -3,7 +3,7 @@ package store
 import (
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 )
 
 // Policy holds the lifetime clocks of protocol §2.4 and the cleanup
@@ -56,21 +56,21 @@ func (p Policy) Deadline(a *Agent) *time.Time {
 // here: pending agents are cleaned up by PendingTTL, terminal ones stay.
 func (p Policy) Lapsed(a *Agent, now time.Time) string {
 	switch a.Status {
-	case agentauth.StatusActive, agentauth.StatusExpired:
+	case agentcap.StatusActive, agentcap.StatusExpired:
 	default:
 		return ""
 	}
 	if p.AbsoluteLifetime > 0 && !now.Before(a.CreatedAt.Add(p.AbsoluteLifetime)) {
-		return agentauth.StatusRevoked
+		return agentcap.StatusRevoked
 	}
-	if a.Status != agentauth.StatusActive {
+	if a.Status != agentcap.StatusActive {
 		return ""
 	}
 	switch {
 	case p.SessionTTL > 0 && !now.Before(idleSince(a).Add(p.SessionTTL)),
 		p.MaxLifetime > 0 && !now.Before(activeSince(a).Add(p.MaxLifetime)),
 		a.ExpiresAt != nil && !now.Before(*a.ExpiresAt):
-		return agentauth.StatusExpired
+		return agentcap.StatusExpired
 	}
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
@@ -25,17 +26,17 @@ func TestPolicyDeadlineAndLapsed(t *testing.T) {
 		at       time.Duration
 		lapsed   string
 	}{
-		{"fresh, never used", store.Agent{Status: agentauth.StatusActive, CreatedAt: t0}, tp(30 * time.Minute), 29 * time.Minute, ""},
-		{"idle exactly TTL", store.Agent{Status: agentauth.StatusActive, CreatedAt: t0}, tp(30 * time.Minute), 30 * time.Minute, agentauth.StatusExpired},
-		{"last use counts", store.Agent{Status: agentauth.StatusActive, CreatedAt: t0, ActivatedAt: tp(time.Hour), LastUsedAt: tp(2 * time.Hour)}, tp(150 * time.Minute), 149 * time.Minute, ""},
-		{"activation counts", store.Agent{Status: agentauth.StatusActive, CreatedAt: t0, ActivatedAt: tp(3 * time.Hour), LastUsedAt: tp(2 * time.Hour)}, tp(210 * time.Minute), 210 * time.Minute, agentauth.StatusExpired},
-		{"max lifetime", store.Agent{Status: agentauth.StatusActive, CreatedAt: t0, ActivatedAt: tp(time.Hour), LastUsedAt: tp(25*time.Hour - time.Minute)}, tp(25 * time.Hour), 25 * time.Hour, agentauth.StatusExpired},
-		{"absolute", store.Agent{Status: agentauth.StatusActive, CreatedAt: t0, ActivatedAt: tp(167*time.Hour + 50*time.Minute)}, tp(168 * time.Hour), 168 * time.Hour, agentauth.StatusRevoked},
-		{"expired past absolute", store.Agent{Status: agentauth.StatusExpired, CreatedAt: t0}, tp(30 * time.Minute), 168 * time.Hour, agentauth.StatusRevoked},
-		{"expired before absolute", store.Agent{Status: agentauth.StatusExpired, CreatedAt: t0}, tp(30 * time.Minute), 100 * time.Hour, ""},
-		{"stored deadline", store.Agent{Status: agentauth.StatusActive, CreatedAt: t0, ExpiresAt: tp(time.Minute)}, tp(30 * time.Minute), time.Minute, agentauth.StatusExpired},
-		{"pending never lapses here", store.Agent{Status: agentauth.StatusPending, CreatedAt: t0}, tp(30 * time.Minute), 1000 * time.Hour, ""},
-		{"revoked stays", store.Agent{Status: agentauth.StatusRevoked, CreatedAt: t0}, tp(30 * time.Minute), 1000 * time.Hour, ""},
+		{"fresh, never used", store.Agent{Status: agentcap.StatusActive, CreatedAt: t0}, tp(30 * time.Minute), 29 * time.Minute, ""},
+		{"idle exactly TTL", store.Agent{Status: agentcap.StatusActive, CreatedAt: t0}, tp(30 * time.Minute), 30 * time.Minute, agentcap.StatusExpired},
+		{"last use counts", store.Agent{Status: agentcap.StatusActive, CreatedAt: t0, ActivatedAt: tp(time.Hour), LastUsedAt: tp(2 * time.Hour)}, tp(150 * time.Minute), 149 * time.Minute, ""},
+		{"activation counts", store.Agent{Status: agentcap.StatusActive, CreatedAt: t0, ActivatedAt: tp(3 * time.Hour), LastUsedAt: tp(2 * time.Hour)}, tp(210 * time.Minute), 210 * time.Minute, agentcap.StatusExpired},
+		{"max lifetime", store.Agent{Status: agentcap.StatusActive, CreatedAt: t0, ActivatedAt: tp(time.Hour), LastUsedAt: tp(25*time.Hour - time.Minute)}, tp(25 * time.Hour), 25 * time.Hour, agentcap.StatusExpired},
+		{"absolute", store.Agent{Status: agentcap.StatusActive, CreatedAt: t0, ActivatedAt: tp(167*time.Hour + 50*time.Minute)}, tp(168 * time.Hour), 168 * time.Hour, agentcap.StatusRevoked},
+		{"expired past absolute", store.Agent{Status: agentcap.StatusExpired, CreatedAt: t0}, tp(30 * time.Minute), 168 * time.Hour, agentcap.StatusRevoked},
+		{"expired before absolute", store.Agent{Status: agentcap.StatusExpired, CreatedAt: t0}, tp(30 * time.Minute), 100 * time.Hour, ""},
+		{"stored deadline", store.Agent{Status: agentcap.StatusActive, CreatedAt: t0, ExpiresAt: tp(time.Minute)}, tp(30 * time.Minute), time.Minute, agentcap.StatusExpired},
+		{"pending never lapses here", store.Agent{Status: agentcap.StatusPending, CreatedAt: t0}, tp(30 * time.Minute), 1000 * time.Hour, ""},
+		{"revoked stays", store.Agent{Status: agentcap.StatusRevoked, CreatedAt: t0}, tp(30 * time.Minute), 1000 * time.Hour, ""},
 	} {
 		d := p.Deadline(&tc.a)
 		if (d == nil) != (tc.deadline == nil) || (d != nil && !d.Equal(*tc.deadline)) {
@@ -51,9 +52,9 @@ func TestPolicyDeadlineAndLapsed(t *testing.T) {
 }
 
 func TestStatusError(t *testing.T) {
-	err := store.CheckStatus("agent", "agt_1", agentauth.StatusRevoked, []string{agentauth.StatusActive, agentauth.StatusPending})
+	err := store.CheckStatus("agent", "agt_1", agentcap.StatusRevoked, []string{agentcap.StatusActive, agentcap.StatusPending})
 	var se *store.StatusError
-	if !errors.As(err, &se) || !errors.Is(err, store.ErrStatus) || se.Status != agentauth.StatusRevoked {
+	if !errors.As(err, &se) || !errors.Is(err, store.ErrStatus) || se.Status != agentcap.StatusRevoked {
 		t.Fatalf("CheckStatus = %v", err)
 	}
 	if got := err.Error(); got != `store: agent "agt_1" is revoked, not active or pending` {
@@ -95,7 +96,7 @@ func FuzzPrepareAgentKey(f *testing.F) {
 			t.Fatalf("thumbprint %q", k.Thumbprint)
 		}
 		d := agentauth.NewMemoryDirectory()
-		if err := d.PutHost(&agentauth.Host{ID: "h", Status: agentauth.StatusActive, PublicKey: json.RawMessage(jwk)}); err != nil {
+		if err := d.PutHost(&agentauth.Host{ID: "h", Status: agentcap.StatusActive, PublicKey: json.RawMessage(jwk)}); err != nil {
 			t.Fatalf("the store accepted a key agentauth refuses: %v", err)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 )
 
@@ -34,7 +35,7 @@ func PrepareHost(h *Host, now time.Time) (*Host, error) {
 		return nil, invalid("host %q: %v", c.ID, err)
 	}
 	switch c.Status {
-	case agentauth.StatusActive, agentauth.StatusPending, agentauth.StatusRevoked, agentauth.StatusRejected:
+	case agentcap.StatusActive, agentcap.StatusPending, agentcap.StatusRevoked, agentcap.StatusRejected:
 	default:
 		return nil, invalid("host %q: status %q is not one of active, pending, revoked, rejected", c.ID, c.Status)
 	}
@@ -76,7 +77,7 @@ func PrepareAgent(a *Agent, now time.Time) (*Agent, error) {
 		return nil, invalid("agent %q: %v", c.ID, err)
 	}
 	switch c.Mode {
-	case agentauth.ModeDelegated, agentauth.ModeAutonomous:
+	case agentcap.ModeDelegated, agentcap.ModeAutonomous:
 	default:
 		return nil, invalid("agent %q: mode %q is not one of delegated, autonomous", c.ID, c.Mode)
 	}
@@ -264,7 +265,7 @@ func CheckAgentStatus(status string) error {
 // CheckHostStatus validates a host status a caller wants to set.
 func CheckHostStatus(status string) error {
 	switch status {
-	case agentauth.StatusActive, agentauth.StatusPending, agentauth.StatusRevoked, agentauth.StatusRejected:
+	case agentcap.StatusActive, agentcap.StatusPending, agentcap.StatusRevoked, agentcap.StatusRejected:
 		return nil
 	}
 	return invalid("host status %q is not one of active, pending, revoked, rejected", status)
@@ -316,10 +317,10 @@ func Activate(a *Agent, from []string, now time.Time, p Policy) error {
 func activate(a *Agent, now time.Time, p Policy) error {
 	now = normTime(now)
 	if p.absoluteLapsed(a, now) {
-		a.Status = agentauth.StatusRevoked
+		a.Status = agentcap.StatusRevoked
 		return lifetimeExceeded(a)
 	}
-	a.Status = agentauth.StatusActive
+	a.Status = agentcap.StatusActive
 	a.ActivatedAt = &now
 	a.ExpiresAt = p.Deadline(a)
 	return nil
@@ -328,21 +329,21 @@ func activate(a *Agent, now time.Time, p Policy) error {
 // Reactivate applies ReactivateAgent to a, replacing its grants with
 // grants already prepared by PrepareGrants.
 func Reactivate(a *Agent, to string, grants []Grant, now time.Time, p Policy) error {
-	if to != agentauth.StatusActive && to != agentauth.StatusPending {
+	if to != agentcap.StatusActive && to != agentcap.StatusPending {
 		return invalid("an agent is reactivated to active or pending, not %q", to)
 	}
-	if err := CheckStatus("agent", a.ID, a.Status, []string{agentauth.StatusExpired}); err != nil {
+	if err := CheckStatus("agent", a.ID, a.Status, []string{agentcap.StatusExpired}); err != nil {
 		return err
 	}
 	if p.absoluteLapsed(a, now) {
-		a.Status = agentauth.StatusRevoked
+		a.Status = agentcap.StatusRevoked
 		return lifetimeExceeded(a)
 	}
 	a.Grants = grants
-	if to == agentauth.StatusActive {
+	if to == agentcap.StatusActive {
 		return activate(a, now, p)
 	}
-	a.Status = agentauth.StatusPending
+	a.Status = agentcap.StatusPending
 	a.ExpiresAt = nil
 	return nil
 }
@@ -350,17 +351,17 @@ func Reactivate(a *Agent, to string, grants []Grant, now time.Time, p Policy) er
 // Touch applies TouchAgent to a. When it returns an error after changing
 // a.Status, the change must still be written.
 func Touch(a *Agent, now time.Time, p Policy) error {
-	if err := CheckStatus("agent", a.ID, a.Status, []string{agentauth.StatusActive}); err != nil {
+	if err := CheckStatus("agent", a.ID, a.Status, []string{agentcap.StatusActive}); err != nil {
 		return err
 	}
 	now = normTime(now)
 	switch p.Lapsed(a, now) {
-	case agentauth.StatusRevoked:
-		a.Status = agentauth.StatusRevoked
+	case agentcap.StatusRevoked:
+		a.Status = agentcap.StatusRevoked
 		return lifetimeExceeded(a)
-	case agentauth.StatusExpired:
-		a.Status = agentauth.StatusExpired
-		return &StatusError{Kind: "agent", ID: a.ID, Status: agentauth.StatusExpired, Want: []string{agentauth.StatusActive}}
+	case agentcap.StatusExpired:
+		a.Status = agentcap.StatusExpired
+		return &StatusError{Kind: "agent", ID: a.ID, Status: agentcap.StatusExpired, Want: []string{agentcap.StatusActive}}
 	}
 	// Concurrent requests may be recorded out of order; the clock only
 	// moves forward.
@@ -381,10 +382,10 @@ func ChangeGrant(g *Grant, agentID string, c GrantChange, now time.Time) error {
 	}
 	g.Status = c.To
 	switch c.To {
-	case agentauth.StatusActive:
+	case agentcap.StatusActive:
 		g.GrantedBy = c.By
 		g.ExpiresAt = normTimePtr(c.ExpiresAt)
-	case agentauth.StatusDenied:
+	case agentcap.StatusDenied:
 		g.DeniedBy = c.By
 	}
 	if c.Reason != "" {
@@ -436,7 +437,7 @@ func Decide(a *Approval, to, userID string, now time.Time) error {
 
 func lifetimeExceeded(a *Agent) error {
 	return fmt.Errorf("%w: %w", ErrLifetimeExceeded,
-		&StatusError{Kind: "agent", ID: a.ID, Status: agentauth.StatusRevoked, Want: []string{agentauth.StatusActive}})
+		&StatusError{Kind: "agent", ID: a.ID, Status: agentcap.StatusRevoked, Want: []string{agentcap.StatusActive}})
 }
 
 func invalid(format string, args ...any) error {
@@ -445,8 +446,8 @@ func invalid(format string, args ...any) error {
 
 func validAgentStatus(s string) bool {
 	switch s {
-	case agentauth.StatusPending, agentauth.StatusActive, agentauth.StatusExpired,
-		agentauth.StatusRevoked, agentauth.StatusRejected, agentauth.StatusClaimed:
+	case agentcap.StatusPending, agentcap.StatusActive, agentcap.StatusExpired,
+		agentcap.StatusRevoked, agentcap.StatusRejected, agentcap.StatusClaimed:
 		return true
 	}
 	return false
@@ -454,7 +455,7 @@ func validAgentStatus(s string) bool {
 
 func validGrantStatus(s string) bool {
 	switch s {
-	case agentauth.StatusActive, agentauth.StatusPending, agentauth.StatusDenied:
+	case agentcap.StatusActive, agentcap.StatusPending, agentcap.StatusDenied:
 		return true
 	}
 	return false
@@ -550,7 +551,7 @@ func keyThumbprint(publicKey json.RawMessage, jwksURL, given string) (string, er
 	}
 	// The verifier has the last word on keys (it also refuses low-order
 	// points, for one): a key it would refuse is never stored.
-	if err := agentauth.NewMemoryDirectory().PutHost(&agentauth.Host{ID: "key", Status: agentauth.StatusActive, PublicKey: publicKey}); err != nil {
+	if err := agentauth.NewMemoryDirectory().PutHost(&agentauth.Host{ID: "key", Status: agentcap.StatusActive, PublicKey: publicKey}); err != nil {
 		return "", errors.New("public key refused by the verifier: " + strings.TrimPrefix(err.Error(), `agentauth: host "key": `))
 	}
 	if given != "" && given != tp {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 )
 
@@ -213,8 +214,8 @@ func (h *Host) DirectoryHost() *agentauth.Host {
 // the session deadline holds between two sweeps.
 func (a *Agent) DirectoryAgent(now time.Time) *agentauth.Agent {
 	status := a.Status
-	if status == agentauth.StatusActive && a.ExpiresAt != nil && !now.Before(*a.ExpiresAt) {
-		status = agentauth.StatusExpired
+	if status == agentcap.StatusActive && a.ExpiresAt != nil && !now.Before(*a.ExpiresAt) {
+		status = agentcap.StatusExpired
 	}
 	d := &agentauth.Agent{
 		ID:        a.ID,

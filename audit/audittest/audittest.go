@@ -141,7 +141,7 @@ func testDuplicateID(t *testing.T, s audit.Store) {
 func testFilters(t *testing.T, s audit.Store) {
 	write(t, s,
 		audit.Record{ID: "1", Time: base.Add(1 * time.Second), Event: "transfer", Outcome: "ok", UserID: "alice", AgentID: "a1", Capability: "transfer"},
-		audit.Record{ID: "2", Time: base.Add(2 * time.Second), Event: "transfer", Outcome: "forbidden", UserID: "bob", AgentID: "b1", Capability: "transfer"},
+		audit.Record{ID: "2", Time: base.Add(2 * time.Second), Event: "transfer", Outcome: "unauthorized", UserID: "bob", AgentID: "b1", Capability: "transfer"},
 		audit.Record{ID: "3", Time: base.Add(3 * time.Second), Event: audit.EventPreview, Outcome: "ok", UserID: "alice", AgentID: "a2", Capability: "transfer"},
 		audit.Record{ID: "4", Time: base.Add(4 * time.Second), Event: "balance", Outcome: "ok", UserID: "alice", AgentID: "a1", Capability: "balance"},
 		audit.Record{ID: "5", Time: base.Add(5 * time.Second), Event: audit.EventAgentRevoked, Outcome: "ok", UserID: "alice", AgentID: "a1"},

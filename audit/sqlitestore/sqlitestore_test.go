@@ -34,7 +34,7 @@ func TestAppendOnly(t *testing.T) {
 	if err := s.Write(ctx, audit.Record{ID: "x", Event: "e", Outcome: "ok"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.DB().ExecContext(ctx, `UPDATE `+sqlitestore.Table+` SET outcome = 'forbidden'`)
+	_, err := s.DB().ExecContext(ctx, `UPDATE `+sqlitestore.Table+` SET outcome = 'unauthorized'`)
 	if err == nil || !strings.Contains(err.Error(), "append-only") {
 		t.Fatalf("update: %v, want the append-only refusal", err)
 	}

@@ -49,7 +49,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentcap/agentcap/internal/loadgen"
+	"github.com/agentcap/agentcap/cmd/agentcap-load/internal/loadgen"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentcap/agentcap/internal/loadgen"
+	"github.com/agentcap/agentcap/cmd/agentcap-load/internal/loadgen"
 )
 
 // startBank builds the example bank and runs it with args (plus -addr

@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agentcap/agentcap/internal/loadgen"
+	"github.com/agentcap/agentcap/cmd/agentcap-load/internal/loadgen"
 )
 
 // TestThroughput measures one bank instance answering verified executes

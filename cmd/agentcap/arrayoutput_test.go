@@ -24,8 +24,8 @@ var wordsCap = core.MustDefine("echo", "Echo a message's words.",
 
 func TestExecutePrintsArrays(t *testing.T) {
 	p := newProvider(t)
-	exec := captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), []core.Definer{wordsCap})
-	p.loc = agentauthtest.NewServer(t, exec, agentauth.HTTPOptions[struct{}]{})
+	exec := captest.NewExecutor(t, captest.Static(struct{}{}), core.Config{}, wordsCap)
+	p.loc = agentauthtest.NewServer(t, exec, agentauth.Config{})
 	state := t.TempDir()
 	lo := "--insecure-loopback"
 	if code, out, errOut := agentcap(t, state, "connect", p.URL, lo, "--capability", "echo"); code != 0 {

@@ -15,11 +15,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	wire "github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
-	"github.com/agentcap/agentcap/mcpx"
 	"github.com/agentcap/agentcap/testing/captest"
 )
 
@@ -49,13 +48,7 @@ func newConfirmingProvider(t *testing.T) (*provider, *atomic.Int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), []core.Definer{echoCap, send},
-		func(cfg *core.ExecutorConfig[struct{}, agentauth.Caller[struct{}]]) {
-			cfg.Confirmation = core.ConfirmationConfig[agentauth.Caller[struct{}]]{
-				Confirmer: mgr,
-				Subject:   func(c agentauth.Caller[struct{}]) string { return c.Session.Agent.ID },
-			}
-		})
+	exec := captest.NewExecutor(t, captest.Static(struct{}{}), core.Config{Confirmation: core.ConfirmationConfig{Confirmer: mgr}}, echoCap, send)
 	return newProviderExec(t, exec), sent
 }
 
@@ -325,7 +318,7 @@ func TestMCPAsksForConfirmation(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, tool := range listed.Tools {
-				if marked := tool.Meta[mcpx.MetaRequiresConfirmation] == true; marked != (tool.Name == "test__send") {
+				if marked := tool.Meta[wire.MCPMetaRequiresConfirmation] == true; marked != (tool.Name == "test__send") {
 					t.Errorf("tool %s marked %v", tool.Name, marked)
 				}
 			}
@@ -430,11 +423,11 @@ func TestMCPConfirmationState(t *testing.T) {
 	if err != nil || !first.NeedsInput() || first.RequestState == "" || len(first.InputRequests) != 1 {
 		t.Fatalf("first call: %v %+v", err, first)
 	}
-	ask, _ := first.InputRequests[mcpx.ElicitationID].(*mcp.ElicitParams)
+	ask, _ := first.InputRequests[wire.MCPElicitationID].(*mcp.ElicitParams)
 	if ask == nil || !strings.Contains(ask.Message, `"would_send": 8`) || ask.Meta["agentcap/capability"] != "send" {
 		t.Fatalf("input request %+v", first.InputRequests)
 	}
-	yes := mcp.InputResponseMap{mcpx.ElicitationID: &mcp.ElicitResult{Action: "accept"}}
+	yes := mcp.InputResponseMap{wire.MCPElicitationID: &mcp.ElicitResult{Action: "accept"}}
 	retry := func(state string, amount int) (string, bool) {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test__send", Arguments: map[string]any{"amount": amount},

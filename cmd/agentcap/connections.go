@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	wire "github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
 )
 
@@ -116,7 +116,7 @@ func grantSummary(gs []client.Grant) string {
 	parts := make([]string, len(gs))
 	for i, g := range gs {
 		parts[i] = g.Capability
-		if g.Status != agentauth.StatusActive {
+		if g.Status != wire.StatusActive {
 			parts[i] += " (" + g.Status + ")"
 		}
 	}
@@ -203,7 +203,7 @@ func (c *cli) request(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	}
 	var refused []string
 	for _, r := range caps {
-		if g, ok := st.Grant(r.Name); !ok || g.Status != agentauth.StatusActive {
+		if g, ok := st.Grant(r.Name); !ok || g.Status != wire.StatusActive {
 			refused = append(refused, r.Name)
 		}
 	}
@@ -227,7 +227,7 @@ func (e hintedError) Unwrap() error { return e.err }
 // that hold an active grant for it, and how to act as one of them, or
 // else how to ask for it. Any other error is returned as it is.
 func (c *cli) grantHint(ctx context.Context, a *client.Agent, capability string, err error) error {
-	if !client.IsCode(err, agentauth.CodeCapabilityNotGranted) {
+	if !client.IsCode(err, wire.CodeCapabilityNotGranted) {
 		return err
 	}
 	cl, dir, cerr := c.newClient()
@@ -245,10 +245,10 @@ func (c *cli) grantHint(ctx context.Context, a *client.Agent, capability string,
 			continue
 		}
 		st, serr := readStatus(ctx, cl, conn.Connection)
-		if serr != nil || st.Status != agentauth.StatusActive {
+		if serr != nil || st.Status != wire.StatusActive {
 			continue
 		}
-		if g, ok := st.Grant(capability); ok && g.Status == agentauth.StatusActive && (g.ExpiresAt == nil || time.Now().Before(*g.ExpiresAt)) {
+		if g, ok := st.Grant(capability); ok && g.Status == wire.StatusActive && (g.ExpiresAt == nil || time.Now().Before(*g.ExpiresAt)) {
 			holders = append(holders, conn.Connection)
 		}
 	}

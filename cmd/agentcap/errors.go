@@ -76,6 +76,14 @@ func (c *cli) printError(err error) {
 // extraMembers returns the members of e's error object beyond those
 // client.Error holds in its fields: the code ("error" or "code"), the
 // message and the constraint violations.
+//
+// It reads them from e.Body rather than e.Fields: Fields leaves out every
+// member the client interprets ("error", "code", "message", "errors",
+// "violations", "retry_after"), and the raw form of those is printed
+// whenever it says more than the interpreted one (field errors with
+// members beyond path and message, a retry_after, an "error" that is not
+// the code, violations of another shape). Details and RetryAfter keep
+// only what the client understood of them.
 func extraMembers(e *client.Error) map[string]json.RawMessage {
 	var members map[string]json.RawMessage
 	if json.Unmarshal(e.Body, &members) != nil {
@@ -85,7 +93,7 @@ func extraMembers(e *client.Error) map[string]json.RawMessage {
 		var s string
 		switch name {
 		case "error", "code":
-			if json.Unmarshal(v, &s) == nil && s == e.Code {
+			if json.Unmarshal(v, &s) == nil && s == string(e.Code) {
 				delete(members, name)
 			}
 		case "message":

@@ -179,7 +179,7 @@ func FuzzErrorMembers(f *testing.F) {
 			var s string
 			isString := json.Unmarshal(v, &s) == nil
 			switch {
-			case (name == "error" || name == "code") && isString && s == e.Code:
+			case (name == "error" || name == "code") && isString && s == string(e.Code):
 			case name == "message" && isString && s == e.Message:
 			case sameMember(printed, name, v) || sameMember(printed, "envelope_"+name, v):
 			default:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentcap/agentcap/client"
 	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/jobs"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
@@ -67,7 +68,7 @@ func newLongCLI(t *testing.T) *longCLI {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	l.p = newProviderWith(t, defs, agentauthtest.WithLongRunning(agentauthtest.LongRunning{Jobs: m}))
+	l.p = newProviderWith(t, defs, agentauthtest.Options{LongRunning: httpx.LongRunning{Jobs: m}})
 	return l
 }
 

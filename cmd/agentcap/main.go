@@ -28,8 +28,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	wire "github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
+	"github.com/agentcap/agentcap/internal/constraint"
 )
 
 func main() {
@@ -264,7 +265,7 @@ func parseCapability(v string) (client.CapabilityRequest, error) {
 	if err := json.Unmarshal([]byte(constraints), &r.Constraints); err != nil || r.Constraints == nil {
 		return client.CapabilityRequest{}, fmt.Errorf("constraints of %s must be a JSON object: %s", name, constraints)
 	}
-	if err := agentauth.ValidateConstraints(r.Constraints); err != nil {
+	if err := constraint.Validate(r.Constraints); err != nil {
 		return client.CapabilityRequest{}, fmt.Errorf("constraints of %s: %w", name, err)
 	}
 	return r, nil
@@ -274,14 +275,14 @@ func (c *cli) connect(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	var caps capabilityFlags
 	var o client.ConnectOptions
 	fs.Var(&caps, "capability", "ask for a capability, `NAME[:CONSTRAINTS]` (CONSTRAINTS: a JSON object);\nrepeat the flag for more")
-	fs.StringVar(&o.Mode, "mode", agentauth.ModeDelegated, "`MODE` of the agent: delegated (acts for the user who approves it) or\nautonomous")
+	fs.StringVar(&o.Mode, "mode", wire.ModeDelegated, "`MODE` of the agent: delegated (acts for the user who approves it) or\nautonomous")
 	fs.StringVar(&o.Name, "name", "agentcap CLI", "the agent's display `NAME`, shown to the user who approves it")
 	approvalFlags(fs, &o.Reason, &o.PreferredMethod, &o.LoginHint, &o.BindingMessage)
 	pos, err := parse(fs, args, "URL")
 	if err != nil {
 		return err
 	}
-	if o.Mode != agentauth.ModeDelegated && o.Mode != agentauth.ModeAutonomous {
+	if o.Mode != wire.ModeDelegated && o.Mode != wire.ModeAutonomous {
 		return usageError{fmt.Errorf("--mode must be delegated or autonomous, not %q", o.Mode)}
 	}
 	o.Capabilities = caps
@@ -769,7 +770,7 @@ func (c *cli) revoke(ctx context.Context, fs *flag.FlagSet, args []string) error
 		_ = os.Remove(filepath.Join(dir, "current"))
 	}
 	if c.json {
-		return c.printJSON(map[string]string{"agent_id": id, "status": agentauth.StatusRevoked})
+		return c.printJSON(map[string]string{"agent_id": id, "status": wire.StatusRevoked})
 	}
 	fmt.Fprintf(c.stdout, "Revoked agent %s.\n", id)
 	return nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	wire "github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/client"
 	"github.com/agentcap/agentcap/core"
@@ -38,7 +39,7 @@ var echoCap = core.MustDefine("echo", "Echo a message.",
 type provider struct {
 	t       *testing.T
 	URL     string
-	loc     *agentauthtest.Server[struct{}, struct{}]
+	loc     *agentauthtest.Server
 	mu      sync.Mutex
 	pending bool
 	agents  map[string]*agentauth.Agent
@@ -71,15 +72,15 @@ func newProvider(t *testing.T) *provider {
 
 // newProviderWith is newProvider with defs at its location, served with
 // opts; describe answers for each of them.
-func newProviderWith(t *testing.T, defs []core.Definer, opts ...agentauthtest.ServerOption) *provider {
+func newProviderWith(t *testing.T, defs []core.Definer, opts ...agentauthtest.Options) *provider {
 	t.Helper()
-	return newProviderExec(t, captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), defs), opts...)
+	return newProviderExec(t, captest.NewExecutor(t, captest.Static(struct{}{}), core.Config{}, defs...), opts...)
 }
 
 // newProviderExec is newProvider with exec at its location.
-func newProviderExec(t *testing.T, exec *core.Executor[struct{}, agentauth.Caller[struct{}]], opts ...agentauthtest.ServerOption) *provider {
+func newProviderExec(t *testing.T, exec *core.Executor, opts ...agentauthtest.Options) *provider {
 	t.Helper()
-	p := &provider{t: t, loc: agentauthtest.NewServer(t, exec, agentauth.HTTPOptions[struct{}]{}, opts...), agents: map[string]*agentauth.Agent{}}
+	p := &provider{t: t, loc: agentauthtest.NewServer(t, exec, agentauth.Config{}, opts...), agents: map[string]*agentauth.Agent{}}
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -110,10 +111,10 @@ func newProviderExec(t *testing.T, exec *core.Executor[struct{}, agentauth.Calle
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		hostID := "hst_" + c["iss"].(string)[:6]
-		if err := p.loc.Directory.PutHost(&agentauth.Host{ID: hostID, PublicKey: stripKID(hostKey), Status: agentauth.StatusActive}); err != nil {
+		if err := p.loc.Directory.PutHost(&agentauth.Host{ID: hostID, PublicKey: stripKID(hostKey), Status: wire.StatusActive}); err != nil {
 			t.Error(err)
 		}
-		a := &agentauth.Agent{ID: "agt_" + string(rune('a'+len(p.agents))), HostID: hostID, Mode: body.Mode, Status: agentauth.StatusActive, PublicKey: stripKID(agentKey), Grants: []agentauth.Grant{}}
+		a := &agentauth.Agent{ID: "agt_" + string(rune('a'+len(p.agents))), HostID: hostID, Mode: body.Mode, Status: wire.StatusActive, PublicKey: stripKID(agentKey), Grants: []agentauth.Grant{}}
 		for _, raw := range body.Capabilities {
 			var name string
 			var obj struct {
@@ -124,11 +125,11 @@ func newProviderExec(t *testing.T, exec *core.Executor[struct{}, agentauth.Calle
 				_ = json.Unmarshal(raw, &obj)
 				name = obj.Name
 			}
-			a.Grants = append(a.Grants, agentauth.Grant{Capability: name, Status: agentauth.StatusActive, Constraints: obj.Constraints})
+			a.Grants = append(a.Grants, agentauth.Grant{Capability: name, Status: wire.StatusActive, Constraints: obj.Constraints})
 		}
 		resp := map[string]any{}
 		if p.pending {
-			a.Status = agentauth.StatusPending
+			a.Status = wire.StatusPending
 			resp["approval"] = map[string]any{"method": "device_authorization", "verification_uri": p.URL + "/device", "user_code": "WXYZ-0000", "interval": 1, "expires_in": 60}
 		}
 		p.agents[a.ID] = a
@@ -148,16 +149,16 @@ func newProviderExec(t *testing.T, exec *core.Executor[struct{}, agentauth.Calle
 		defer p.mu.Unlock()
 		a := p.agents[r.URL.Query().Get("agent_id")]
 		p.polls++
-		if p.polls >= 2 && a.Status == agentauth.StatusPending {
-			a.Status = agentauth.StatusActive
+		if p.polls >= 2 && a.Status == wire.StatusPending {
+			a.Status = wire.StatusActive
 			_ = p.loc.Directory.PutAgent(a)
 		}
 		// The user decides on requested capabilities at once.
 		for i, g := range a.Grants {
-			if g.Status == agentauth.StatusPending && a.Status == agentauth.StatusActive {
-				a.Grants[i].Status = agentauth.StatusActive
+			if g.Status == wire.StatusPending && a.Status == wire.StatusActive {
+				a.Grants[i].Status = wire.StatusActive
 				if p.deny[g.Capability] {
-					a.Grants[i].Status = agentauth.StatusDenied
+					a.Grants[i].Status = wire.StatusDenied
 				}
 				_ = p.loc.Directory.PutAgent(a)
 			}
@@ -181,7 +182,7 @@ func newProviderExec(t *testing.T, exec *core.Executor[struct{}, agentauth.Calle
 			var name string
 			_ = json.Unmarshal(raw, &name)
 			a.Grants = slices.DeleteFunc(a.Grants, func(g agentauth.Grant) bool { return g.Capability == name })
-			a.Grants = append(a.Grants, agentauth.Grant{Capability: name, Status: agentauth.StatusPending})
+			a.Grants = append(a.Grants, agentauth.Grant{Capability: name, Status: wire.StatusPending})
 		}
 		if err := p.loc.Directory.PutAgent(a); err != nil {
 			t.Error(err)
@@ -198,7 +199,7 @@ func newProviderExec(t *testing.T, exec *core.Executor[struct{}, agentauth.Calle
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		a := p.agents[body.AgentID]
-		a.Status = agentauth.StatusRevoked
+		a.Status = wire.StatusRevoked
 		_ = p.loc.Directory.PutAgent(a)
 		reply(w, map[string]string{"agent_id": a.ID, "status": "revoked"})
 	})
@@ -309,7 +310,7 @@ func TestCommands(t *testing.T) {
 
 	code, out, _ = agentcap(t, state, "status", lo, "--json")
 	var st client.AgentStatus
-	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Status != agentauth.StatusActive || st.AgentID != "agt_a" {
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Status != wire.StatusActive || st.AgentID != "agt_a" {
 		t.Errorf("status --json: exit %d\n%s", code, out)
 	}
 	code, out, _ = agentcap(t, state, "capabilities", lo)

@@ -17,9 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	wire "github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
-	"github.com/agentcap/agentcap/mcpx"
 )
 
 // mcpInstructions tell the model on the other side what the server is.
@@ -202,7 +201,7 @@ func (b *bridge) members(ctx context.Context) ([]client.Member, error) {
 			continue
 		}
 		st, err := a.Status(ctx)
-		if err != nil || st.Status != agentauth.StatusActive {
+		if err != nil || st.Status != wire.StatusActive {
 			continue
 		}
 		name := "provider"
@@ -252,7 +251,7 @@ func (b *bridge) reload(ctx context.Context) error {
 		}
 		tool := &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
 		if t.NeedsConfirmation {
-			tool.Meta = mcp.Meta{mcpx.MetaRequiresConfirmation: true}
+			tool.Meta = mcp.Meta{wire.MCPMetaRequiresConfirmation: true}
 		}
 		if t.OutputSchema != nil {
 			tool.OutputSchema = t.OutputSchema
@@ -297,7 +296,7 @@ func (b *bridge) callCapability(e client.SetEntry) mcp.ToolHandler {
 				return ask, nil
 			}
 			var ce *client.Error
-			if errors.As(err, &ce) && (ce.Code == agentauth.CodeCapabilityNotGranted || strings.HasPrefix(ce.Code, "agent_")) {
+			if errors.As(err, &ce) && (ce.Code == wire.CodeCapabilityNotGranted || strings.HasPrefix(string(ce.Code), "agent_")) {
 				// The grants changed under the agent: bring the tools in step.
 				b.wg.Add(1)
 				go func() {
@@ -355,7 +354,7 @@ func envelope(err error) string {
 	}
 	var de declinedError
 	if errors.As(err, &de) {
-		env = map[string]any{"error": mcpx.CodeConfirmationDeclined, "message": de.Error(), "action": de.action}
+		env = map[string]any{"error": wire.CodeConfirmationDeclined, "message": de.Error(), "action": de.action}
 	}
 	var cp *client.ConfirmationPending
 	if errors.As(err, &cp) {
@@ -525,7 +524,7 @@ func (b *bridge) listCapabilities(ctx context.Context, _ *mcp.CallToolRequest, i
 		}
 		for _, c := range caps {
 			lc := listedCapability{Provider: m.Provider, Name: c.Name, Description: c.Description, GrantStatus: c.GrantStatus}
-			if c.GrantStatus == agentauth.GrantStatusGranted {
+			if c.GrantStatus == wire.GrantStatusGranted {
 				lc.Tool = client.DefaultNamespace(m.Provider, c.Name)
 			}
 			out.Capabilities = append(out.Capabilities, lc)
@@ -586,13 +585,13 @@ func (b *bridge) startApproval(ctx context.Context, provider, operation string,
 	}()
 	select {
 	case ap := <-shown:
-		return approvalOut{Status: agentauth.StatusPending, Approval: &ap,
+		return approvalOut{Status: wire.StatusPending, Approval: &ap,
 			Message: approvalMessage(ap)}, nil
 	case o := <-ended:
 		if o.err != nil {
 			return approvalOut{}, o.err
 		}
-		return approvalOut{Status: agentauth.StatusActive, AgentID: o.agentID,
+		return approvalOut{Status: wire.StatusActive, AgentID: o.agentID,
 			Message: "Access granted; the provider's tools are listed now."}, nil
 	case <-ctx.Done():
 		return approvalOut{}, ctx.Err()
@@ -613,7 +612,7 @@ func approvalMessage(ap client.Approval) string {
 
 func (b *bridge) connect(ctx context.Context, _ *mcp.CallToolRequest, in connectIn) (*mcp.CallToolResult, approvalOut, error) {
 	if in.Mode == "" {
-		in.Mode = agentauth.ModeDelegated
+		in.Mode = wire.ModeDelegated
 	}
 	out, err := b.startApproval(ctx, strings.TrimRight(in.URL, "/"), "connect", func(ctx context.Context, onApproval func(client.Approval)) (string, error) {
 		a, _, err := b.client.Connect(ctx, in.URL, client.ConnectOptions{
@@ -709,5 +708,5 @@ func (b *bridge) disconnect(ctx context.Context, _ *mcp.CallToolRequest, in disc
 	if err := b.reload(ctx); err != nil {
 		b.logger.Warn("agentcap mcp: refreshing the tools", "error", err.Error())
 	}
-	return lifecycle(disconnectOut{AgentID: id, Status: agentauth.StatusRevoked}, nil)
+	return lifecycle(disconnectOut{AgentID: id, Status: wire.StatusRevoked}, nil)
 }

@@ -12,17 +12,17 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	wire "github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
-	"github.com/agentcap/agentcap/mcpx"
 )
 
 // A capability tool whose call needs the user's confirmation asks for it
 // through the MCP host, as mcpx does for its own tools: the call's result
-// is an input request (a form elicitation, id mcpx.ElicitationID, showing
-// the call and its preview, or where a person confirms it) that the host
-// answers by asking its user, and the host then calls the tool again with
-// the answer and the request state, an id naming what the bridge kept of
-// the first call. Accepting confirms; declining or dismissing is a
+// is an input request (a form elicitation, id
+// agentcap.MCPElicitationID, showing the call and its preview, or where a
+// person confirms it) that the host answers by asking its user, and the
+// host then calls the tool again with the answer and the request state,
+// an id naming what the bridge kept of the first call. Accepting confirms; declining or dismissing is a
 // confirmation_declined error result. The token never leaves the bridge,
 // and a host that cannot ask gets the refusal as the tool's error: no
 // call is confirmed without the user.
@@ -126,7 +126,7 @@ func (b *bridge) askToConfirm(req *mcp.CallToolRequest, e client.SetEntry, args 
 		st.expires = time.Now().Add(confirmStateTTL)
 	}
 	id := b.keepConfirmState(st)
-	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{mcpx.ElicitationID: ask}, RequestState: id}, nil
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{wire.MCPElicitationID: ask}, RequestState: id}, nil
 }
 
 // keepConfirmState stores st under a fresh random id, dropping expired
@@ -177,7 +177,7 @@ func (b *bridge) resumeConfirmed(ctx context.Context, req *mcp.CallToolRequest, 
 	if st == nil || st.tool != e.Name || !sameJSON(st.args, args) {
 		return nil, errNoState
 	}
-	answer, _ := req.Params.InputResponses[mcpx.ElicitationID].(*mcp.ElicitResult)
+	answer, _ := req.Params.InputResponses[wire.MCPElicitationID].(*mcp.ElicitResult)
 	if answer == nil {
 		return nil, declinedError{}
 	}

@@ -6,6 +6,16 @@
 // document (the binding, the expiry in Unix milliseconds, and whether it
 // was used). Consuming is one Lua script, so Redis decides which of
 // several callers spends a token.
+//
+// Redis must keep each token until its retention ends: under a
+// maxmemory-policy that evicts (volatile-* and allkeys-*, the default of
+// several managed services) a full Redis drops tokens early, and a spent
+// token it dropped is refused as unknown instead of as used. New
+// therefore refuses a Redis whose policy is not noeviction, or whose
+// policy it cannot read because CONFIG GET is refused, unless
+// Config.AcceptEviction says the application takes that risk. Under
+// noeviction a full Redis refuses writes: a token that cannot be issued
+// or spent answers 503, and the call does not run.
 package redisstore
 
 import (
@@ -18,6 +28,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentcap/agentcap/confirm"
+	"github.com/agentcap/agentcap/internal/rediseviction"
 )
 
 // Store is a confirm.Store in Redis. It is safe for concurrent use.
@@ -28,11 +39,27 @@ type Store struct {
 
 var _ confirm.Store = (*Store)(nil)
 
-// New returns a Store keeping tokens under prefix (for example
-// "bank:confirm:") through client. The client's own timeouts bound each
-// call.
-func New(client redis.UniversalClient, prefix string) *Store {
-	return &Store{client: client, prefix: prefix}
+// Config configures a Store.
+type Config struct {
+	// Prefix starts every key the Store writes, for example "bank:confirm:".
+	Prefix string
+	// AcceptEviction starts the Store on a Redis whose maxmemory-policy
+	// may evict keys, or whose policy cannot be read, without asking:
+	// the application takes the risk (see the package documentation).
+	AcceptEviction bool
+}
+
+// New checks that the server behind client does not evict keys (see the
+// package documentation) and returns a Store keeping its keys under
+// cfg.Prefix. The client's own timeouts bound each call.
+func New(ctx context.Context, client redis.UniversalClient, cfg Config) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("redisstore: nil client")
+	}
+	if err := rediseviction.Check(ctx, client, "confirm/redisstore", "a token it forgets is refused as unknown, and a spent one it forgets is unknown rather than used", cfg.AcceptEviction); err != nil {
+		return nil, err
+	}
+	return &Store{client: client, prefix: cfg.Prefix}, nil
 }
 
 // doc is the stored form of a token.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/audit"
 	auditsqlite "github.com/agentcap/agentcap/audit/sqlitestore"
 	"github.com/agentcap/agentcap/client"
@@ -29,7 +29,7 @@ func TestAuditTrail(t *testing.T) {
 	}
 	var approveErr error
 	a, st, err := cl.Connect(ctx, p.url, client.ConnectOptions{
-		Name: "balance reader", Mode: agentauth.ModeDelegated,
+		Name: "balance reader", Mode: agentcap.ModeDelegated,
 		Capabilities: []client.CapabilityRequest{{Name: "check_balance"}},
 		OnApproval: func(ap client.Approval) {
 			approveErr = approve(p.url, "user_alice", ap.UserCode, "check_balance")

@@ -23,7 +23,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
@@ -145,7 +145,7 @@ func tryStart(t *testing.T, bin, dir string, args func(addr, url string) []strin
 			return nil, fmt.Errorf("exited early: %s", p.logs)
 		default:
 		}
-		resp, err := p.client.Get(url + agentauth.DiscoveryPath)
+		resp, err := p.client.Get(url + agentcap.DiscoveryPath)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -273,18 +273,18 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{agents: map[string]*agentauthtest.Agent{}, hosts: map[string]*agentauthtest.Host{}}
-	host := func(id string, opts ...agentauthtest.HostOption) *agentauthtest.Host {
-		h := agentauthtest.NewHost(id, opts...)
-		f.hosts[id] = h
-		return h
+	host := func(h agentauthtest.Host) *agentauthtest.Host {
+		made := agentauthtest.NewHost(h)
+		f.hosts[h.ID] = made
+		return made
 	}
-	alice := host("hst_alice", agentauthtest.WithUser("user_alice"))
-	bob := host("hst_bob", agentauthtest.WithUser("user_bob"))
+	alice := host(agentauthtest.Host{ID: "hst_alice", UserID: "user_alice"})
+	bob := host(agentauthtest.Host{ID: "hst_bob", UserID: "user_bob"})
 	// Dave is a user of the bank without accounts.
-	dave := host("hst_dave", agentauthtest.WithUser("user_dave"))
-	robots := host("hst_robots")
-	revoked := host("hst_revoked", agentauthtest.WithUser("user_alice"), agentauthtest.WithStatus(agentauth.StatusRevoked))
-	pending := host("hst_pending", agentauthtest.WithUser("user_alice"), agentauthtest.WithStatus(agentauth.StatusPending))
+	dave := host(agentauthtest.Host{ID: "hst_dave", UserID: "user_dave"})
+	robots := host(agentauthtest.Host{ID: "hst_robots"})
+	revoked := host(agentauthtest.Host{ID: "hst_revoked", UserID: "user_alice", Status: agentcap.StatusRevoked})
+	pending := host(agentauthtest.Host{ID: "hst_pending", UserID: "user_alice", Status: agentcap.StatusPending})
 
 	everyday := func(a *agentauthtest.Agent) *agentauthtest.Agent {
 		return a.Grant("list_accounts", nil).Grant("check_balance", nil).Grant("exchange_rate", nil)
@@ -296,42 +296,42 @@ func newFixture(t *testing.T) *fixture {
 		_, _ = w.Write(jwksAgent.JWKS())
 	}))
 	t.Cleanup(f.jwks.Close)
-	jwksAgent = everyday(alice.NewAgent("agt_alice_jwks", agentauthtest.WithJWKSURL(f.jwks.URL+"/jwks.json")))
+	jwksAgent = everyday(alice.NewAgent(agentauthtest.Agent{ID: "agt_alice_jwks", JWKSURL: f.jwks.URL + "/jwks.json"}))
 
 	agents := []*agentauthtest.Agent{
-		everyday(alice.NewAgent("agt_alice")).Grant("transfer_money", map[string]any{
+		everyday(alice.NewAgent(agentauthtest.Agent{ID: "agt_alice"})).Grant("transfer_money", map[string]any{
 			"destination_account": map[string]any{"not_in": []string{"acc_666"}},
 			"amount":              map[string]any{"max": 1000},
 			"currency":            "USD",
 		}),
 		// Any amount in any currency, to Bob: no bound, so no currency.
-		alice.NewAgent("agt_alice_to_bob").Grant("transfer_money", map[string]any{"destination_account": "acc_456"}),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_alice_to_bob"}).Grant("transfer_money", map[string]any{"destination_account": "acc_456"}),
 		// A bound on the amount without its currency: no use.
-		alice.NewAgent("agt_alice_unitless").Grant("transfer_money", map[string]any{
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_alice_unitless"}).Grant("transfer_money", map[string]any{
 			"destination_account": "acc_456",
 			"amount":              map[string]any{"max": 1000},
 		}),
-		alice.NewAgent("agt_alice_currency").Grant("transfer_money", map[string]any{
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_alice_currency"}).Grant("transfer_money", map[string]any{
 			"destination_account": "acc_456",
 			"currency":            map[string]any{"in": []string{"usd", "USD"}},
 		}),
-		alice.NewAgent("agt_alice_loose").Grant("transfer_money", nil).Grant("exchange_rate", nil),
-		alice.NewAgent("agt_alice_badop").Grant("transfer_money", map[string]any{
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_alice_loose"}).Grant("transfer_money", nil).Grant("exchange_rate", nil),
+		alice.NewAgent(agentauthtest.Agent{ID: "agt_alice_badop"}).Grant("transfer_money", map[string]any{
 			"destination_account": "acc_456",
 			"amount":              map[string]any{"between": []int{1, 10}},
 		}),
 		jwksAgent,
-		everyday(bob.NewAgent("agt_bob")).Grant("transfer_money", map[string]any{"destination_account": "acc_123"}),
-		everyday(dave.NewAgent("agt_dave")),
-		robots.NewAgent("agt_robot", agentauthtest.WithMode(agentauth.ModeAutonomous)).
+		everyday(bob.NewAgent(agentauthtest.Agent{ID: "agt_bob"})).Grant("transfer_money", map[string]any{"destination_account": "acc_123"}),
+		everyday(dave.NewAgent(agentauthtest.Agent{ID: "agt_dave"})),
+		robots.NewAgent(agentauthtest.Agent{ID: "agt_robot", Mode: agentcap.ModeAutonomous}).
 			Grant("exchange_rate", nil).Grant("check_balance", nil),
-		everyday(alice.NewAgent("agt_revoked", agentauthtest.WithStatus(agentauth.StatusRevoked))),
-		everyday(alice.NewAgent("agt_pending", agentauthtest.WithStatus(agentauth.StatusPending))),
-		everyday(alice.NewAgent("agt_expired", agentauthtest.WithStatus(agentauth.StatusExpired))),
-		everyday(alice.NewAgent("agt_rejected", agentauthtest.WithStatus(agentauth.StatusRejected))),
-		everyday(alice.NewAgent("agt_claimed", agentauthtest.WithStatus(agentauth.StatusClaimed))),
-		everyday(revoked.NewAgent("agt_of_revoked_host")),
-		everyday(pending.NewAgent("agt_of_pending_host")),
+		everyday(alice.NewAgent(agentauthtest.Agent{ID: "agt_revoked", Status: agentcap.StatusRevoked})),
+		everyday(alice.NewAgent(agentauthtest.Agent{ID: "agt_pending", Status: agentcap.StatusPending})),
+		everyday(alice.NewAgent(agentauthtest.Agent{ID: "agt_expired", Status: agentcap.StatusExpired})),
+		everyday(alice.NewAgent(agentauthtest.Agent{ID: "agt_rejected", Status: agentcap.StatusRejected})),
+		everyday(alice.NewAgent(agentauthtest.Agent{ID: "agt_claimed", Status: agentcap.StatusClaimed})),
+		everyday(revoked.NewAgent(agentauthtest.Agent{ID: "agt_of_revoked_host"})),
+		everyday(pending.NewAgent(agentauthtest.Agent{ID: "agt_of_pending_host"})),
 	}
 	for _, a := range agents {
 		f.agents[a.ID] = a
@@ -353,12 +353,19 @@ func TestBank(t *testing.T) {
 	f := newFixture(t)
 	p := startBank(t, bin, f.file, "-dev-allow-loopback-jwks")
 	audience := p.url + "/capability/execute"
-	token := func(agent string, opts ...agentauthtest.TokenOption) string {
+	token := func(agent string, tok ...agentauthtest.Token) string {
 		a, ok := f.agents[agent]
 		if !ok {
 			t.Fatalf("no agent %q", agent)
 		}
-		return a.Token(audience, opts...)
+		var tk agentauthtest.Token
+		if len(tok) > 0 {
+			tk = tok[0]
+		}
+		if tk.Audience == "" {
+			tk.Audience = audience
+		}
+		return a.Token(tk)
 	}
 
 	t.Run("discovery", func(t *testing.T) { testDiscovery(t, p) })
@@ -369,7 +376,7 @@ func TestBank(t *testing.T) {
 
 	t.Run("loopback JWKS needs the flag", func(t *testing.T) {
 		strict := startBank(t, bin, f.file)
-		r := strict.execute(t, f.agents["agt_alice_jwks"].Token(strict.url+"/capability/execute"), "list_accounts", "")
+		r := strict.execute(t, f.agents["agt_alice_jwks"].Token(agentauthtest.Token{Audience: strict.url + "/capability/execute"}), "list_accounts", "")
 		if r.status != 401 || r.code() != "invalid_jwt" {
 			t.Errorf("%d %s", r.status, r.body)
 		}
@@ -438,18 +445,18 @@ func testLogLines(t *testing.T, bin string, f *fixture) {
 			{"close_account", ``, 404},
 		}
 		for _, s := range steps {
-			if r := p.execute(t, alice.Token(aud), s.capability, s.args); r.status != s.status {
+			if r := p.execute(t, alice.Token(agentauthtest.Token{Audience: aud}), s.capability, s.args); r.status != s.status {
 				t.Fatalf("%s: %d %s", s.capability, r.status, r.body)
 			}
 		}
-		r := p.do(t, http.MethodPost, "/capability/batch-execute", alice.Token(aud), `{"requests":[
+		r := p.do(t, http.MethodPost, "/capability/batch-execute", alice.Token(agentauthtest.Token{Audience: aud}), `{"requests":[
 			{"id":"a","capability":"check_balance","arguments":{"account_id":"acc_124"}},
 			{"id":"b","capability":"check_balance","arguments":{"account_id":"acc_999"}}]}`)
 		if r.status != 200 {
 			t.Fatalf("batch: %d %s", r.status, r.body)
 		}
 		// Refused before any execution: no line.
-		tok := alice.Token(aud)
+		tok := alice.Token(agentauthtest.Token{Audience: aud})
 		p.execute(t, tok, "exchange_rate", `{"from":"USD","to":"EUR"}`)
 		if r := p.execute(t, tok, "exchange_rate", `{"from":"USD","to":"EUR"}`); r.status != 401 {
 			t.Fatalf("replay: %d %s", r.status, r.body)
@@ -562,7 +569,7 @@ func testCommandLine(t *testing.T, bin string) {
 }
 
 func testDiscovery(t *testing.T, p *bankProcess) {
-	r := p.do(t, http.MethodGet, agentauth.DiscoveryPath, "", "")
+	r := p.do(t, http.MethodGet, agentcap.DiscoveryPath, "", "")
 	if r.status != 200 || r.header.Get("Cache-Control") != "public, max-age=300" {
 		t.Fatalf("%d %v", r.status, r.header)
 	}
@@ -593,7 +600,7 @@ type listed struct {
 	GrantStatus         string   `json:"grant_status,omitempty"`
 }
 
-func testListing(t *testing.T, p *bankProcess, token func(string, ...agentauthtest.TokenOption) string) {
+func testListing(t *testing.T, p *bankProcess, token func(string, ...agentauthtest.Token) string) {
 	list := func(tok string) []listed {
 		r := p.do(t, http.MethodGet, "/capability/list", tok, "")
 		if r.status != 200 {
@@ -654,7 +661,7 @@ func testListing(t *testing.T, p *bankProcess, token func(string, ...agentauthte
 	})
 }
 
-func testHappyPaths(t *testing.T, p *bankProcess, token func(string, ...agentauthtest.TokenOption) string) {
+func testHappyPaths(t *testing.T, p *bankProcess, token func(string, ...agentauthtest.Token) string) {
 	cases := []struct {
 		name, agent, capability, args string
 		want                          string
@@ -695,7 +702,7 @@ func testHappyPaths(t *testing.T, p *bankProcess, token func(string, ...agentaut
 		})
 	}
 	t.Run("issuer as audience", func(t *testing.T) {
-		r := p.execute(t, token("agt_alice", agentauthtest.WithClaim("aud", p.url)), "exchange_rate", `{"from":"USD","to":"USD"}`)
+		r := p.execute(t, token("agt_alice", agentauthtest.Token{Claims: map[string]any{"aud": p.url}}), "exchange_rate", `{"from":"USD","to":"USD"}`)
 		if r.status != 200 {
 			t.Errorf("%d %s", r.status, r.body)
 		}
@@ -711,7 +718,7 @@ func jsonMember(t *testing.T, body []byte, name string) json.RawMessage {
 	return m[name]
 }
 
-func testErrors(t *testing.T, p *bankProcess, f *fixture, token func(string, ...agentauthtest.TokenOption) string) {
+func testErrors(t *testing.T, p *bankProcess, f *fixture, token func(string, ...agentauthtest.Token) string) {
 	type tc struct {
 		name       string
 		auth       string // the bearer token; "" sends none
@@ -761,21 +768,21 @@ func testErrors(t *testing.T, p *bankProcess, f *fixture, token func(string, ...
 		{name: "another currency than the grant's", auth: token("agt_alice"), capability: "transfer_money",
 			args: `{"source_account":"acc_123","destination_account":"acc_456","amount":500,"currency":"GBP"}`, status: 403, code: "constraint_violated",
 			members: map[string]string{"violations": `[{"field":"currency","constraint":"USD","actual":"GBP"}]`}},
-		{name: "outside the token's capabilities", auth: token("agt_alice", agentauthtest.WithCapabilities("check_balance")), capability: "exchange_rate",
+		{name: "outside the token's capabilities", auth: token("agt_alice", agentauthtest.Token{Capabilities: []string{"check_balance"}}), capability: "exchange_rate",
 			args: `{"from":"USD","to":"EUR"}`, status: 403, code: "capability_not_granted"},
 		{name: "autonomous agent acting for a user", auth: token("agt_robot"), capability: "check_balance", args: `{"account_id":"acc_123"}`, status: 403, code: "unauthorized"},
 		{name: "autonomous agent without a grant", auth: token("agt_robot"), capability: "list_accounts", status: 403, code: "unauthorized"},
 		{name: "unknown capability", auth: token("agt_alice"), capability: "close_account", status: 404, code: "capability_not_found"},
 		{name: "no token", capability: "exchange_rate", args: `{"from":"USD","to":"EUR"}`, status: 401, code: "authentication_required"},
 		{name: "replayed token", auth: replayed, capability: "exchange_rate", args: `{"from":"USD","to":"EUR"}`, status: 401, code: "invalid_jwt"},
-		{name: "wrong audience", auth: f.agents["agt_alice"].Token("http://127.0.0.1:1/capability/execute"), capability: "exchange_rate",
+		{name: "wrong audience", auth: f.agents["agt_alice"].Token(agentauthtest.Token{Audience: "http://127.0.0.1:1/capability/execute"}), capability: "exchange_rate",
 			args: `{"from":"USD","to":"EUR"}`, status: 401, code: "invalid_jwt"},
-		{name: "expired token", auth: token("agt_alice", agentauthtest.WithIssuedAt(time.Now().Add(-10*time.Minute))), capability: "exchange_rate",
+		{name: "expired token", auth: token("agt_alice", agentauthtest.Token{IssuedAt: time.Now().Add(-10 * time.Minute)}), capability: "exchange_rate",
 			args: `{"from":"USD","to":"EUR"}`, status: 401, code: "invalid_jwt"},
-		{name: "host JWT", auth: f.hosts["hst_alice"].Token(p.url), capability: "exchange_rate", args: `{"from":"USD","to":"EUR"}`, status: 401, code: "invalid_jwt"},
-		{name: "agent JWT typed host+jwt", auth: token("agt_alice", agentauthtest.WithType("host+jwt")), capability: "exchange_rate",
+		{name: "host JWT", auth: f.hosts["hst_alice"].Token(agentauthtest.Token{Audience: p.url}), capability: "exchange_rate", args: `{"from":"USD","to":"EUR"}`, status: 401, code: "invalid_jwt"},
+		{name: "agent JWT typed host+jwt", auth: token("agt_alice", agentauthtest.Token{Type: agentcap.TypeHostJWT}), capability: "exchange_rate",
 			args: `{"from":"USD","to":"EUR"}`, status: 401, code: "invalid_jwt"},
-		{name: "signed by another key", auth: token("agt_alice", agentauthtest.WithSigningKey(f.agents["agt_bob"].Key)), capability: "exchange_rate",
+		{name: "signed by another key", auth: token("agt_alice", agentauthtest.Token{SigningKey: f.agents["agt_bob"].Key}), capability: "exchange_rate",
 			args: `{"from":"USD","to":"EUR"}`, status: 401, code: "invalid_jwt"},
 		{name: "agent revoked", auth: token("agt_revoked"), capability: "exchange_rate", args: `{"from":"USD","to":"EUR"}`, status: 403, code: "agent_revoked"},
 		{name: "agent pending", auth: token("agt_pending"), capability: "exchange_rate", args: `{"from":"USD","to":"EUR"}`, status: 403, code: "agent_pending"},
@@ -811,7 +818,7 @@ func testErrors(t *testing.T, p *bankProcess, f *fixture, token func(string, ...
 	}
 }
 
-func testBatch(t *testing.T, p *bankProcess, token func(string, ...agentauthtest.TokenOption) string) {
+func testBatch(t *testing.T, p *bankProcess, token func(string, ...agentauthtest.Token) string) {
 	body := `{"requests":[
 		{"id":"balance","capability":"check_balance","arguments":{"account_id":"acc_123"}},
 		{"id":"not_mine","capability":"check_balance","arguments":{"account_id":"acc_456"}},

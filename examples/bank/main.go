@@ -37,7 +37,9 @@
 // agents, JWTs, limits or the ledger cannot be checked, and requests are
 // refused with 503 temporarily_unavailable and Retry-After, never let
 // through. A Redis that restarts without persistence forgets the replay
-// cache, idempotency keys and confirmation tokens: give it appendonly.
+// cache, idempotency keys and confirmation tokens: give it appendonly. A
+// Redis that evicts keys when full forgets them too: the bank refuses to
+// start unless its maxmemory-policy is noeviction.
 //
 // With -directory it is a resource server only, trusting the hosts and
 // agents of a directory file:
@@ -104,8 +106,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/provider"
+	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/agentauth/store/pgstore"
 	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
@@ -135,7 +139,7 @@ type config struct {
 
 const usageText = `usage: bank [-addr HOST:PORT] [-issuer URL] [-db FILE | -postgres DSN] [-redis HOST:PORT]
             [-secret-file FILE] [-limits LIMITS] [-forwarded-for] [-dev-allow-loopback-jwks] [-debug]
-       bank -directory FILE [-addr HOST:PORT] [-issuer URL] [-dev-allow-loopback-jwks] [-debug]
+       bank -directory FILE [-addr HOST:PORT] [-issuer URL] [-limits agent=N,host=N] [-dev-allow-loopback-jwks] [-debug]
 
 bank serves the example bank's capabilities to Agent Auth agents. Without
 -directory it is also their Agent Auth provider, storing hosts, agents and
@@ -147,6 +151,10 @@ Several instances serve one bank behind a load balancer when they share
 rate limits, idempotency keys, confirmation tokens) and -secret-file
 (sign-in and approval page keys), with -forwarded-for when the balancer
 adds X-Forwarded-For.
+
+With -directory, -limits agent=N,host=N limits each agent's requests, and
+those of a host's agents together, at the resource server (zero: 120 and
+600 a minute); without it nothing limits them.
 
 `
 
@@ -184,8 +192,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.directory == "" && c.db == "" && c.postgres == "" {
 		return bad("-db must name a file when the bank is its own provider (no -directory) without -postgres")
 	}
-	if c.directory != "" && (c.postgres != "" || c.redis != "" || c.secretFile != "" || c.limits != (limitsFlag{}) || c.forwardedFor) {
-		return bad("-postgres, -redis, -secret-file, -limits and -forwarded-for configure the provider: they do not go with -directory")
+	if c.directory != "" && (c.postgres != "" || c.redis != "" || c.secretFile != "" || c.forwardedFor) {
+		return bad("-postgres, -redis, -secret-file and -forwarded-for configure the provider: they do not go with -directory")
+	}
+	if c.directory != "" && (c.limits.user != (ratelimit.Limit{}) || c.limits.ip != (ratelimit.Limit{})) {
+		return bad("with -directory, -limits takes agent= and host= only")
 	}
 	if c.redis != "" {
 		if err := checkAddr(c.redis); err != nil {
@@ -288,12 +299,19 @@ func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*ht
 	if err != nil {
 		return nil, nil, err
 	}
-	location := cfg.issuer + "/" + httpx.RouteExecute
-	verifier, err := agentauth.NewVerifier(agentauth.VerifierConfig{
+	location := cfg.issuer + "/" + agentcap.RouteExecute
+	vc := agentauth.VerifierConfig{
 		Directory: dir,
 		Audiences: []string{location, cfg.issuer},
 		KeyFetch:  agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
-	})
+	}
+	// No provider limits this resource server's agents: -limits does,
+	// each token counted before its jti is recorded.
+	if cfg.limits != (limitsFlag{}) && !cfg.limits.off {
+		vc.Limiter = ratelimit.NewMemory(0)
+		vc.PerAgent, vc.PerHost = cfg.limits.agent, cfg.limits.host
+	}
+	sessions, err := agentauth.NewVerifier(vc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -312,7 +330,7 @@ func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*ht
 	if err != nil {
 		return nil, nil, err
 	}
-	hc, err := directoryConfig(verifier, hosts, cfg.issuer, debug)
+	verifier, err := directoryVerifier(sessions, hosts, cfg.issuer, debug)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -320,6 +338,7 @@ func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*ht
 	if err != nil {
 		return nil, nil, err
 	}
+	hc := httpx.Config{Verifier: verifier, Logger: debug}
 	lr.Apply(&hc, cfg.issuer)
 	handler, err := httpx.New(exec, hc)
 	if err != nil {
@@ -329,7 +348,7 @@ func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*ht
 	if err != nil {
 		return nil, lr.Close, err
 	}
-	discovery, err := agentauth.NewDiscoveryEndpoint(agentauth.Discovery{
+	discovery, err := agentauth.NewDiscoveryEndpoint(agentcap.Discovery{
 		ProviderName:    "bank",
 		Description:     "Example bank: accounts, balances, transfers and exchange rates",
 		Issuer:          cfg.issuer,
@@ -341,7 +360,7 @@ func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*ht
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(agentauth.DiscoveryPath, discovery)
+	mux.Handle(agentcap.DiscoveryPath, discovery)
 	mountMCP(mux, cfg.issuer, mcpServer)
 	u, _ := url.Parse(cfg.issuer) // checked by parseFlags
 	if prefix := strings.TrimRight(u.Path, "/"); prefix != "" {
@@ -448,9 +467,16 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		Endpoints:    []string{mcpResource(cfg.issuer)},
 		Audit:        trail,
 		Confirmer:    confirmer,
-		Logger:       debug,
+		// Capabilities that act for a user refuse agents without one
+		// before their grants are looked at; the public ones are listed
+		// to anyone.
+		Authorize:               bank.Authorize,
+		AllowAnonymousDiscovery: true,
+		Logger:                  debug,
 	}, logger)
-	sh.apply(&pcfg, cfg)
+	if err := sh.apply(ctx, &pcfg, cfg); err != nil {
+		return nil, closeStores, err
+	}
 	prov, err := provider.New(pcfg)
 	if err != nil {
 		return nil, closeStores, err
@@ -462,15 +488,9 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		Audit:     trail,
 		Confirmer: confirmer,
 		Human:     prov.HumanConfirmer(),
-		Location:  cfg.issuer + "/" + httpx.RouteExecute,
+		Location:  cfg.issuer + "/" + agentcap.RouteExecute,
 		Hooks:     []core.Hook{bank.ExecutionLog(logger)},
 	})
-	if err != nil {
-		return nil, closeStores, err
-	}
-	opts := bank.HTTPOptions()
-	opts.Logger = debug
-	hc, err := provider.HTTPConfig(prov, opts)
 	if err != nil {
 		return nil, closeStores, err
 	}
@@ -481,18 +501,18 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		return nil, closeStores, err
 	}
 	closeAll := func() error { return errors.Join(lr.Close(), closeStores()) }
+	// The provider verifies the agents of its capability locations.
+	hc := httpx.Config{Verifier: prov, Logger: debug}
 	lr.Apply(&hc, cfg.issuer)
 	loc, err := httpx.New(exec, hc)
 	if err != nil {
 		return nil, closeAll, err
 	}
-	mopts := bank.HTTPOptions()
-	mopts.Logger = debug
-	mhc, err := provider.EndpointConfig(prov, mcpResource(cfg.issuer), mopts)
+	mcpVerifier, err := prov.EndpointVerifier(mcpResource(cfg.issuer))
 	if err != nil {
 		return nil, closeAll, err
 	}
-	mcpServer, err := newMCP(exec, cfg.issuer, mhc)
+	mcpServer, err := newMCP(exec, cfg.issuer, mcpVerifier, debug)
 	if err != nil {
 		return nil, closeAll, err
 	}

@@ -7,8 +7,9 @@ import (
 	"strings"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/auth"
+	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/examples/bank/bank"
-	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/mcpx"
 )
 
@@ -20,41 +21,48 @@ const mcpPath = "/mcp"
 func mcpResource(issuer string) string { return issuer + mcpPath }
 
 // newMCP serves the bank's capabilities over MCP, for Agent Auth agents
-// whose JWTs hc verifies (a fresh one per HTTP request).
-func newMCP(exec *bank.Executor, issuer string, hc httpx.Config[bank.Caller]) (*mcpx.Server[*bank.App, bank.Caller], error) {
-	cfg := mcpx.AgentAuth(hc)
-	cfg.Name = "bank"
-	cfg.Version = "1.0.0"
-	cfg.Resource = mcpResource(issuer)
-	cfg.ResourceName = "Example bank"
-	cfg.Instructions = "The bank's accounts, balances, transfers and exchange rates. Authenticate each request with a fresh Agent Auth agent JWT whose aud is " + cfg.Resource + "."
-	return mcpx.New(exec, cfg)
+// whose JWTs verifier verifies (a fresh one per HTTP request).
+func newMCP(exec *core.Executor, issuer string, verifier auth.Verifier, debug *slog.Logger) (*mcpx.Server, error) {
+	resource := mcpResource(issuer)
+	return mcpx.New(exec, mcpx.Config{
+		Name:         "bank",
+		Version:      "1.0.0",
+		Instructions: "The bank's accounts, balances, transfers and exchange rates. Authenticate each request with a fresh Agent Auth agent JWT whose aud is " + resource + ".",
+		Verifier:     verifier,
+		Resource:     resource,
+		ResourceName: "Example bank",
+		Logger:       debug,
+	})
 }
 
 // mountMCP registers the MCP endpoint under the issuer's path and its
 // protected resource metadata at the origin's root.
-func mountMCP(mux *http.ServeMux, issuer string, s *mcpx.Server[*bank.App, bank.Caller]) {
+func mountMCP(mux *http.ServeMux, issuer string, s *mcpx.Server) {
 	u, _ := url.Parse(issuer) // checked by parseFlags
 	s.Handle(mux, strings.TrimRight(u.Path, "/")+mcpPath)
 }
 
-// directoryConfig is the bank's Agent Auth wiring for a location whose
-// agent JWTs sessions verifies, and whose host JWTs (on list and
-// describe) hosts verifies when not nil.
-func directoryConfig(sessions agentauth.SessionSource, hosts agentauth.HostSource, issuer string, debug *slog.Logger) (httpx.Config[bank.Caller], error) {
-	opts := bank.HTTPOptions()
-	opts.Sessions = sessions
-	opts.Hosts = hosts
-	opts.Issuer = issuer
-	opts.Logger = debug
-	return agentauth.HTTPConfig(opts)
+// directoryVerifier is the bank's Agent Auth verifier for a location
+// whose agent JWTs sessions verifies, and whose host JWTs (on list and
+// describe) hosts verifies when not nil: capabilities that act for a
+// user refuse agents without one before their grants are looked at
+// (bank.Authorize), and the public ones are listed to anyone.
+func directoryVerifier(sessions agentauth.SessionSource, hosts agentauth.HostSource, issuer string, debug *slog.Logger) (auth.Verifier, error) {
+	return agentauth.New(agentauth.Config{
+		Sessions:                sessions,
+		Hosts:                   hosts,
+		Issuer:                  issuer,
+		AllowAnonymousDiscovery: true,
+		Authorize:               bank.Authorize,
+		Logger:                  debug,
+	})
 }
 
 // directoryMCP is the MCP endpoint of a bank that trusts a directory: the
 // same agents, verified by a verifier of its own whose only audience is
 // the endpoint.
-func directoryMCP(dir agentauth.Directory, exec *bank.Executor, cfg config, debug *slog.Logger) (*mcpx.Server[*bank.App, bank.Caller], error) {
-	verifier, err := agentauth.NewVerifier(agentauth.VerifierConfig{
+func directoryMCP(dir agentauth.Directory, exec *core.Executor, cfg config, debug *slog.Logger) (*mcpx.Server, error) {
+	sessions, err := agentauth.NewVerifier(agentauth.VerifierConfig{
 		Directory: dir,
 		Audiences: []string{mcpResource(cfg.issuer)},
 		KeyFetch:  agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
@@ -62,9 +70,9 @@ func directoryMCP(dir agentauth.Directory, exec *bank.Executor, cfg config, debu
 	if err != nil {
 		return nil, err
 	}
-	hc, err := directoryConfig(verifier, nil, cfg.issuer, debug)
+	verifier, err := directoryVerifier(sessions, nil, cfg.issuer, debug)
 	if err != nil {
 		return nil, err
 	}
-	return newMCP(exec, cfg.issuer, hc)
+	return newMCP(exec, cfg.issuer, verifier, debug)
 }

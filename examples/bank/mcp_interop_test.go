@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentcap/agentcap/examples/internal/issues"
 	"github.com/agentcap/agentcap/mcpx"
+	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
 // The MCP interop suite drives the bank's /mcp, agentcap's own MCP
@@ -111,7 +112,7 @@ func TestMCPInteropServer(t *testing.T) {
 	p := startBank(t, buildBank(t), f.file)
 	endpoint := p.url + "/mcp"
 	alice := f.agents["agt_alice"]
-	run := runServerScenario(t, dir, endpoint, tokenServer(t, func() (string, error) { return alice.Token(endpoint), nil }))
+	run := runServerScenario(t, dir, endpoint, tokenServer(t, func() (string, error) { return alice.Token(agentauthtest.Token{Audience: endpoint}), nil }))
 
 	if run.Server != "bank" {
 		t.Errorf("server name %q", run.Server)
@@ -164,11 +165,10 @@ func TestMCPInteropInspector(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	s, err := mcpx.New(exec, mcpx.Config[issues.User]{
-		Name:         "issues",
-		Authenticate: issues.Authenticate,
-		SessionOwner: func(u issues.User) string { return u.ID },
-		Resource:     base + "/mcp",
+	s, err := mcpx.New(exec, mcpx.Config{
+		Name:     "issues",
+		Verifier: issues.Verifier{},
+		Resource: base + "/mcp",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
 // mcpClient connects the go-sdk client to the bank's MCP endpoint, signing
@@ -52,7 +54,7 @@ func TestMCPEndpoint(t *testing.T) {
 	p := startBank(t, buildBank(t), f.file)
 	endpoint := p.url + "/mcp"
 	alice := f.agents["agt_alice"]
-	cs := mcpClient(t, endpoint, func() string { return alice.Token(endpoint) })
+	cs := mcpClient(t, endpoint, func() string { return alice.Token(agentauthtest.Token{Audience: endpoint}) })
 
 	ctx := context.Background()
 	res, err := cs.ListTools(ctx, nil)
@@ -95,7 +97,7 @@ func TestMCPEndpoint(t *testing.T) {
 	}
 
 	// A token made for the capability location is not one for /mcp.
-	st, hdr, body := roundTrip(t, p.client, p.url, http.MethodPost, "/mcp", alice.Token(p.url+"/capability/execute"),
+	st, hdr, body := roundTrip(t, p.client, p.url, http.MethodPost, "/mcp", alice.Token(agentauthtest.Token{Audience: p.url + "/capability/execute"}),
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	if st != http.StatusUnauthorized || !strings.Contains(hdr.Get("WWW-Authenticate"), `resource_metadata="`+p.url+`/.well-known/oauth-protected-resource/mcp"`) {
 		t.Errorf("token for another audience: %d %q %s", st, hdr.Values("WWW-Authenticate"), body)

@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
 )
 
@@ -112,7 +112,7 @@ func (c *cluster) connectPayer(ctx context.Context, p *person, name string) (*cl
 	}
 	a, st, err := p.client.Connect(ctx, c.issuer, client.ConnectOptions{
 		Name:         name,
-		Mode:         agentauth.ModeDelegated,
+		Mode:         agentcap.ModeDelegated,
 		Capabilities: caps,
 		OnApproval: func(ap client.Approval) {
 			// OnApproval must return at once: the person approves while
@@ -132,7 +132,7 @@ func (c *cluster) connectPayer(ctx context.Context, p *person, name string) (*cl
 	if err != nil {
 		return nil, fmt.Errorf("connecting %s: %w", name, err)
 	}
-	if st.Status != agentauth.StatusActive {
+	if st.Status != agentcap.StatusActive {
 		return nil, fmt.Errorf("%s is %s after its approval", name, st.Status)
 	}
 	return a, nil
@@ -147,7 +147,7 @@ func (c *cluster) connectReader(ctx context.Context, p *person, name string) (*c
 	}
 	var asked atomic.Bool
 	a, st, err := p.client.Connect(ctx, c.issuer, client.ConnectOptions{
-		Name: name, Mode: agentauth.ModeDelegated, Capabilities: caps,
+		Name: name, Mode: agentcap.ModeDelegated, Capabilities: caps,
 		OnApproval: func(client.Approval) { asked.Store(true) },
 	})
 	switch {
@@ -155,7 +155,7 @@ func (c *cluster) connectReader(ctx context.Context, p *person, name string) (*c
 		return nil, fmt.Errorf("connecting %s: %w", name, err)
 	case asked.Load():
 		return nil, fmt.Errorf("%s needed an approval although its host's defaults cover it", name)
-	case st.Status != agentauth.StatusActive:
+	case st.Status != agentcap.StatusActive:
 		return nil, fmt.Errorf("%s is %s", name, st.Status)
 	}
 	return a, nil

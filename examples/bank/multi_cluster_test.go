@@ -28,7 +28,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 )
 
 // multiDatabase is the database the harness works in, created on the
@@ -170,7 +170,7 @@ func (in *instance) start() error {
 			return fmt.Errorf("%s exited at start:\n%s", in.name, in.logs)
 		default:
 		}
-		resp, err := hc.Get(in.url + agentauth.DiscoveryPath)
+		resp, err := hc.Get(in.url + agentcap.DiscoveryPath)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

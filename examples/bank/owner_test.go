@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
 )
 
@@ -72,7 +72,7 @@ func TestOwnerConfirmsBigTransfers(t *testing.T) {
 	var approveErr error
 	a, _, err := cl.Connect(ctx, p.url, client.ConnectOptions{
 		Name: "rent payer",
-		Mode: agentauth.ModeDelegated,
+		Mode: agentcap.ModeDelegated,
 		Capabilities: []client.CapabilityRequest{{Name: "check_balance"},
 			{Name: "transfer_money", Constraints: map[string]json.RawMessage{"destination_account": json.RawMessage(`"acc_456"`)}}},
 		OnApproval: func(ap client.Approval) {

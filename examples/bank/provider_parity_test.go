@@ -21,7 +21,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
@@ -34,7 +34,7 @@ func hostToken(t *testing.T, cl *client.Client, base string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return agentauthtest.NewHost("host", agentauthtest.WithKey(id.Key)).Token(base)
+	return agentauthtest.NewHost(agentauthtest.Host{ID: "host", Key: id.Key}).Token(agentauthtest.Token{Audience: base})
 }
 
 // listedNames lists the bank's capabilities with token and returns their
@@ -81,7 +81,7 @@ func TestProviderParity(t *testing.T) {
 
 	robots := newClient()
 	a, st, err := robots.Connect(ctx, p.url, client.ConnectOptions{
-		Name: "rate watcher", Mode: agentauth.ModeAutonomous,
+		Name: "rate watcher", Mode: agentcap.ModeAutonomous,
 		Capabilities: []client.CapabilityRequest{{Name: "exchange_rate"}, {Name: "list_accounts"}},
 	})
 	if err != nil {
@@ -220,13 +220,13 @@ func TestDirectoryHostJWT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := agentauthtest.NewHost("hst_alice", agentauthtest.WithKey(ed25519.NewKeyFromSeed(seed)))
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_alice", Key: ed25519.NewKeyFromSeed(seed)})
 	want := []string{"check_balance", "exchange_rate", "list_accounts", "statement_export", "transfer_money"}
-	if diff := cmp.Diff(want, listedNames(t, p, host.Token(p.url))); diff != "" {
+	if diff := cmp.Diff(want, listedNames(t, p, host.Token(agentauthtest.Token{Audience: p.url}))); diff != "" {
 		t.Errorf("hst_alice lists (-want +got):\n%s", diff)
 	}
-	stranger := agentauthtest.NewHost("hst_stranger")
-	if r := p.do(t, http.MethodGet, "/capability/list", stranger.Token(p.url), ""); r.status != http.StatusUnauthorized {
+	stranger := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_stranger"})
+	if r := p.do(t, http.MethodGet, "/capability/list", stranger.Token(agentauthtest.Token{Audience: p.url}), ""); r.status != http.StatusUnauthorized {
 		t.Errorf("a host the directory does not know: %d %s", r.status, r.body)
 	}
 }

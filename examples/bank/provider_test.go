@@ -18,7 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
 	"github.com/agentcap/agentcap/examples/bank/bank"
 )
@@ -74,7 +74,7 @@ func TestProviderMode(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "bank.db")
 	p := startProviderBank(t, bin, db)
 
-	disc := p.do(t, http.MethodGet, agentauth.DiscoveryPath, "", "")
+	disc := p.do(t, http.MethodGet, agentcap.DiscoveryPath, "", "")
 	if disc.status != http.StatusOK {
 		t.Fatalf("discovery: %d %s", disc.status, disc.body)
 	}
@@ -105,7 +105,7 @@ func TestProviderMode(t *testing.T) {
 	var approveErr error
 	a, st, err := cl.Connect(ctx, p.url, client.ConnectOptions{
 		Name:         "balance reader",
-		Mode:         agentauth.ModeDelegated,
+		Mode:         agentcap.ModeDelegated,
 		Capabilities: []client.CapabilityRequest{{Name: "check_balance"}},
 		OnApproval: func(ap client.Approval) {
 			approvals = append(approvals, ap)
@@ -121,7 +121,7 @@ func TestProviderMode(t *testing.T) {
 	if len(approvals) != 1 || !strings.HasPrefix(approvals[0].VerificationURIComplete, p.url+"/approve?code=") {
 		t.Errorf("approvals %+v, want one on %s/approve", approvals, p.url)
 	}
-	if st.Status != "active" || st.Mode != agentauth.ModeDelegated || st.UserID != "user_alice" {
+	if st.Status != "active" || st.Mode != agentcap.ModeDelegated || st.UserID != "user_alice" {
 		t.Errorf("status %+v, want an active delegated agent of user_alice", st)
 	}
 	var grants []string
@@ -328,7 +328,7 @@ func restartBank(t *testing.T, bin, base, db string) *bankProcess {
 			t.Fatalf("the restarted bank exited:\n%s", p.logs)
 		default:
 		}
-		if resp, err := p.client.Get(base + agentauth.DiscoveryPath); err == nil {
+		if resp, err := p.client.Get(base + agentcap.DiscoveryPath); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return p

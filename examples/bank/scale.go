@@ -108,10 +108,18 @@ func (s *shared) close() error {
 
 // apply puts the Redis replay cache and rate limiter into c, the limits
 // of the command line, and the client address rule of -forwarded-for.
-func (s *shared) apply(c *provider.Config, cfg config) {
+// The Redis stores refuse a server that may evict their keys.
+func (s *shared) apply(ctx context.Context, c *provider.Config, cfg config) error {
 	if s.redis != nil {
-		c.Replay = redisreplay.New(s.redis, "bank:replay:")
-		c.RateLimits.Limiter = redislimit.New(s.redis, "bank:limit:")
+		replay, err := redisreplay.New(ctx, s.redis, redisreplay.Config{Prefix: "bank:replay:"})
+		if err != nil {
+			return fmt.Errorf("-redis: %w", err)
+		}
+		limiter, err := redislimit.New(ctx, s.redis, redislimit.Config{Prefix: "bank:limit:"})
+		if err != nil {
+			return fmt.Errorf("-redis: %w", err)
+		}
+		c.Replay, c.RateLimits.Limiter = replay, limiter
 	}
 	c.RateLimits.Off = cfg.limits.off
 	c.RateLimits.PerAgent = cfg.limits.agent
@@ -121,6 +129,7 @@ func (s *shared) apply(c *provider.Config, cfg config) {
 	if cfg.forwardedFor {
 		c.RateLimits.ClientIP = forwardedClient
 	}
+	return nil
 }
 
 // forwardedClient is the client address a trusted reverse proxy reports:

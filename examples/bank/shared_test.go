@@ -17,7 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
 )
 
@@ -124,7 +124,7 @@ func TestInstancesShareState(t *testing.T) {
 	var approveErr error
 	a, st, err := cl.Connect(ctx, proxy.URL, client.ConnectOptions{
 		Name:         "reader",
-		Mode:         agentauth.ModeDelegated,
+		Mode:         agentcap.ModeDelegated,
 		Capabilities: []client.CapabilityRequest{{Name: "check_balance"}},
 		OnApproval: func(ap client.Approval) {
 			approveErr = approve(proxy.URL, "user_alice", ap.UserCode, "check_balance")

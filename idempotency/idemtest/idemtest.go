@@ -1,13 +1,14 @@
 // Package idemtest is the conformance suite every idempotency.Store
-// passes: claims, answers, releases, expiry, and 50 concurrent calls with
-// one key through two stores sharing their keys, of which exactly one
-// runs.
+// passes: claims, answers, releases, expiry, 50 concurrent calls with one
+// key through two stores sharing their keys, of which exactly one runs,
+// and the bound of a scope's live keys, counted across both stores.
 package idemtest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,16 +36,18 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Expiry", func(t *testing.T) { testExpiry(t, f) })
 	t.Run("ConcurrentTwoInstances", func(t *testing.T) { testConcurrent(t, f) })
 	t.Run("GuardErrors", func(t *testing.T) { testGuardErrors(t, f) })
+	t.Run("BoundedScope", func(t *testing.T) { testBoundedScope(t, f) })
+	t.Run("AnswerBound", func(t *testing.T) { testAnswerBound(t, f) })
 }
 
 func testClaim(t *testing.T, f Factory) {
 	ctx := context.Background()
 	s := f.New(t)
-	claimed, rec, err := s.Claim(ctx, "k1", "fp1", "tok1", time.Minute)
+	claimed, rec, err := s.Claim(ctx, "agt_1", "k1", "fp1", "tok1", time.Minute, 0)
 	if err != nil || !claimed || rec != nil {
 		t.Fatalf("first claim: %v %+v %v", claimed, rec, err)
 	}
-	claimed, rec, err = s.Claim(ctx, "k1", "fp2", "tok2", time.Minute)
+	claimed, rec, err = s.Claim(ctx, "agt_1", "k1", "fp2", "tok2", time.Minute, 0)
 	if err != nil || claimed {
 		t.Fatalf("second claim: %v %v", claimed, err)
 	}
@@ -52,14 +55,14 @@ func testClaim(t *testing.T, f Factory) {
 		t.Errorf("in-progress record: %+v", rec)
 	}
 	// Only the holder completes.
-	if err := s.Complete(ctx, "k1", "tok2", idempotency.Record{Status: 500}, time.Hour); err != nil {
+	if err := s.Complete(ctx, "agt_1", "k1", "tok2", idempotency.Record{Status: 500}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	answer := idempotency.Record{Status: 202, Header: map[string]string{"Retry-After": "1"}, Body: []byte(`{"status":"pending"}` + "\n")}
-	if err := s.Complete(ctx, "k1", "tok1", answer, time.Hour); err != nil {
+	if err := s.Complete(ctx, "agt_1", "k1", "tok1", answer, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	_, rec, err = s.Claim(ctx, "k1", "fp1", "tok3", time.Minute)
+	_, rec, err = s.Claim(ctx, "agt_1", "k1", "fp1", "tok3", time.Minute, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +71,10 @@ func testClaim(t *testing.T, f Factory) {
 		t.Errorf("stored answer (-want +got):\n%s", diff)
 	}
 	// A done key is not released.
-	if err := s.Release(ctx, "k1", "tok1"); err != nil {
+	if err := s.Release(ctx, "agt_1", "k1", "tok1"); err != nil {
 		t.Fatal(err)
 	}
-	if claimed, _, _ := s.Claim(ctx, "k1", "fp1", "tok4", time.Minute); claimed {
+	if claimed, _, _ := s.Claim(ctx, "agt_1", "k1", "fp1", "tok4", time.Minute, 0); claimed {
 		t.Error("a released answer")
 	}
 }
@@ -79,19 +82,19 @@ func testClaim(t *testing.T, f Factory) {
 func testRelease(t *testing.T, f Factory) {
 	ctx := context.Background()
 	s := f.New(t)
-	if claimed, _, err := s.Claim(ctx, "k", "fp", "tok1", time.Minute); !claimed || err != nil {
+	if claimed, _, err := s.Claim(ctx, "agt_1", "k", "fp", "tok1", time.Minute, 0); !claimed || err != nil {
 		t.Fatal(claimed, err)
 	}
-	if err := s.Release(ctx, "k", "other"); err != nil {
+	if err := s.Release(ctx, "agt_1", "k", "other"); err != nil {
 		t.Fatal(err)
 	}
-	if claimed, _, _ := s.Claim(ctx, "k", "fp", "tok2", time.Minute); claimed {
+	if claimed, _, _ := s.Claim(ctx, "agt_1", "k", "fp", "tok2", time.Minute, 0); claimed {
 		t.Error("released by a stranger")
 	}
-	if err := s.Release(ctx, "k", "tok1"); err != nil {
+	if err := s.Release(ctx, "agt_1", "k", "tok1"); err != nil {
 		t.Fatal(err)
 	}
-	if claimed, _, err := s.Claim(ctx, "k", "fp", "tok3", time.Minute); !claimed || err != nil {
+	if claimed, _, err := s.Claim(ctx, "agt_1", "k", "fp", "tok3", time.Minute, 0); !claimed || err != nil {
 		t.Errorf("after release: %v %v", claimed, err)
 	}
 }
@@ -99,26 +102,26 @@ func testRelease(t *testing.T, f Factory) {
 func testExpiry(t *testing.T, f Factory) {
 	ctx := context.Background()
 	s := f.New(t)
-	if claimed, _, _ := s.Claim(ctx, "lease", "fp", "tok1", 50*time.Millisecond); !claimed {
+	if claimed, _, _ := s.Claim(ctx, "agt_1", "lease", "fp", "tok1", 50*time.Millisecond, 0); !claimed {
 		t.Fatal("not claimed")
 	}
-	if claimed, _, _ := s.Claim(ctx, "ttl", "fp", "tok1", time.Minute); !claimed {
+	if claimed, _, _ := s.Claim(ctx, "agt_1", "ttl", "fp", "tok1", time.Minute, 0); !claimed {
 		t.Fatal("not claimed")
 	}
-	if err := s.Complete(ctx, "ttl", "tok1", idempotency.Record{Status: 200, Body: []byte("{}")}, 50*time.Millisecond); err != nil {
+	if err := s.Complete(ctx, "agt_1", "ttl", "tok1", idempotency.Record{Status: 200, Body: []byte("{}")}, 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(120 * time.Millisecond)
 	for _, k := range []string{"lease", "ttl"} {
-		if claimed, rec, err := s.Claim(ctx, k, "fp2", "tok2", time.Minute); !claimed || err != nil {
+		if claimed, rec, err := s.Claim(ctx, "agt_1", k, "fp2", "tok2", time.Minute, 0); !claimed || err != nil {
 			t.Errorf("%s after expiry: %v %+v %v", k, claimed, rec, err)
 		}
 	}
 	// The expired holder cannot complete over the new claim.
-	if err := s.Complete(ctx, "lease", "tok1", idempotency.Record{Status: 200}, time.Hour); err != nil {
+	if err := s.Complete(ctx, "agt_1", "lease", "tok1", idempotency.Record{Status: 200}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if _, rec, _ := s.Claim(ctx, "lease", "fp2", "tok3", time.Minute); rec == nil || rec.Done || rec.Token != "tok2" {
+	if _, rec, _ := s.Claim(ctx, "agt_1", "lease", "fp2", "tok3", time.Minute, 0); rec == nil || rec.Done || rec.Token != "tok2" {
 		t.Errorf("after a stale completion: %+v", rec)
 	}
 }
@@ -206,5 +209,107 @@ func testGuardErrors(t *testing.T, f Factory) {
 		if _, _, err := g.Begin(ctx, "agt_1", bad, fp1); !errors.Is(err, idempotency.ErrInvalidKey) {
 			t.Errorf("key %q: %v", bad, err)
 		}
+	}
+}
+
+// testBoundedScope: a scope holding Config.MaxKeysPerScope live keys
+// (claimed or answered) gets ErrTooManyKeys for a new key, through any
+// store sharing the keys, while its held keys are still answered and
+// other scopes are not refused; a released or expired key frees its place.
+func testBoundedScope(t *testing.T, f Factory) {
+	ctx := context.Background()
+	s := f.New(t)
+	guards := make([]*idempotency.Guard, 2)
+	for i, st := range []idempotency.Store{s, f.Reopen(t, s)} {
+		g, err := idempotency.New(idempotency.Config{Store: st, Wait: -1, MaxKeysPerScope: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		guards[i] = g
+	}
+	fp := idempotency.Fingerprint("c", nil)
+	begin := func(g int, scope, key string) (*idempotency.Claim, *idempotency.Record, error) {
+		return guards[g].Begin(ctx, scope, key, fp)
+	}
+	done, _, err := begin(0, "agt_1", "k1")
+	if err != nil || done == nil {
+		t.Fatalf("k1: %v", err)
+	}
+	if err := done.Complete(ctx, 200, nil, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, err := begin(1, "agt_1", "k2"); err != nil || c == nil {
+		t.Fatalf("k2: %v", err)
+	}
+	running, _, err := begin(0, "agt_1", "k3")
+	if err != nil || running == nil {
+		t.Fatalf("k3: %v", err)
+	}
+	for g := range 2 {
+		if _, _, err := begin(g, "agt_1", "k4"); !errors.Is(err, idempotency.ErrTooManyKeys) {
+			t.Fatalf("a fourth key through store %d: %v; want ErrTooManyKeys", g, err)
+		}
+	}
+	// A held key is still answered, and other scopes have their own.
+	if c, rec, err := begin(1, "agt_1", "k1"); err != nil || c != nil || rec == nil || string(rec.Body) != "{}" {
+		t.Fatalf("replay of k1 at the bound: %v %+v %v", c, rec, err)
+	}
+	if c, _, err := begin(1, "agt_2", "k4"); err != nil || c == nil {
+		t.Fatalf("another scope: %v", err)
+	}
+	// A released key frees its place.
+	if err := running.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	short, _, err := begin(1, "agt_1", "k4")
+	if err != nil || short == nil {
+		t.Fatalf("k4 after a release: %v", err)
+	}
+	// So does an expired one.
+	g, err := idempotency.New(idempotency.Config{Store: s, Wait: -1, MaxKeysPerScope: 1, TTL: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := g.Begin(ctx, "agt_3", "a", fp)
+	if err != nil || c == nil {
+		t.Fatalf("agt_3: %v", err)
+	}
+	if err := c.Complete(ctx, 200, nil, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.Begin(ctx, "agt_3", "b", fp); !errors.Is(err, idempotency.ErrTooManyKeys) {
+		t.Fatalf("agt_3's second key: %v; want ErrTooManyKeys", err)
+	}
+	time.Sleep(120 * time.Millisecond)
+	if c, _, err := g.Begin(ctx, "agt_3", "b", fp); err != nil || c == nil {
+		t.Fatalf("agt_3's second key once the first expired: %v", err)
+	}
+}
+
+// testAnswerBound: an answer longer than Config.MaxAnswerBytes (raised to
+// MinAnswerBytes) is not stored; the claim still holds the key for a
+// shorter one.
+func testAnswerBound(t *testing.T, f Factory) {
+	ctx := context.Background()
+	g, err := idempotency.New(idempotency.Config{Store: f.New(t), Wait: -1, MaxAnswerBytes: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := idempotency.Fingerprint("c", nil)
+	c, _, err := g.Begin(ctx, "agt_1", "k", fp)
+	if err != nil || c == nil {
+		t.Fatal(err)
+	}
+	if err := c.Complete(ctx, 200, nil, []byte(strings.Repeat("x", idempotency.MinAnswerBytes+1))); !errors.Is(err, idempotency.ErrAnswerTooLarge) {
+		t.Fatalf("an answer of MinAnswerBytes+1: %v; want ErrAnswerTooLarge", err)
+	}
+	if _, _, err := g.Begin(ctx, "agt_1", "k", fp); !errors.Is(err, idempotency.ErrInProgress) {
+		t.Fatalf("repeat after a refused answer: %v; want the key still claimed", err)
+	}
+	if err := c.Complete(ctx, 409, nil, []byte(strings.Repeat("y", idempotency.MinAnswerBytes))); err != nil {
+		t.Fatal(err)
+	}
+	if _, rec, err := g.Begin(ctx, "agt_1", "k", fp); err != nil || rec == nil || rec.Status != 409 {
+		t.Fatalf("the shorter answer: %+v %v", rec, err)
 	}
 }

@@ -5,9 +5,23 @@
 //
 // A key is the Redis string prefix + the scoped key, holding a small JSON
 // document (fingerprint, claim token, whether it is answered, and the
-// answer). A claim is SET NX PX, so Redis decides which of several
-// callers claims a key; completing and releasing are Lua scripts that act
-// only for the claim's own token.
+// answer). Claiming, completing and releasing are Lua scripts, so Redis
+// decides which of several callers claims a key, and only the claim's own
+// token completes or releases it. When a scope's keys are bounded
+// (idempotency.Config.MaxKeysPerScope), its live keys are also the
+// members of the sorted set prefix + "scope:" + scope, by expiry, which
+// the claim counts in the same step; a scoped key starts with a digit, so
+// the two never meet.
+//
+// Redis must keep each key until its TTL ends: under a maxmemory-policy
+// that evicts (volatile-* and allkeys-*, the default of several managed
+// services) a full Redis drops keys early, and a retry whose key was
+// dropped runs the call again. New therefore refuses a Redis whose
+// policy is not noeviction, or whose policy it cannot read because
+// CONFIG GET is refused, unless Config.AcceptEviction says the
+// application takes that risk. Under noeviction a full Redis refuses
+// writes: a key that cannot be claimed answers 503, and the call does not
+// run.
 package redisstore
 
 import (
@@ -20,9 +34,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentcap/agentcap/idempotency"
+	"github.com/agentcap/agentcap/internal/rediseviction"
 )
 
-// Store is an idempotency.Store in Redis. It is safe for concurrent use.
+// Store is a idempotency.Store in Redis. It is safe for concurrent use.
 type Store struct {
 	client redis.UniversalClient
 	prefix string
@@ -30,11 +45,27 @@ type Store struct {
 
 var _ idempotency.Store = (*Store)(nil)
 
-// New returns a Store keeping keys under prefix (for example
-// "bank:idem:") through client. The client's own timeouts bound each
-// call.
-func New(client redis.UniversalClient, prefix string) *Store {
-	return &Store{client: client, prefix: prefix}
+// Config configures a Store.
+type Config struct {
+	// Prefix starts every key the Store writes, for example "bank:idem:".
+	Prefix string
+	// AcceptEviction starts the Store on a Redis whose maxmemory-policy
+	// may evict keys, or whose policy cannot be read, without asking:
+	// the application takes the risk (see the package documentation).
+	AcceptEviction bool
+}
+
+// New checks that the server behind client does not evict keys (see the
+// package documentation) and returns a Store keeping its keys under
+// cfg.Prefix. The client's own timeouts bound each call.
+func New(ctx context.Context, client redis.UniversalClient, cfg Config) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("redisstore: nil client")
+	}
+	if err := rediseviction.Check(ctx, client, "idempotency/redisstore", "a key it forgets before its TTL lets a retried call run twice", cfg.AcceptEviction); err != nil {
+		return nil, err
+	}
+	return &Store{client: client, prefix: cfg.Prefix}, nil
 }
 
 // doc is the stored form of a key.
@@ -49,42 +80,66 @@ type doc struct {
 
 func pxMillis(d time.Duration) int64 { return max(int64((d+time.Millisecond-1)/time.Millisecond), 1) }
 
+// claimScript claims KEYS[1] with the document ARGV[1] for ARGV[2] ms,
+// unless it is held ({0, the document}) or, when ARGV[3] is positive, its
+// scope holds that many live keys ({2}). A scope's live keys are the
+// members of the sorted set KEYS[2], by expiry in Redis's milliseconds;
+// ARGV[4] is the key's member.
+var claimScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v then return {0, v} end
+local max, lease = tonumber(ARGV[3]), tonumber(ARGV[2])
+local now = 0
+if max > 0 then
+	local t = redis.call('TIME')
+	now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+	redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+	if redis.call('ZCARD', KEYS[2]) >= max then return {2} end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', lease)
+if max > 0 then
+	redis.call('ZADD', KEYS[2], now + lease, ARGV[4])
+	if redis.call('PTTL', KEYS[2]) < lease then redis.call('PEXPIRE', KEYS[2], lease) end
+end
+return {1}
+`)
+
+// scopeKey is the sorted set of scope's live keys.
+func (s *Store) scopeKey(scope string) string { return s.prefix + "scope:" + scope }
+
 // Claim implements idempotency.Store.
-func (s *Store) Claim(ctx context.Context, key, fingerprint, token string, lease time.Duration) (bool, *idempotency.Record, error) {
+func (s *Store) Claim(ctx context.Context, scope, key, fingerprint, token string, lease time.Duration, max int) (bool, *idempotency.Record, error) {
 	val, err := json.Marshal(doc{Fingerprint: fingerprint, Token: token})
 	if err != nil {
 		return false, nil, err
 	}
-	for range 3 {
-		err := s.client.Do(ctx, "SET", s.prefix+key, val, "NX", "PX", pxMillis(lease)).Err()
-		if err == nil {
-			return true, nil, nil
-		}
-		if !errors.Is(err, redis.Nil) {
-			return false, nil, fmt.Errorf("redisstore: SET NX: %w", err)
-		}
-		raw, err := s.client.Get(ctx, s.prefix+key).Bytes()
-		if errors.Is(err, redis.Nil) {
-			continue // expired in between
-		}
-		if err != nil {
-			return false, nil, fmt.Errorf("redisstore: GET: %w", err)
-		}
-		var d doc
-		if err := json.Unmarshal(raw, &d); err != nil {
-			return false, nil, fmt.Errorf("redisstore: decoding %s: %w", key, err)
-		}
-		rec := &idempotency.Record{Fingerprint: d.Fingerprint, Token: d.Token, Done: d.Done, Status: d.Status, Header: d.Header}
-		if d.Done {
-			rec.Body = []byte(d.Body)
-		}
-		return false, rec, nil
+	res, err := claimScript.Run(ctx, s.client, []string{s.prefix + key, s.scopeKey(scope)}, val, pxMillis(lease), max, key).Slice()
+	if err != nil {
+		return false, nil, fmt.Errorf("redisstore: claiming a key: %w", err)
 	}
-	return false, nil, errors.New("redisstore: the key kept changing while it was claimed")
+	switch code, _ := res[0].(int64); {
+	case code == 1:
+		return true, nil, nil
+	case code == 2:
+		return false, nil, idempotency.ErrTooManyKeys
+	case code != 0 || len(res) != 2:
+		return false, nil, fmt.Errorf("redisstore: the claim script answered %v", res)
+	}
+	raw, _ := res[1].(string)
+	var d doc
+	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+		return false, nil, fmt.Errorf("redisstore: decoding %s: %w", key, err)
+	}
+	rec := &idempotency.Record{Fingerprint: d.Fingerprint, Token: d.Token, Done: d.Done, Status: d.Status, Header: d.Header}
+	if d.Done {
+		rec.Body = []byte(d.Body)
+	}
+	return false, rec, nil
 }
 
 // completeScript stores the answer in ARGV[2] for ARGV[3] ms, if the key
-// is still claimed, unanswered, by token ARGV[1].
+// is still claimed, unanswered, by token ARGV[1], and keeps its member
+// ARGV[4] of its scope's set KEYS[2] (if it is one) as long.
 var completeScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
@@ -94,36 +149,43 @@ local a = cjson.decode(ARGV[2])
 a.f = r.f
 a.t = r.t
 a.d = true
-redis.call('SET', KEYS[1], cjson.encode(a), 'PX', ARGV[3])
+local ttl = tonumber(ARGV[3])
+redis.call('SET', KEYS[1], cjson.encode(a), 'PX', ttl)
+if redis.call('ZSCORE', KEYS[2], ARGV[4]) then
+	local t = redis.call('TIME')
+	redis.call('ZADD', KEYS[2], 'XX', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl, ARGV[4])
+	if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+end
 return 1
 `)
 
 // releaseScript deletes the key if it is claimed, unanswered, by token
-// ARGV[1].
+// ARGV[1], and its member ARGV[2] of its scope's set KEYS[2].
 var releaseScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local r = cjson.decode(v)
 if r.t ~= ARGV[1] or r.d then return 0 end
 redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[2])
 return 1
 `)
 
 // Complete implements idempotency.Store.
-func (s *Store) Complete(ctx context.Context, key, token string, answer idempotency.Record, ttl time.Duration) error {
+func (s *Store) Complete(ctx context.Context, scope, key, token string, answer idempotency.Record, ttl time.Duration) error {
 	val, err := json.Marshal(doc{Status: answer.Status, Header: answer.Header, Body: string(answer.Body)})
 	if err != nil {
 		return err
 	}
-	if err := completeScript.Run(ctx, s.client, []string{s.prefix + key}, token, val, pxMillis(ttl)).Err(); err != nil {
+	if err := completeScript.Run(ctx, s.client, []string{s.prefix + key, s.scopeKey(scope)}, token, val, pxMillis(ttl), key).Err(); err != nil {
 		return fmt.Errorf("redisstore: storing an answer: %w", err)
 	}
 	return nil
 }
 
 // Release implements idempotency.Store.
-func (s *Store) Release(ctx context.Context, key, token string) error {
-	if err := releaseScript.Run(ctx, s.client, []string{s.prefix + key}, token).Err(); err != nil {
+func (s *Store) Release(ctx context.Context, scope, key, token string) error {
+	if err := releaseScript.Run(ctx, s.client, []string{s.prefix + key, s.scopeKey(scope)}, token, key).Err(); err != nil {
 		return fmt.Errorf("redisstore: releasing a key: %w", err)
 	}
 	return nil

@@ -2,8 +2,11 @@ package sqlitestore_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/agentcap/agentcap/idempotency"
 	"github.com/agentcap/agentcap/idempotency/idemtest"
@@ -36,7 +39,7 @@ func TestConformance(t *testing.T) {
 func TestSweep(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "idem.db"))
 	ctx := context.Background()
-	if claimed, _, err := s.Claim(ctx, "k", "fp", "tok", 1); !claimed || err != nil {
+	if claimed, _, err := s.Claim(ctx, "agt_1", "k", "fp", "tok", 1, 0); !claimed || err != nil {
 		t.Fatal(claimed, err)
 	}
 	for {
@@ -48,4 +51,37 @@ func TestSweep(t *testing.T) {
 			return
 		}
 	}
+}
+
+// TestMigratesKeysWithoutScope: a file written before keys had a scope
+// is brought up to date at Open; its keys are still answered, and count
+// for no scope.
+func TestMigratesKeysWithoutScope(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "idem.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE agentcap_idempotency (idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, token TEXT NOT NULL,
+			done INTEGER NOT NULL, status INTEGER NOT NULL, header TEXT, body TEXT, expires_at BIGINT NOT NULL)`,
+		`CREATE INDEX agentcap_idempotency_expires ON agentcap_idempotency (expires_at)`,
+		`INSERT INTO agentcap_idempotency VALUES ('5:agt_1:old', 'fp', 'tok', 1, 200, NULL, '{}', ` + strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10) + `)`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = db.Close()
+	s := open(t, path)
+	ctx := context.Background()
+	claimed, rec, err := s.Claim(ctx, "agt_1", "5:agt_1:old", "fp", "tok2", time.Minute, 1)
+	if err != nil || claimed || rec == nil || !rec.Done || string(rec.Body) != "{}" {
+		t.Fatalf("the old key: %v %+v %v", claimed, rec, err)
+	}
+	if claimed, _, err := s.Claim(ctx, "agt_1", "5:agt_1:new", "fp", "tok3", time.Minute, 1); !claimed || err != nil {
+		t.Fatalf("a new key of the scope: %v %v", claimed, err)
+	}
+	// Opened again, nothing more is migrated.
+	_ = open(t, path)
 }

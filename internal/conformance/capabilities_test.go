@@ -6,20 +6,14 @@ package conformance_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
-
-// principal is what the test authenticator verifies.
-type principal struct {
-	Name  string
-	Admin bool
-}
 
 // app is the application context: the tenant comes from a value the
 // framework's own middleware put on the request.
@@ -81,9 +75,15 @@ type countOut struct {
 // it after the request is over.
 var lingering = make(chan context.Context, 16)
 
+// Application codes of the test capabilities.
+var (
+	codeTaskLocked     = agentcap.NewCode("task_locked", agentcap.CodeConflict)
+	codeSessionExpired = agentcap.NewCode("session_expired", agentcap.CodeAuthenticationRequired)
+)
+
 // capabilities is the test capability set.
 func capabilities() []core.Definer {
-	noop := func(n int) core.Handler[app, core.NoInput, countOut] {
+	noop := func(n int) func(context.Context, app, core.NoInput) (countOut, error) {
 		return func(context.Context, app, core.NoInput) (countOut, error) { return countOut{N: n}, nil }
 	}
 	return []core.Definer{
@@ -100,15 +100,15 @@ func capabilities() []core.Definer {
 			func(_ context.Context, _ app, in payIn) (payOut, error) { return payOut{Paid: in.Amount}, nil },
 			core.WithRequiredConstraints("amount", "currency"), core.WithRisk(core.RiskHigh)),
 		core.MustDefine("admin.report", "Administrative report", noop(7),
-			core.VisibleTo(func(_ context.Context, p principal) bool { return p.Admin })),
+			core.WithVisibility(func(_ context.Context, id *auth.Identity, _ bool) bool { return id != nil && id.Subject == "root" })),
 		core.MustDefine("conflict", "Fails with an application error",
 			func(context.Context, app, core.NoInput) (countOut, error) {
-				return countOut{}, core.Conflict("task_locked", "the task is locked by another editor").
+				return countOut{}, agentcap.NewError(codeTaskLocked, "the task is locked by another editor").
 					With("retry_after", 5).With("resource", map[string]string{"kind": "task", "id": "t-1"})
 			}),
 		core.MustDefine("expired", "Fails with an application 401",
 			func(context.Context, app, core.NoInput) (countOut, error) {
-				return countOut{}, core.Unauthorized("session_expired", "sign in again")
+				return countOut{}, agentcap.NewError(codeSessionExpired, "sign in again")
 			}),
 		core.MustDefine("panics", "Panics", func(context.Context, app, core.NoInput) (countOut, error) {
 			panic("database password is hunter2")
@@ -147,29 +147,55 @@ func waitCapability() core.Definer {
 		})
 }
 
-func authenticate(_ context.Context, req *httpx.Request) (principal, error) {
-	switch req.Header("Authorization") {
+// tokens is the test verifier. It knows a few bearer tokens and gives
+// each identity the Authorizer that authorizer returns for its subject
+// (none when authorizer is nil).
+type tokens struct {
+	authorizer func(subject string) auth.Authorizer
+	// anonymous admits list and describe without credentials.
+	anonymous bool
+	// challenge is sent with every 401 answer; "" sends none.
+	challenge string
+}
+
+func (v tokens) Challenge() string { return v.challenge }
+
+func (v tokens) Verify(_ context.Context, req *auth.Request) (*auth.Identity, error) {
+	identity := func(subject string) *auth.Identity {
+		id := &auth.Identity{Subject: subject}
+		if v.authorizer != nil {
+			id.Authorizer = v.authorizer(subject)
+		}
+		return id
+	}
+	switch req.Authorization {
 	case "":
-		return principal{}, httpx.ErrNoCredentials
+		if v.anonymous && req.Discovery {
+			return nil, nil
+		}
+		return nil, auth.ErrNoCredentials
 	case "Bearer alice":
-		return principal{Name: "alice"}, nil
+		return identity("alice"), nil
 	case "Bearer admin":
-		return principal{Name: "root", Admin: true}, nil
+		return identity("root"), nil
 	case "Bearer blocked":
-		return principal{}, httpx.ErrNotAllowed
+		return nil, agentcap.NewError(agentcap.CodeUnauthorized, "the caller may not use this endpoint")
 	case "Bearer nocode":
-		// An application error that forgot its code.
-		return principal{}, &core.AppError{Status: http.StatusForbidden, Message: "this token may not be used here"}
+		// An error that forgot its code: a mistake of the verifier.
+		return nil, &agentcap.Error{Message: "this token may not be used here"}
 	default:
-		return principal{}, fmt.Errorf("%w: unknown token", httpx.ErrBadCredentials)
+		return nil, agentcap.Wrap(agentcap.CodeInvalidJWT, "the credentials are invalid", errors.New("unknown token"))
 	}
 }
 
-// authorize stands in for grant checks: amounts over 100 are refused
-// generically, other currencies than EUR with an application error, and
-// the currency XXX with one that forgot its code.
-func authorize(_ context.Context, _ principal, inv *core.Invocation) error {
-	in, ok := inv.Input.(payIn)
+// grants stands in for an agent's grants: amounts over 100 are refused
+// generically, the currency XXX with an error that forgot its code, other
+// currencies than EUR with the refusal of a grant constraint; the tasks
+// and echo are granted, nothing else.
+type grants struct{}
+
+func (grants) Authorize(_ context.Context, call *auth.Call) error {
+	in, ok := call.Input.(payIn)
 	if !ok {
 		return nil
 	}
@@ -177,44 +203,52 @@ func authorize(_ context.Context, _ principal, inv *core.Invocation) error {
 		return core.ErrForbidden
 	}
 	if in.Currency == "XXX" {
-		return &core.AppError{Status: http.StatusUnprocessableEntity, Message: "no payments in the test currency"}
+		return &agentcap.Error{Message: "no payments in the test currency"}
 	}
 	if in.Currency != "EUR" {
-		return core.Forbidden("constraint_violated", "the arguments are outside the grant").
+		return agentcap.NewError(agentcap.CodeConstraintViolated, "the arguments are outside the grant").
 			With("violations", []map[string]any{{"field": "currency", "constraint": map[string]any{"in": []string{"EUR"}}, "actual": in.Currency}})
 	}
 	return nil
 }
 
-func grantStatus(_ context.Context, _ principal, d *core.Definition) string {
-	if strings.HasPrefix(d.Name(), "tasks.") || d.Name() == "echo" {
+func (grants) GrantStatus(capability string) string {
+	if strings.HasPrefix(capability, "tasks.") || capability == "echo" {
 		return "granted"
 	}
 	return "not_granted"
 }
 
+func (grants) Recheck(context.Context) error { return nil }
+
 // maxBody keeps the large-body cases quick.
 const maxBody = 64 << 10
 
-func newHandler() (*httpx.Handler[app, principal], error) {
-	defs := append(capabilities(), waitCapability())
-	exec, err := core.NewExecutor(core.MustRegistry(defs...), core.ExecutorConfig[app, principal]{
-		CreateContext: func(ctx context.Context, p principal, _ *core.Definition, _ any) (app, error) {
-			return app{User: p.Name, Tenant: tenantOf(ctx)}, nil
+// newContext builds the application context: the caller, and the tenant
+// a router's middleware put on the request.
+func newContext(ctx context.Context, id *auth.Identity, _ *core.Definition, _ any) (app, error) {
+	return app{User: id.Subject, Tenant: tenantOf(ctx)}, nil
+}
+
+// config is the handler configuration of the table.
+func config() httpx.Config {
+	return httpx.Config{
+		Verifier: tokens{
+			authorizer: func(string) auth.Authorizer { return grants{} },
+			anonymous:  true,
+			challenge:  `Bearer realm="conformance"`,
 		},
-		Timeout: 10 * time.Second,
-	})
+		MaxBodyBytes:     maxBody,
+		DefaultListLimit: 5,
+		MaxListLimit:     20,
+	}
+}
+
+func newHandler() (*httpx.Handler, error) {
+	defs := append(capabilities(), waitCapability())
+	exec, err := core.NewExecutor(core.MustRegistry(defs...), newContext, core.Config{Timeout: 10 * time.Second})
 	if err != nil {
 		return nil, err
 	}
-	return httpx.New(exec, httpx.Config[principal]{
-		Authenticate:            authenticate,
-		Challenge:               `Bearer realm="conformance"`,
-		AllowAnonymousDiscovery: true,
-		MaxBodyBytes:            maxBody,
-		DefaultListLimit:        5,
-		MaxListLimit:            20,
-		Authorize:               authorize,
-		GrantStatus:             grantStatus,
-	})
+	return httpx.New(exec, config())
 }

@@ -69,26 +69,22 @@ func confirmationCapabilities() []core.Definer {
 	}
 }
 
-func newConfirmationHandler(t *testing.T, clock *confirmClock) *httpx.Handler[app, principal] {
+func newConfirmationHandler(t *testing.T, clock *confirmClock) *httpx.Handler {
 	t.Helper()
 	mgr, err := confirm.New(confirm.Config{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := core.NewExecutor(core.MustRegistry(confirmationCapabilities()...), core.ExecutorConfig[app, principal]{
-		CreateContext: func(ctx context.Context, p principal, _ *core.Definition, _ any) (app, error) {
-			return app{User: p.Name, Tenant: tenantOf(ctx)}, nil
-		},
-		Confirmation: core.ConfirmationConfig[principal]{
+	exec, err := core.NewExecutor(core.MustRegistry(confirmationCapabilities()...), newContext, core.Config{
+		Confirmation: core.ConfirmationConfig{
 			Confirmer: mgr,
-			Subject:   func(p principal) string { return p.Name },
 			Audience:  "http://agentcap.test" + prefix + "/",
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := httpx.New(exec, httpx.Config[principal]{Authenticate: authenticate})
+	h, err := httpx.New(exec, httpx.Config{Verifier: tokens{}})
 	if err != nil {
 		t.Fatal(err)
 	}

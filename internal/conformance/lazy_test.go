@@ -27,10 +27,10 @@ type lazyBuild struct {
 	gate chan struct{}
 }
 
-func (b *lazyBuild) handler(t *testing.T) *httpx.Handler[app, principal] {
+func (b *lazyBuild) handler(t *testing.T) *httpx.Handler {
 	t.Helper()
 	reg := core.MustRegistry(append(capabilities(), waitCapability())...)
-	lazy := core.LazyFor(reg, func(context.Context) (*core.Executor[app, principal], error) {
+	lazy := core.Lazy(reg, func(context.Context) (*core.Executor, error) {
 		b.runs.Add(1)
 		if b.gate != nil {
 			<-b.gate
@@ -38,23 +38,9 @@ func (b *lazyBuild) handler(t *testing.T) *httpx.Handler[app, principal] {
 		if b.fail.Load() {
 			return nil, errors.New("database not reachable yet")
 		}
-		return core.NewExecutor(reg, core.ExecutorConfig[app, principal]{
-			CreateContext: func(ctx context.Context, p principal, _ *core.Definition, _ any) (app, error) {
-				return app{User: p.Name, Tenant: tenantOf(ctx)}, nil
-			},
-			Timeout: 10 * time.Second,
-		})
+		return core.NewExecutor(reg, newContext, core.Config{Timeout: 10 * time.Second})
 	})
-	h, err := httpx.NewLazy(lazy, httpx.Config[principal]{
-		Authenticate:            authenticate,
-		Challenge:               `Bearer realm="conformance"`,
-		AllowAnonymousDiscovery: true,
-		MaxBodyBytes:            maxBody,
-		DefaultListLimit:        5,
-		MaxListLimit:            20,
-		Authorize:               authorize,
-		GrantStatus:             grantStatus,
-	})
+	h, err := httpx.New(lazy, config())
 	if err != nil {
 		t.Fatal(err)
 	}

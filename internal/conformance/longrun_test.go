@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/idempotency"
@@ -44,6 +46,24 @@ var (
 	revoked     atomic.Bool
 	counted     atomic.Int32
 )
+
+// codeBusy is a transient refusal of "counter".
+var codeBusy = agentcap.NewCode("busy", agentcap.CodeTemporarilyUnavailable)
+
+// revocable is the Authorizer of the long-running surface's callers: it
+// allows every call, and alice may no longer act once revoked is set.
+type revocable struct{ subject string }
+
+func (revocable) Authorize(context.Context, *auth.Call) error { return nil }
+
+func (revocable) GrantStatus(string) string { return "" }
+
+func (r revocable) Recheck(context.Context) error {
+	if revoked.Load() && r.subject == "alice" {
+		return agentcap.NewError(agentcap.CodeAgentRevoked, "the agent was revoked")
+	}
+	return nil
+}
 
 func longCapabilities() []core.Definer {
 	return []core.Definer{
@@ -87,7 +107,7 @@ func longCapabilities() []core.Definer {
 		core.MustDefine("counter", "Count calls",
 			func(_ context.Context, _ app, in payIn) (countOut, error) {
 				if in.Currency == "ERR" {
-					return countOut{}, core.NewAppError(http.StatusServiceUnavailable, "busy", "try again")
+					return countOut{}, agentcap.NewError(codeBusy, "try again")
 				}
 				return countOut{N: int(counted.Add(1))}, nil
 			}),
@@ -97,13 +117,9 @@ func longCapabilities() []core.Definer {
 	}
 }
 
-func newLongHandler(t *testing.T) *httpx.Handler[app, principal] {
+func newLongHandler(t *testing.T) *httpx.Handler {
 	t.Helper()
-	exec, err := core.NewExecutor(core.MustRegistry(longCapabilities()...), core.ExecutorConfig[app, principal]{
-		CreateContext: func(ctx context.Context, p principal, _ *core.Definition, _ any) (app, error) {
-			return app{User: p.Name, Tenant: tenantOf(ctx)}, nil
-		},
-	})
+	exec, err := core.NewExecutor(core.MustRegistry(longCapabilities()...), newContext, core.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,22 +132,15 @@ func newLongHandler(t *testing.T) *httpx.Handler[app, principal] {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := httpx.New(exec, httpx.Config[principal]{
-		Authenticate: authenticate,
-		LongRunning: httpx.LongRunning[principal]{
-			Owner:             func(p principal) string { return p.Name },
+	h, err := httpx.New(exec, httpx.Config{
+		Verifier: tokens{authorizer: func(subject string) auth.Authorizer { return revocable{subject} }},
+		LongRunning: httpx.LongRunning{
 			Jobs:              m,
 			BaseURL:           longBase,
 			Idempotency:       guard,
 			StreamMaxDuration: 400 * time.Millisecond,
-			Recheck: func(_ context.Context, p principal) error {
-				if revoked.Load() && p.Name == "alice" {
-					return core.Forbidden("agent_revoked", "the agent was revoked")
-				}
-				return nil
-			},
-			RecheckInterval: 20 * time.Millisecond,
-			KeepAlive:       20 * time.Millisecond,
+			RecheckInterval:   20 * time.Millisecond,
+			KeepAlive:         20 * time.Millisecond,
 		},
 	})
 	if err != nil {

@@ -30,7 +30,7 @@ type server struct {
 
 // startServers serves one handler through all four transports on loopback
 // and stops them when the test ends.
-func startServers(t *testing.T, h *httpx.Handler[app, principal]) []server {
+func startServers(t *testing.T, h *httpx.Handler) []server {
 	t.Helper()
 	return []server{
 		{"net/http", startNetHTTP(t, h)},
@@ -47,7 +47,7 @@ func serveHTTP(t *testing.T, handler http.Handler) string {
 	return srv.URL + prefix
 }
 
-func startNetHTTP(t *testing.T, h *httpx.Handler[app, principal]) string {
+func startNetHTTP(t *testing.T, h *httpx.Handler) string {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	tenant := func(next http.Handler) http.Handler {
@@ -60,7 +60,7 @@ func startNetHTTP(t *testing.T, h *httpx.Handler[app, principal]) string {
 	return serveHTTP(t, mux)
 }
 
-func startGin(t *testing.T, h *httpx.Handler[app, principal]) string {
+func startGin(t *testing.T, h *httpx.Handler) string {
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
 	r.GET("/healthz", func(c *gin.Context) { c.Status(http.StatusNoContent) })
@@ -69,7 +69,7 @@ func startGin(t *testing.T, h *httpx.Handler[app, principal]) string {
 	return serveHTTP(t, r)
 }
 
-func startEcho(t *testing.T, h *httpx.Handler[app, principal]) string {
+func startEcho(t *testing.T, h *httpx.Handler) string {
 	e := echo.New()
 	e.HideBanner = true
 	e.GET("/healthz", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
@@ -83,7 +83,7 @@ func startEcho(t *testing.T, h *httpx.Handler[app, principal]) string {
 	return serveHTTP(t, e)
 }
 
-func startFiber(t *testing.T, h *httpx.Handler[app, principal]) string {
+func startFiber(t *testing.T, h *httpx.Handler) string {
 	t.Helper()
 	f := fiber.New(fiber.Config{DisableStartupMessage: true})
 	f.Get("/healthz", func(c *fiber.Ctx) error { return c.SendStatus(http.StatusNoContent) })

@@ -3,6 +3,7 @@
 package oidctest
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 )
@@ -20,6 +22,7 @@ type Issuer struct {
 	// URL is the issuer identifier and the base of its discovery document.
 	URL    string
 	signer jose.Signer
+	public crypto.PublicKey
 }
 
 // NewIssuer starts a provider.
@@ -32,7 +35,7 @@ func NewIssuer(t testing.TB) *Issuer {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	iss := &Issuer{URL: srv.URL}
+	iss := &Issuer{URL: srv.URL, public: &key.PublicKey}
 	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{
@@ -63,4 +66,12 @@ func (iss *Issuer) Token(t testing.TB, c jwt.Claims) string {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// Verifier returns a verifier of the issuer's ID tokens for audience that
+// knows the issuer's key already, so that verifying needs no request to
+// the provider (fuzz targets verify many tokens).
+func (iss *Issuer) Verifier(audience string) *oidc.IDTokenVerifier {
+	keys := &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{iss.public}}
+	return oidc.NewVerifier(iss.URL, keys, &oidc.Config{ClientID: audience, SupportedSigningAlgs: []string{oidc.ES256}})
 }

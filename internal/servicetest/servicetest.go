@@ -1,13 +1,17 @@
 // Package servicetest gives tests the PostgreSQL and Redis servers named by
 // AGENTCAP_POSTGRES_DSN and AGENTCAP_REDIS_ADDR. Without them a test is
 // skipped, except under CI (CI set), where it fails: CI must run them.
+// RedisServer starts a Redis server of a test's own.
 package servicetest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -103,4 +107,68 @@ func Redis(t testing.TB) (*redis.Client, string) {
 		_ = c.Close()
 	})
 	return c, prefix
+}
+
+// RedisServer starts a redis-server of the test's own on a free loopback
+// port, without persistence and with the extra arguments args (such as
+// "--maxmemory-policy", "volatile-lru"), stops it when the test ends, and
+// returns its address. Tests use it for a configuration the shared
+// server of AGENTCAP_REDIS_ADDR must not be given. Without redis-server
+// on the PATH the test is skipped, except under CI, where it fails.
+func RedisServer(t testing.TB, args ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server is not on the PATH; CI must run the tests that start their own")
+		}
+		t.Skip("redis-server is not on the PATH")
+	}
+	var last error
+	// A port found free may be taken before the server binds it: try
+	// again with another.
+	for range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		_, port, _ := net.SplitHostPort(addr)
+		cmd := exec.Command(bin, append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, args...)...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		stop := func() {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		up, gone := false, false
+		for deadline := time.Now().Add(10 * time.Second); !up && !gone && time.Now().Before(deadline); {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			last = c.Ping(ctx).Err()
+			cancel()
+			if up = last == nil; up {
+				break
+			}
+			select {
+			case err := <-exited:
+				last, gone = fmt.Errorf("redis-server exited: %v", err), true
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		_ = c.Close()
+		switch {
+		case up:
+			t.Cleanup(stop)
+			return addr
+		case !gone:
+			stop()
+		}
+	}
+	t.Fatalf("redis-server did not start: %v", last)
+	return ""
 }

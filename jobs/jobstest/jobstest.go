@@ -1,6 +1,7 @@
 // Package jobstest is the conformance suite every jobs.Store passes: the
-// record operations, their compare-and-set races, and two managers
-// sharing the records as two instances of one application would.
+// record operations, their compare-and-set races, two managers sharing
+// the records as two instances of one application would, and the counts
+// of an owner's jobs that bound them.
 package jobstest
 
 import (
@@ -43,6 +44,8 @@ func Run(t *testing.T, f Factory) {
 	t.Run("TwoInstances", func(t *testing.T) { testTwoInstances(t, f) })
 	t.Run("CancelElsewhere", func(t *testing.T) { testCancelElsewhere(t, f) })
 	t.Run("InstanceLost", func(t *testing.T) { testInstanceLost(t, f) })
+	t.Run("CountOwner", func(t *testing.T) { testCountOwner(t, f) })
+	t.Run("OwnerBounds", func(t *testing.T) { testOwnerBounds(t, f) })
 }
 
 func pending(id string) *jobs.Record {
@@ -392,5 +395,104 @@ func waitFor(t *testing.T, m *jobs.Manager, owner, id string, ok func(*jobs.Reco
 			t.Fatalf("job %s: still %+v", id, rec)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// testCountOwner: an owner's pending jobs, and its jobs in all (pending,
+// or finished and not past their Expires), and nobody else's.
+func testCountOwner(t *testing.T, f Factory) {
+	ctx := context.Background()
+	s := f.New(t)
+	count := func(owner string, now time.Time) [2]int {
+		t.Helper()
+		p, k, err := s.CountOwner(ctx, owner, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [2]int{p, k}
+	}
+	if got := count("agt_1", base); got != [2]int{0, 0} {
+		t.Fatalf("no jobs: %v", got)
+	}
+	for _, id := range []string{"job_1", "job_2", "job_3"} {
+		if err := s.Create(ctx, pending(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := pending("job_4")
+	other.Owner = "agt_2"
+	if err := s.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if won, err := s.Finish(ctx, "job_1", jobs.Outcome{State: jobs.StateCompleted, Result: json.RawMessage(`{}`), Expires: base.Add(time.Hour)}, base); !won || err != nil {
+		t.Fatal(won, err)
+	}
+	if got := count("agt_1", base); got != [2]int{2, 3} {
+		t.Errorf("agt_1: %v, want 2 pending of 3", got)
+	}
+	if got := count("agt_2", base); got != [2]int{1, 1} {
+		t.Errorf("agt_2: %v, want 1 pending of 1", got)
+	}
+	// A finished job past its Expires is not counted, swept or not.
+	if got := count("agt_1", base.Add(2*time.Hour)); got != [2]int{2, 2} {
+		t.Errorf("agt_1 after the retention: %v, want 2 pending of 2", got)
+	}
+	if _, err := s.Sweep(ctx, base.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got := count("agt_1", base.Add(2*time.Hour)); got != [2]int{2, 2} {
+		t.Errorf("agt_1 after the sweep: %v, want 2 pending of 2", got)
+	}
+}
+
+// testOwnerBounds: a manager admits no job of an owner at one of its
+// bounds, counted through the store, so across instances sharing it.
+func testOwnerBounds(t *testing.T, f Factory) {
+	ctx := context.Background()
+	s := f.New(t)
+	managers := make([]*jobs.Manager, 2)
+	for i, st := range []jobs.Store{s, f.Reopen(t, s)} {
+		m, err := jobs.New(jobs.Config{Store: st, MaxPendingPerOwner: 2, MaxPerOwner: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Close() })
+		managers[i] = m
+	}
+	release := make(chan struct{})
+	defer close(release)
+	start := func(m *jobs.Manager, owner string) *jobs.Call {
+		t.Helper()
+		if err := m.Admit(ctx, owner); err != nil {
+			t.Fatalf("%s: %v", owner, err)
+		}
+		c := m.Call(ctx, owner, "export", func(ctx context.Context) (json.RawMessage, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return json.RawMessage(`{}`), nil
+		})
+		if _, err := c.Detach(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := start(managers[0], "agt_1")
+	start(managers[1], "agt_1")
+	for _, m := range managers {
+		if err := m.Admit(ctx, "agt_1"); !errors.Is(err, jobs.ErrTooManyJobs) {
+			t.Fatalf("a third job running at once: %v; want ErrTooManyJobs", err)
+		}
+	}
+	start(managers[1], "agt_2")
+	// A finished job makes room to run, not to keep: the owner has
+	// three once a third one starts.
+	if _, err := managers[0].Cancel(ctx, "agt_1", first.ID()); err != nil {
+		t.Fatal(err)
+	}
+	start(managers[0], "agt_1")
+	if err := managers[1].Admit(ctx, "agt_1"); !errors.Is(err, jobs.ErrTooManyJobs) {
+		t.Fatalf("a fourth job kept: %v; want ErrTooManyJobs", err)
 	}
 }

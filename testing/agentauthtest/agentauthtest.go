@@ -3,8 +3,14 @@
 // deliberately broken ones), and directory fixtures, for unit tests of code
 // that sits behind package agentauth.
 //
+// Hosts, agents and tokens are described by struct literals whose zero
+// fields mean the usual thing, in the manner of net/http: NewHost makes a
+// Host, Host.NewAgent an Agent, and Agent.Token and Host.Token mint the
+// token a Token describes (by default the one the published client sends;
+// set a field for an unusual or broken one).
+//
 // Everything is deterministic when it can be: give a host a seeded random
-// source (WithRandom) and a clock (WithClock), and its keys, its agents'
+// source (Host.Rand) and a clock (Host.Clock), and its keys, its agents'
 // keys and every token it mints are the same bytes on every run.
 //
 // Server and Execute run the whole Agent Auth execute path of an executor
@@ -29,185 +35,109 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 )
 
 // Host is a test host: an Ed25519 identity that signs host+jwt tokens and
-// owns agents. Its exported fields become its directory record and may be
-// changed before the record is taken. A Host is safe for concurrent use
-// once set up.
+// owns agents. Describe one with a literal and make it with NewHost; its
+// exported fields become its directory record and may be changed before
+// the record is taken. A Host is safe for concurrent use once set up.
 type Host struct {
 	// ID is the host's identifier in the directory.
 	ID string
-	// Key is the host's signing key.
+	// Key is the host's signing key. NewHost draws one from Rand when it
+	// is nil.
 	Key ed25519.PrivateKey
 	// UserID is the user the host is linked to; empty for none.
 	UserID string
-	// Status is the host state; StatusActive unless set.
+	// Status is the host state; NewHost sets agentcap.StatusActive when
+	// it is empty.
 	Status string
 	// DefaultCapabilities are the host's default capability names.
 	DefaultCapabilities []string
 	// JWKSURL, when set, makes the record name this URL instead of
-	// carrying the public key inline.
+	// carrying the public key inline. Serve JWKS() there.
 	JWKSURL string
-
-	mu    sync.Mutex // guards rand
-	rand  io.Reader
-	clock func() time.Time
+	// Rand is the source of key seeds and token ids for the host and its
+	// agents. A seeded source, such as math/rand/v2's ChaCha8, makes keys
+	// and tokens the same bytes on every run. Nil means crypto/rand.
+	Rand io.Reader
+	// Clock gives the iat of the tokens the host and its agents mint. Nil
+	// means time.Now.
+	Clock func() time.Time
 }
 
-// Agent is a test agent under a Host, with its own Ed25519 key. Its
-// exported fields become its directory record. Grant and AddGrant change
-// the agent and must not run concurrently with its other methods; Token
-// and Record may run concurrently with each other.
+// Agent is a test agent under a Host, with its own Ed25519 key. Describe
+// one with a literal and make it with Host.NewAgent; its exported fields
+// become its directory record. Grant changes the agent and must not run
+// concurrently with its other methods; Token and Record may run
+// concurrently with each other.
 type Agent struct {
 	// ID is the agent's identifier (the "sub" of its tokens).
 	ID string
-	// Key is the agent's signing key.
+	// Key is the agent's signing key. NewAgent draws one from the host's
+	// Rand when it is nil.
 	Key ed25519.PrivateKey
-	// Host is the agent's host.
+	// Host is the agent's host, set by NewAgent.
 	Host *Host
-	// UserID is the user the agent acts for. For a delegated agent it
-	// defaults to the host's user.
+	// UserID is the user the agent acts for. NewAgent gives a delegated
+	// agent its host's user when it is empty; clear it afterwards for a
+	// delegated agent that acts for its host's user without naming one.
 	UserID string
-	// Mode is ModeDelegated unless set.
+	// Mode is agentcap.ModeDelegated or agentcap.ModeAutonomous; NewAgent
+	// sets ModeDelegated when it is empty.
 	Mode string
-	// Status is StatusActive unless set.
+	// Status is the agent state; NewAgent sets agentcap.StatusActive when
+	// it is empty.
 	Status string
-	// Grants are the agent's capability grants.
+	// Grants are the agent's capability grants, as they are: Grant adds
+	// active ones, a literal may hold pending, denied or expiring ones.
 	Grants []agentauth.Grant
 	// JWKSURL, when set, makes the record name this URL and the key's
-	// thumbprint as kid instead of carrying the public key inline.
+	// thumbprint as kid instead of carrying the public key inline. Serve
+	// JWKS() there.
 	JWKSURL string
-
-	userSet bool
 }
 
-// HostOption configures NewHost.
-type HostOption interface{ applyHost(*Host) }
-
-// AgentOption configures Host.NewAgent.
-type AgentOption interface{ applyAgent(*Agent) }
-
-// Option configures either a host or an agent.
-type Option struct {
-	host  func(*Host)
-	agent func(*Agent)
-}
-
-func (o Option) applyHost(h *Host) {
-	if o.host != nil {
-		o.host(h)
+// NewHost returns a copy of h ready to mint tokens: active unless its
+// Status says otherwise, with a fresh key drawn from h.Rand unless it has
+// one.
+//
+//	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", UserID: "user_alice"})
+func NewHost(h Host) *Host {
+	if h.Status == "" {
+		h.Status = agentcap.StatusActive
 	}
-}
-
-func (o Option) applyAgent(a *Agent) {
-	if o.agent != nil {
-		o.agent(a)
-	}
-}
-
-type hostOption func(*Host)
-
-func (f hostOption) applyHost(h *Host) { f(h) }
-
-type agentOption func(*Agent)
-
-func (f agentOption) applyAgent(a *Agent) { f(a) }
-
-// WithStatus sets the state of a host or an agent, for example
-// agentauth.StatusRevoked.
-func WithStatus(status string) Option {
-	return Option{
-		host:  func(h *Host) { h.Status = status },
-		agent: func(a *Agent) { a.Status = status },
-	}
-}
-
-// WithUser links a host or an agent to a user id.
-func WithUser(userID string) Option {
-	return Option{
-		host:  func(h *Host) { h.UserID = userID },
-		agent: func(a *Agent) { a.UserID, a.userSet = userID, true },
-	}
-}
-
-// WithKey gives a host or an agent a fixed key instead of a generated one.
-func WithKey(key ed25519.PrivateKey) Option {
-	return Option{
-		host:  func(h *Host) { h.Key = key },
-		agent: func(a *Agent) { a.Key = key },
-	}
-}
-
-// WithJWKSURL makes the directory record of a host or an agent point at a
-// JWKS URL instead of carrying the public key inline. Serve JWKS() there.
-func WithJWKSURL(url string) Option {
-	return Option{
-		host:  func(h *Host) { h.JWKSURL = url },
-		agent: func(a *Agent) { a.JWKSURL = url },
-	}
-}
-
-// WithDefaultCapabilities sets a host's default capabilities.
-func WithDefaultCapabilities(names ...string) HostOption {
-	return hostOption(func(h *Host) { h.DefaultCapabilities = slices.Clone(names) })
-}
-
-// WithRandom sets the source of key seeds and token ids for a host and its
-// agents. A seeded source, such as math/rand/v2's ChaCha8, makes keys and
-// tokens reproducible. The default is crypto/rand.
-func WithRandom(r io.Reader) HostOption {
-	return hostOption(func(h *Host) { h.rand = r })
-}
-
-// WithClock sets the clock used for the iat of tokens minted by a host and
-// its agents. The default is time.Now.
-func WithClock(now func() time.Time) HostOption {
-	return hostOption(func(h *Host) { h.clock = now })
-}
-
-// WithMode sets an agent's mode, agentauth.ModeDelegated or
-// agentauth.ModeAutonomous. An autonomous agent has no user unless
-// WithUser says otherwise.
-func WithMode(mode string) AgentOption {
-	return agentOption(func(a *Agent) { a.Mode = mode })
-}
-
-// WithGrants gives an agent grants as they are, for grants that Grant does
-// not make: pending, denied or expiring ones.
-func WithGrants(grants ...agentauth.Grant) AgentOption {
-	return agentOption(func(a *Agent) { a.Grants = append(a.Grants, grants...) })
-}
-
-// NewHost returns a test host with id, an active status and a fresh key
-// (unless WithKey is given).
-func NewHost(id string, opts ...HostOption) *Host {
-	h := &Host{ID: id, Status: agentauth.StatusActive}
-	for _, o := range opts {
-		o.applyHost(h)
-	}
+	h.DefaultCapabilities = slices.Clone(h.DefaultCapabilities)
 	if h.Key == nil {
 		h.Key = h.newKey()
 	}
-	return h
+	return &h
 }
 
-// NewAgent returns a test agent of h with id: delegated, active, acting
-// for h's user, with a fresh key drawn from h's random source (unless
-// WithKey is given) and no grants.
-func (h *Host) NewAgent(id string, opts ...AgentOption) *Agent {
-	a := &Agent{ID: id, Host: h, Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive}
-	for _, o := range opts {
-		o.applyAgent(a)
+// NewAgent returns a copy of a as an agent of h: delegated and active
+// unless its Mode and Status say otherwise, acting for h's user when it is
+// delegated and names no user, with a fresh key drawn from h.Rand unless
+// it has one.
+//
+//	robot := host.NewAgent(agentauthtest.Agent{ID: "agt_robot", Mode: agentcap.ModeAutonomous})
+func (h *Host) NewAgent(a Agent) *Agent {
+	a.Host = h
+	if a.Mode == "" {
+		a.Mode = agentcap.ModeDelegated
 	}
-	if !a.userSet && a.Mode == agentauth.ModeDelegated {
+	if a.Status == "" {
+		a.Status = agentcap.StatusActive
+	}
+	if a.UserID == "" && a.Mode == agentcap.ModeDelegated {
 		a.UserID = h.UserID
 	}
+	a.Grants = cloneGrants(a.Grants)
 	if a.Key == nil {
 		a.Key = h.newKey()
 	}
-	return a
+	return &a
 }
 
 // Record returns the directory record of h: its public key as an inline
@@ -266,7 +196,7 @@ func (a *Agent) Record() *agentauth.Agent {
 //		"currency": "USD",
 //	})
 func (a *Agent) Grant(capability string, constraints map[string]any) *Agent {
-	g := agentauth.Grant{Capability: capability, Status: agentauth.StatusActive}
+	g := agentauth.Grant{Capability: capability, Status: agentcap.StatusActive}
 	if constraints != nil {
 		g.Constraints = make(map[string]json.RawMessage, len(constraints))
 		for field, v := range constraints {
@@ -277,11 +207,6 @@ func (a *Agent) Grant(capability string, constraints map[string]any) *Agent {
 			g.Constraints[field] = raw
 		}
 	}
-	return a.AddGrant(g)
-}
-
-// AddGrant adds g to a as it is and returns a.
-func (a *Agent) AddGrant(g agentauth.Grant) *Agent {
 	a.Grants = append(a.Grants, g)
 	return a
 }
@@ -334,15 +259,19 @@ func cloneGrants(gs []agentauth.Grant) []agentauth.Grant {
 	return out
 }
 
+// randMu serializes reads of the hosts' random sources, which need not be
+// safe for concurrent use (a ChaCha8 is not) and may be shared by hosts.
+var randMu sync.Mutex
+
 // randomBytes reads n bytes from h's random source.
 func (h *Host) randomBytes(n int) []byte {
 	b := make([]byte, n)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	r := h.rand
+	r := h.Rand
 	if r == nil {
 		r = rand.Reader
 	}
+	randMu.Lock()
+	defer randMu.Unlock()
 	if _, err := io.ReadFull(r, b); err != nil {
 		panic("agentauthtest: reading the random source: " + err.Error())
 	}
@@ -356,8 +285,8 @@ func (h *Host) newKey() ed25519.PrivateKey {
 }
 
 func (h *Host) now() time.Time {
-	if h.clock != nil {
-		return h.clock()
+	if h.Clock != nil {
+		return h.Clock()
 	}
 	return time.Now()
 }

@@ -13,30 +13,43 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
 func TestRecords(t *testing.T) {
 	expires := t0.Add(time.Hour)
-	h := agentauthtest.NewHost("hst_1",
-		agentauthtest.WithRandom(seeded(4)),
-		agentauthtest.WithUser("usr_1"),
-		agentauthtest.WithStatus(agentauth.StatusPending),
-		agentauthtest.WithDefaultCapabilities("read_balance"))
-	delegated := h.NewAgent("agt_d").
+	defaults := []string{"read_balance"}
+	h := agentauthtest.NewHost(agentauthtest.Host{
+		ID:                  "hst_1",
+		Rand:                seeded(4),
+		UserID:              "usr_1",
+		Status:              agentcap.StatusPending,
+		DefaultCapabilities: defaults,
+	})
+	defaults[0] = "changed"
+	delegated := h.NewAgent(agentauthtest.Agent{ID: "agt_d"}).
 		Grant("transfer", map[string]any{"amount": map[string]any{"max": 1000}, "currency": "USD"}).
 		Grant("read_balance", nil)
-	autonomous := h.NewAgent("agt_a",
-		agentauthtest.WithMode(agentauth.ModeAutonomous),
-		agentauthtest.WithStatus(agentauth.StatusRevoked),
-		agentauthtest.WithJWKSURL("https://agents.example/jwks"),
-		agentauthtest.WithGrants(agentauth.Grant{Capability: "transfer", Status: agentauth.StatusActive, ExpiresAt: &expires}),
-	).AddGrant(agentauth.Grant{Capability: "close_account", Status: agentauth.StatusDenied})
-	otherUser := h.NewAgent("agt_u", agentauthtest.WithUser("usr_2"))
+	grants := []agentauth.Grant{
+		{Capability: "transfer", Status: agentcap.StatusActive, ExpiresAt: &expires},
+		{Capability: "close_account", Status: agentcap.StatusDenied},
+	}
+	autonomous := h.NewAgent(agentauthtest.Agent{
+		ID:      "agt_a",
+		Mode:    agentcap.ModeAutonomous,
+		Status:  agentcap.StatusRevoked,
+		JWKSURL: "https://agents.example/jwks",
+		Grants:  grants,
+	})
+	grants[1].Status = agentcap.StatusActive
+	otherUser := h.NewAgent(agentauthtest.Agent{ID: "agt_u", UserID: "usr_2"})
+	hostsUser := h.NewAgent(agentauthtest.Agent{ID: "agt_h"})
+	hostsUser.UserID = ""
 
-	wantHost := &agentauth.Host{ID: "hst_1", PublicKey: h.PublicJWK(), UserID: "usr_1", Status: agentauth.StatusPending, DefaultCapabilities: []string{"read_balance"}}
+	wantHost := &agentauth.Host{ID: "hst_1", PublicKey: h.PublicJWK(), UserID: "usr_1", Status: agentcap.StatusPending, DefaultCapabilities: []string{"read_balance"}}
 	if diff := cmp.Diff(wantHost, h.Record()); diff != "" {
 		t.Errorf("host record (-want +got):\n%s", diff)
 	}
@@ -44,19 +57,21 @@ func TestRecords(t *testing.T) {
 		agent *agentauthtest.Agent
 		want  *agentauth.Agent
 	}{
-		{delegated, &agentauth.Agent{ID: "agt_d", HostID: "hst_1", UserID: "usr_1", Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive,
+		{delegated, &agentauth.Agent{ID: "agt_d", HostID: "hst_1", UserID: "usr_1", Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive,
 			PublicKey: delegated.PublicJWK(), Grants: []agentauth.Grant{
-				{Capability: "transfer", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{
+				{Capability: "transfer", Status: agentcap.StatusActive, Constraints: map[string]json.RawMessage{
 					"amount": json.RawMessage(`{"max":1000}`), "currency": json.RawMessage(`"USD"`)}},
-				{Capability: "read_balance", Status: agentauth.StatusActive},
+				{Capability: "read_balance", Status: agentcap.StatusActive},
 			}}},
-		{autonomous, &agentauth.Agent{ID: "agt_a", HostID: "hst_1", Mode: agentauth.ModeAutonomous, Status: agentauth.StatusRevoked,
+		{autonomous, &agentauth.Agent{ID: "agt_a", HostID: "hst_1", Mode: agentcap.ModeAutonomous, Status: agentcap.StatusRevoked,
 			JWKSURL: "https://agents.example/jwks", KID: autonomous.Thumbprint(), Grants: []agentauth.Grant{
-				{Capability: "transfer", Status: agentauth.StatusActive, ExpiresAt: &expires},
-				{Capability: "close_account", Status: agentauth.StatusDenied},
+				{Capability: "transfer", Status: agentcap.StatusActive, ExpiresAt: &expires},
+				{Capability: "close_account", Status: agentcap.StatusDenied},
 			}}},
-		{otherUser, &agentauth.Agent{ID: "agt_u", HostID: "hst_1", UserID: "usr_2", Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive,
+		{otherUser, &agentauth.Agent{ID: "agt_u", HostID: "hst_1", UserID: "usr_2", Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive,
 			PublicKey: otherUser.PublicJWK(), Grants: []agentauth.Grant{}}},
+		{hostsUser, &agentauth.Agent{ID: "agt_h", HostID: "hst_1", Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive,
+			PublicKey: hostsUser.PublicJWK(), Grants: []agentauth.Grant{}}},
 	}
 	for _, tc := range tests {
 		if diff := cmp.Diff(tc.want, tc.agent.Record()); diff != "" {
@@ -72,7 +87,7 @@ func TestRecords(t *testing.T) {
 		t.Error("changing a record changed the agent")
 	}
 
-	jh := agentauthtest.NewHost("hst_j", agentauthtest.WithJWKSURL("https://host.example/jwks"))
+	jh := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_j", JWKSURL: "https://host.example/jwks"})
 	if r := jh.Record(); r.JWKSURL != "https://host.example/jwks" || r.PublicKey != nil {
 		t.Errorf("JWKS host record = %+v", r)
 	}
@@ -84,12 +99,12 @@ func TestGrantPanicsOnUnencodableConstraint(t *testing.T) {
 			t.Error("Grant with a channel constraint did not panic")
 		}
 	}()
-	agentauthtest.NewHost("h").NewAgent("a").Grant("x", map[string]any{"f": make(chan int)})
+	agentauthtest.NewHost(agentauthtest.Host{ID: "h"}).NewAgent(agentauthtest.Agent{ID: "a"}).Grant("x", map[string]any{"f": make(chan int)})
 }
 
 func TestNewDirectory(t *testing.T) {
-	h := agentauthtest.NewHost("hst_1", agentauthtest.WithRandom(seeded(5)))
-	a := h.NewAgent("agt_1").Grant("transfer", map[string]any{"amount": map[string]any{"max": 1000}})
+	h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", Rand: seeded(5)})
+	a := h.NewAgent(agentauthtest.Agent{ID: "agt_1"}).Grant("transfer", map[string]any{"amount": map[string]any{"max": 1000}})
 	d, err := agentauthtest.NewDirectory([]*agentauthtest.Host{h}, []*agentauthtest.Agent{a})
 	if err != nil {
 		t.Fatal(err)
@@ -114,11 +129,11 @@ func TestNewDirectory(t *testing.T) {
 	}
 
 	// An agent whose host is not in the directory is refused.
-	orphan := agentauthtest.NewHost("hst_2").NewAgent("agt_2")
+	orphan := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_2"}).NewAgent(agentauthtest.Agent{ID: "agt_2"})
 	if _, err := agentauthtest.NewDirectory([]*agentauthtest.Host{h}, []*agentauthtest.Agent{orphan}); err == nil {
 		t.Error("NewDirectory accepted an agent without its host")
 	}
-	bad := agentauthtest.NewHost("hst_3", agentauthtest.WithStatus("sleeping"))
+	bad := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_3", Status: "sleeping"})
 	if _, err := agentauthtest.NewDirectory([]*agentauthtest.Host{bad}, nil); err == nil {
 		t.Error("NewDirectory accepted a host with an invalid status")
 	}
@@ -126,12 +141,11 @@ func TestNewDirectory(t *testing.T) {
 
 func TestWriteDirectoryFile(t *testing.T) {
 	expires := t0.Add(90 * time.Minute)
-	h := agentauthtest.NewHost("hst_1", agentauthtest.WithRandom(seeded(6)), agentauthtest.WithUser("usr_1"), agentauthtest.WithDefaultCapabilities("read"))
-	jh := agentauthtest.NewHost("hst_2", agentauthtest.WithJWKSURL("https://host.example/jwks"))
-	a := h.NewAgent("agt_1").
-		Grant("transfer", map[string]any{"amount": map[string]any{"min": 0, "max": 1000}, "currency": map[string]any{"in": []string{"USD"}}}).
-		AddGrant(agentauth.Grant{Capability: "read", Status: agentauth.StatusPending, ExpiresAt: &expires})
-	b := jh.NewAgent("agt_2", agentauthtest.WithMode(agentauth.ModeAutonomous), agentauthtest.WithJWKSURL("https://agents.example/jwks"))
+	h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", Rand: seeded(6), UserID: "usr_1", DefaultCapabilities: []string{"read"}})
+	jh := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_2", JWKSURL: "https://host.example/jwks"})
+	a := h.NewAgent(agentauthtest.Agent{ID: "agt_1", Grants: []agentauth.Grant{{Capability: "read", Status: agentcap.StatusPending, ExpiresAt: &expires}}}).
+		Grant("transfer", map[string]any{"amount": map[string]any{"min": 0, "max": 1000}, "currency": map[string]any{"in": []string{"USD"}}})
+	b := jh.NewAgent(agentauthtest.Agent{ID: "agt_2", Mode: agentcap.ModeAutonomous, JWKSURL: "https://agents.example/jwks"})
 
 	path := filepath.Join(t.TempDir(), "directory.json")
 	if err := agentauthtest.WriteDirectoryFile(path, []*agentauthtest.Host{h, jh}, []*agentauthtest.Agent{a, b}); err != nil {
@@ -181,9 +195,9 @@ func jsonEqual(x, y json.RawMessage) bool {
 // TestVerifierAcceptsTokens checks the kit's tokens against the project's
 // own verifier: valid ones pass, each broken variant fails as intended.
 func TestVerifierAcceptsTokens(t *testing.T) {
-	h := agentauthtest.NewHost("hst_1", agentauthtest.WithRandom(seeded(7)), agentauthtest.WithClock(fixedClock))
-	a := h.NewAgent("agt_1").Grant("transfer", map[string]any{"amount": map[string]any{"max": 1000}})
-	revoked := h.NewAgent("agt_revoked", agentauthtest.WithStatus(agentauth.StatusRevoked))
+	h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", Rand: seeded(7), Clock: fixedClock})
+	a := h.NewAgent(agentauthtest.Agent{ID: "agt_1"}).Grant("transfer", map[string]any{"amount": map[string]any{"max": 1000}})
+	revoked := h.NewAgent(agentauthtest.Agent{ID: "agt_revoked", Status: agentcap.StatusRevoked})
 	d, err := agentauthtest.NewDirectory([]*agentauthtest.Host{h}, []*agentauthtest.Agent{a, revoked})
 	if err != nil {
 		t.Fatal(err)
@@ -192,9 +206,9 @@ func TestVerifierAcceptsTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := agentauthtest.NewHost("hst_x", agentauthtest.WithRandom(seeded(8))).NewAgent("agt_x")
+	other := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_x", Rand: seeded(8)}).NewAgent(agentauthtest.Agent{ID: "agt_x"})
 
-	s, err := v.Session(context.Background(), a.Token(audience, agentauthtest.WithCapabilities("transfer")))
+	s, err := v.Session(context.Background(), a.Token(agentauthtest.Token{Audience: audience, Capabilities: []string{"transfer"}}))
 	if err != nil {
 		t.Fatalf("valid token refused: %v", err)
 	}
@@ -204,42 +218,41 @@ func TestVerifierAcceptsTokens(t *testing.T) {
 	if diff := cmp.Diff([]string{"transfer"}, s.Claims.Capabilities); diff != "" {
 		t.Errorf("capabilities claim (-want +got):\n%s", diff)
 	}
-	if err := agentauth.AuthorizeCall(s, agentauth.Call{Capability: "transfer", Arguments: map[string]json.RawMessage{"amount": json.RawMessage("10")}}, t0); err != nil {
+	if err := agentauth.AuthorizeCall(s, &auth.Call{Capability: "transfer", Arguments: map[string]json.RawMessage{"amount": json.RawMessage("10")}}, t0); err != nil {
 		t.Errorf("AuthorizeCall: %v", err)
 	}
-	if _, err := v.Session(context.Background(), a.Token(audience, agentauthtest.WithIssuer(h.Thumbprint()))); err != nil {
+	if _, err := v.Session(context.Background(), a.Token(agentauthtest.Token{Audience: audience, Issuer: h.Thumbprint()})); err != nil {
 		t.Errorf("token with the host thumbprint as iss refused: %v", err)
 	}
 
 	broken := []struct {
 		name  string
 		token string
-		code  string
+		code  agentcap.Code
 	}{
-		{"replayed jti", a.Token(audience, agentauthtest.WithJTI("once")), ""}, // first use passes
-		{"replayed jti again", a.Token(audience, agentauthtest.WithJTI("once")), agentauth.CodeInvalidJWT},
-		{"host token", h.Token(audience), agentauth.CodeInvalidJWT},
-		{"wrong typ", a.Token(audience, agentauthtest.WithType("host+jwt")), agentauth.CodeInvalidJWT},
-		{"alg none", a.Token(audience, agentauthtest.WithAlgorithm("none")), agentauth.CodeInvalidJWT},
-		{"HS256 key confusion", a.Token(audience, agentauthtest.WithAlgorithm("HS256")), agentauth.CodeInvalidJWT},
-		{"ES256 label", a.Token(audience, agentauthtest.WithAlgorithm("ES256")), agentauth.CodeInvalidJWT},
-		{"wrong key", a.Token(audience, agentauthtest.WithSigningKey(other.Key)), agentauth.CodeInvalidJWT},
-		{"embedded jwk", a.Token(audience, agentauthtest.WithHeader("jwk", json.RawMessage(other.PublicJWK()))), agentauth.CodeInvalidJWT},
-		{"wrong audience", a.Token("https://elsewhere.example"), agentauth.CodeInvalidJWT},
-		{"expired", a.Token(audience, agentauthtest.WithIssuedAt(t0.Add(-10*time.Minute))), agentauth.CodeInvalidJWT},
-		{"too long", a.Token(audience, agentauthtest.WithLifetime(time.Hour)), agentauth.CodeInvalidJWT},
-		{"no jti", a.Token(audience, agentauthtest.WithoutClaim("jti")), agentauth.CodeInvalidJWT},
-		{"foreign iss", a.Token(audience, agentauthtest.WithIssuer("hst_other")), agentauth.CodeInvalidJWT},
-		{"unknown agent", other.Token(audience), agentauth.CodeInvalidJWT},
-		{"revoked agent", revoked.Token(audience), agentauth.CodeAgentRevoked},
+		{"replayed jti", a.Token(agentauthtest.Token{Audience: audience, JTI: "once"}), ""}, // first use passes
+		{"replayed jti again", a.Token(agentauthtest.Token{Audience: audience, JTI: "once"}), agentcap.CodeInvalidJWT},
+		{"host token", h.Token(agentauthtest.Token{Audience: audience}), agentcap.CodeInvalidJWT},
+		{"wrong typ", a.Token(agentauthtest.Token{Audience: audience, Type: "host+jwt"}), agentcap.CodeInvalidJWT},
+		{"alg none", a.Token(agentauthtest.Token{Audience: audience, Algorithm: "none"}), agentcap.CodeInvalidJWT},
+		{"HS256 key confusion", a.Token(agentauthtest.Token{Audience: audience, Algorithm: "HS256"}), agentcap.CodeInvalidJWT},
+		{"ES256 label", a.Token(agentauthtest.Token{Audience: audience, Algorithm: "ES256"}), agentcap.CodeInvalidJWT},
+		{"wrong key", a.Token(agentauthtest.Token{Audience: audience, SigningKey: other.Key}), agentcap.CodeInvalidJWT},
+		{"embedded jwk", a.Token(agentauthtest.Token{Audience: audience, Header: map[string]any{"jwk": other.PublicJWK()}}), agentcap.CodeInvalidJWT},
+		{"wrong audience", a.Token(agentauthtest.Token{Audience: "https://elsewhere.example"}), agentcap.CodeInvalidJWT},
+		{"expired", a.Token(agentauthtest.Token{Audience: audience, IssuedAt: t0.Add(-10 * time.Minute)}), agentcap.CodeInvalidJWT},
+		{"too long", a.Token(agentauthtest.Token{Audience: audience, Lifetime: time.Hour}), agentcap.CodeInvalidJWT},
+		{"no jti", a.Token(agentauthtest.Token{Audience: audience, Claims: map[string]any{"jti": nil}}), agentcap.CodeInvalidJWT},
+		{"foreign iss", a.Token(agentauthtest.Token{Audience: audience, Issuer: "hst_other"}), agentcap.CodeInvalidJWT},
+		{"unknown agent", other.Token(agentauthtest.Token{Audience: audience}), agentcap.CodeInvalidJWT},
+		{"revoked agent", revoked.Token(agentauthtest.Token{Audience: audience}), agentcap.CodeAgentRevoked},
 	}
 	for _, tc := range broken {
 		_, err := v.Session(context.Background(), tc.token)
-		var ae *core.AppError
 		switch {
 		case tc.code == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case tc.code != "" && (!errors.As(err, &ae) || ae.Code != tc.code):
+		case tc.code != "" && agentcap.CodeOf(err) != tc.code:
 			t.Errorf("%s: error %v, want code %s", tc.name, err, tc.code)
 		}
 	}
@@ -248,14 +261,14 @@ func TestVerifierAcceptsTokens(t *testing.T) {
 // TestVerifierJWKS serves an agent's key set over loopback HTTP and checks
 // that the verifier finds the key by the token's kid.
 func TestVerifierJWKS(t *testing.T) {
-	h := agentauthtest.NewHost("hst_1", agentauthtest.WithRandom(seeded(9)), agentauthtest.WithClock(fixedClock))
+	h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", Rand: seeded(9), Clock: fixedClock})
 	var a *agentauthtest.Agent
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(a.JWKS())
 	}))
 	defer srv.Close()
-	a = h.NewAgent("agt_1", agentauthtest.WithJWKSURL(srv.URL+"/jwks"))
+	a = h.NewAgent(agentauthtest.Agent{ID: "agt_1", JWKSURL: srv.URL + "/jwks"})
 	d, err := agentauthtest.NewDirectory([]*agentauthtest.Host{h}, []*agentauthtest.Agent{a})
 	if err != nil {
 		t.Fatal(err)
@@ -267,10 +280,10 @@ func TestVerifierJWKS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Session(context.Background(), a.Token(audience)); err != nil {
+	if _, err := v.Session(context.Background(), a.Token(agentauthtest.Token{Audience: audience})); err != nil {
 		t.Errorf("token of a JWKS-keyed agent refused: %v", err)
 	}
-	if _, err := v.Session(context.Background(), a.Token(audience, agentauthtest.WithoutHeader("kid"))); err == nil {
+	if _, err := v.Session(context.Background(), a.Token(agentauthtest.Token{Audience: audience, Header: map[string]any{"kid": nil}})); err == nil {
 		t.Error("token without kid accepted for a JWKS-keyed agent")
 	}
 }

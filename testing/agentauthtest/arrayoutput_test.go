@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
@@ -29,13 +28,9 @@ var listPayees = core.MustDefine("list_payees", "List the user's payees.",
 	})
 
 func TestArrayOutput(t *testing.T) {
-	exec := core.MustExecutor(core.MustRegistry(listPayees), core.ExecutorConfig[string, agentauth.Caller[srvUser]]{
-		CreateContext: func(_ context.Context, c agentauth.Caller[srvUser], _ *core.Definition, _ any) (string, error) {
-			return c.Principal.ID, nil
-		},
-	})
+	exec := srvExecutor(t, listPayees)
 
-	r := agentauthtest.Execute(t, exec, srvOptions(), "list_payees", nil, nil)
+	r := agentauthtest.Execute(t, exec, srvConfig(), agentauthtest.Call{Capability: "list_payees"})
 	if got, want := outcomeOf(r), (outcome{200, "", `[{"name":"user_test's landlord"},{"name":"bob"}]`}); got != want {
 		t.Fatalf("execute: %+v, want %+v", got, want)
 	}
@@ -45,7 +40,7 @@ func TestArrayOutput(t *testing.T) {
 		t.Errorf("decoded (-want +got):\n%s", diff)
 	}
 
-	r = agentauthtest.Execute(t, exec, srvOptions(), "list_payees", map[string]bool{"none": true}, nil)
+	r = agentauthtest.Execute(t, exec, srvConfig(), agentauthtest.Call{Capability: "list_payees", Arguments: map[string]bool{"none": true}})
 	if got, want := outcomeOf(r), (outcome{200, "", `[]`}); got != want {
 		t.Fatalf("execute with nothing to list: %+v, want %+v", got, want)
 	}
@@ -55,11 +50,11 @@ func TestArrayOutput(t *testing.T) {
 		t.Errorf("decoded %#v, want an empty slice", payees)
 	}
 
-	s := agentauthtest.NewServer(t, exec, srvOptions())
-	a := agentauthtest.NewHost("host_a", agentauthtest.WithUser("user_a")).NewAgent("agent_a")
+	s := agentauthtest.NewServer(t, exec, srvConfig())
+	a := agentauthtest.NewHost(agentauthtest.Host{ID: "host_a", UserID: "user_a"}).NewAgent(agentauthtest.Agent{ID: "agent_a"})
 	a.Grant("list_payees", nil)
 	s.Add(t, a)
-	r = s.BatchExecute(t, a, []agentauthtest.BatchRequest{
+	r = s.BatchExecute(t, s.Token(a), []agentauthtest.BatchRequest{
 		{ID: "all", Capability: "list_payees"},
 		{ID: "none", Capability: "list_payees", Arguments: map[string]bool{"none": true}},
 	})

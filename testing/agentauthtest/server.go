@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
-	"github.com/agentcap/agentcap/idempotency"
 	"github.com/agentcap/agentcap/jobs"
 )
 
@@ -24,17 +24,17 @@ type TB interface {
 	Cleanup(func())
 }
 
-// RequestTimeout bounds every request a Server's client sends, so that a
+// requestTimeout bounds every request a Server's client sends, so that a
 // test against a stuck capability fails instead of hanging.
-const RequestTimeout = 30 * time.Second
+const requestTimeout = 30 * time.Second
 
 // Server is an Agent Auth location for tests, in the manner of
-// httptest.Server: an executor served by httpx on a loopback port, behind
-// agentauth's HTTP wiring, with a Verifier over an in-memory Directory.
+// httptest.Server: an executor served by httpx on a loopback port,
+// verified by agentauth.New over a Verifier of an in-memory Directory.
 // Its URL is the issuer; it serves the capability routes at the root and
-// the discovery document at agentauth.DiscoveryPath, and accepts tokens
+// the discovery document at agentcap.DiscoveryPath, and accepts tokens
 // whose aud is Audience() or URL.
-type Server[C, P any] struct {
+type Server struct {
 	// URL is the base URL, http://127.0.0.1:port, with no trailing slash.
 	// It is the issuer.
 	URL string
@@ -42,26 +42,109 @@ type Server[C, P any] struct {
 	// test agents in it; tests may also change it directly.
 	Directory *agentauth.MemoryDirectory
 	// Handler is the httpx handler behind the capability routes.
-	Handler *httpx.Handler[C, agentauth.Caller[P]]
+	Handler *httpx.Handler
 
 	srv    *httptest.Server
 	client *http.Client
 }
 
-// ServerOption configures NewServer.
-type ServerOption func(*serverConfig)
-
-type serverConfig struct {
-	now    func() time.Time
-	replay agentauth.ReplayCache
-	long   *LongRunning
+// Options are the parts of a Server that are not the application's own
+// Agent Auth wiring. The zero value serves a location with a fresh
+// in-memory replay cache, no idempotency keys, and the jobs of async
+// capabilities run in memory.
+type Options struct {
+	// LongRunning serves jobs, idempotency keys and streams as httpx
+	// does; its BaseURL is the server's own URL unless set. Without Jobs,
+	// a server whose registry has async capabilities runs their jobs in a
+	// manager of its own, closed when the test ends.
+	LongRunning httpx.LongRunning
+	// Replay is the Verifier's replay cache. Nil means a fresh in-memory
+	// one; share one cache between servers to see a token used on one
+	// refused by the other, as instances of one location would.
+	Replay agentauth.ReplayCache
 }
 
-// WithServerClock sets the clock of the server's Verifier, and of grant
-// expiry unless the HTTPOptions given to NewServer have their own. Give
-// the hosts the same clock (WithClock) so their tokens are current.
-func WithServerClock(now func() time.Time) ServerOption {
-	return func(c *serverConfig) { c.now = now }
+// NewServer starts a Server for exec and stops it when the test ends.
+// cfg is the application's own Agent Auth wiring (Authorize,
+// AllowAnonymousDiscovery, Logger, ...): the server fills in Sessions with
+// its Verifier and Issuer with its URL when they are unset, and its
+// Verifier runs on cfg.Now (give the hosts the same Clock, so that their
+// tokens are current). opts, at most one, adds the server's own settings.
+func NewServer(t TB, exec *core.Executor, cfg agentauth.Config, opts ...Options) *Server {
+	t.Helper()
+	var o Options
+	switch len(opts) {
+	case 0:
+	case 1:
+		o = opts[0]
+	default:
+		t.Fatalf("agentauthtest: NewServer takes at most one Options, got %d", len(opts))
+		return nil
+	}
+	s := &Server{Directory: agentauth.NewMemoryDirectory()}
+	mux := http.NewServeMux()
+	s.srv = httptest.NewUnstartedServer(mux)
+	s.URL = "http://" + s.srv.Listener.Addr().String()
+	fail := func(format string, args ...any) *Server {
+		t.Helper()
+		s.srv.Close()
+		t.Fatalf(format, args...)
+		return nil
+	}
+
+	if cfg.Sessions == nil {
+		v, err := agentauth.NewVerifier(agentauth.VerifierConfig{
+			Directory: s.Directory,
+			Audiences: []string{s.Audience(), s.URL},
+			Replay:    o.Replay,
+			Now:       cfg.Now,
+		})
+		if err != nil {
+			return fail("agentauthtest: verifier: %v", err)
+		}
+		cfg.Sessions = v
+	}
+	if cfg.Issuer == "" {
+		cfg.Issuer = s.URL
+	}
+	verifier, err := agentauth.New(cfg)
+	if err != nil {
+		return fail("agentauthtest: %v", err)
+	}
+	lr := o.LongRunning
+	if lr.Jobs == nil && hasAsync(exec.Registry()) {
+		// Async capabilities need a job runner; one in memory serves a
+		// test.
+		m, err := jobs.New(jobs.Config{})
+		if err != nil {
+			return fail("agentauthtest: %v", err)
+		}
+		t.Cleanup(func() { _ = m.Close() })
+		lr.Jobs = m
+	}
+	if lr.BaseURL == "" {
+		lr.BaseURL = s.URL + "/"
+	}
+	if s.Handler, err = httpx.New(exec, httpx.Config{Verifier: verifier, Logger: cfg.Logger, LongRunning: lr}); err != nil {
+		return fail("agentauthtest: %v", err)
+	}
+	disc, err := agentauth.NewDiscoveryEndpoint(agentcap.Discovery{
+		ProviderName:    "agentauthtest",
+		Issuer:          s.URL,
+		DefaultLocation: s.Audience(),
+		Endpoints:       agentauth.LocationEndpoints(""),
+	})
+	if err != nil {
+		return fail("agentauthtest: %v", err)
+	}
+	mux.Handle(agentcap.DiscoveryPath, disc)
+	mux.Handle("/", s.Handler)
+
+	s.srv.Start()
+	s.client = s.srv.Client()
+	s.client.Timeout = requestTimeout
+	t.Cleanup(s.Close)
+	return s
 }
 
 func hasAsync(reg *core.Registry) bool {
@@ -73,126 +156,17 @@ func hasAsync(reg *core.Registry) bool {
 	return false
 }
 
-// LongRunning is what WithLongRunning serves.
-type LongRunning struct {
-	// Jobs runs async capabilities; their status_url is on the server.
-	Jobs *jobs.Manager
-	// Idempotency honours Idempotency-Key on execute.
-	Idempotency *idempotency.Guard
-	// AsyncAfter turns calls running longer into jobs.
-	AsyncAfter time.Duration
-}
-
-// WithLongRunning serves async jobs and idempotency keys (streams need
-// nothing): the server's handler gets them in its httpx.LongRunning, with
-// the server's own URL as the base of status URLs. Without it, a server
-// whose registry has async capabilities runs their jobs in memory.
-func WithLongRunning(l LongRunning) ServerOption {
-	return func(c *serverConfig) { c.long = &l }
-}
-
-// WithReplayCache sets the Verifier's replay cache, instead of a fresh
-// in-memory one.
-func WithReplayCache(cache agentauth.ReplayCache) ServerOption {
-	return func(c *serverConfig) { c.replay = cache }
-}
-
-// NewServer starts a Server for exec and stops it when the test ends.
-// o is the application's own Agent Auth wiring (Principal, Authorize,
-// AllowAnonymousDiscovery, Logger, ...); the server fills in Sessions
-// with its Verifier and Issuer with its URL when they are unset.
-func NewServer[C, P any](t TB, exec *core.Executor[C, agentauth.Caller[P]], o agentauth.HTTPOptions[P], opts ...ServerOption) *Server[C, P] {
-	t.Helper()
-	var cfg serverConfig
-	for _, opt := range opts {
-		opt(&cfg)
-	}
-	s := &Server[C, P]{Directory: agentauth.NewMemoryDirectory()}
-	mux := http.NewServeMux()
-	s.srv = httptest.NewUnstartedServer(mux)
-	s.URL = "http://" + s.srv.Listener.Addr().String()
-
-	if o.Sessions == nil {
-		v, err := agentauth.NewVerifier(agentauth.VerifierConfig{
-			Directory: s.Directory,
-			Audiences: []string{s.Audience(), s.URL},
-			Replay:    cfg.replay,
-			Now:       cfg.now,
-		})
-		if err != nil {
-			s.srv.Close()
-			t.Fatalf("agentauthtest: verifier: %v", err)
-			return nil
-		}
-		o.Sessions = v
-	}
-	if o.Issuer == "" {
-		o.Issuer = s.URL
-	}
-	if o.Now == nil {
-		o.Now = cfg.now
-	}
-	hc, err := agentauth.HTTPConfig(o)
-	if err != nil {
-		s.srv.Close()
-		t.Fatalf("agentauthtest: %v", err)
-		return nil
-	}
-	if cfg.long == nil && hasAsync(exec.Registry()) {
-		// Async capabilities need a job runner; one in memory serves a
-		// test.
-		m, err := jobs.New(jobs.Config{})
-		if err != nil {
-			s.srv.Close()
-			t.Fatalf("agentauthtest: %v", err)
-			return nil
-		}
-		t.Cleanup(func() { _ = m.Close() })
-		cfg.long = &LongRunning{Jobs: m}
-	}
-	if cfg.long != nil {
-		hc.LongRunning.Jobs = cfg.long.Jobs
-		hc.LongRunning.Idempotency = cfg.long.Idempotency
-		hc.LongRunning.AsyncAfter = cfg.long.AsyncAfter
-		hc.LongRunning.BaseURL = s.URL + "/"
-	}
-	if s.Handler, err = httpx.New(exec, hc); err != nil {
-		s.srv.Close()
-		t.Fatalf("agentauthtest: %v", err)
-		return nil
-	}
-	disc, err := agentauth.NewDiscoveryEndpoint(agentauth.Discovery{
-		ProviderName:    "agentauthtest",
-		Issuer:          s.URL,
-		DefaultLocation: s.Audience(),
-		Endpoints:       agentauth.LocationEndpoints(""),
-	})
-	if err != nil {
-		s.srv.Close()
-		t.Fatalf("agentauthtest: %v", err)
-		return nil
-	}
-	mux.Handle(agentauth.DiscoveryPath, disc)
-	mux.Handle("/", s.Handler)
-
-	s.srv.Start()
-	s.client = s.srv.Client()
-	s.client.Timeout = RequestTimeout
-	t.Cleanup(s.Close)
-	return s
-}
-
 // Close stops the server. It may be called more than once.
-func (s *Server[C, P]) Close() { s.srv.Close() }
+func (s *Server) Close() { s.srv.Close() }
 
 // Audience returns the server's default location, URL +
 // "/capability/execute": the aud of the tokens Token mints.
-func (s *Server[C, P]) Audience() string { return s.URL + "/" + httpx.RouteExecute }
+func (s *Server) Audience() string { return s.URL + "/" + httpx.RouteExecute }
 
 // Add puts the records of agents and of their hosts in the directory,
 // replacing earlier records with the same ids. Change an agent (a grant,
 // its status) and Add it again to update the server's view.
-func (s *Server[C, P]) Add(t TB, agents ...*Agent) {
+func (s *Server) Add(t TB, agents ...*Agent) {
 	t.Helper()
 	for _, a := range agents {
 		if err := s.Directory.PutHost(a.Host.Record()); err != nil {
@@ -206,20 +180,23 @@ func (s *Server[C, P]) Add(t TB, agents ...*Agent) {
 	}
 }
 
-// Token mints an agent JWT of a for the server's default location.
-func (s *Server[C, P]) Token(a *Agent, opts ...TokenOption) string {
-	return a.Token(s.Audience(), opts...)
+// Token mints an agent JWT of a for the server's default location. Mint
+// any other token with a.Token(agentauthtest.Token{Audience:
+// s.Audience(), ...}).
+func (s *Server) Token(a *Agent) string {
+	return a.Token(Token{Audience: s.Audience()})
 }
 
-// Execute mints a fresh token of a and posts {capability, arguments} to
-// capability/execute. args is nil for no arguments, JSON text as a
-// string, []byte or json.RawMessage (sent as is, so malformed arguments
-// can be tested), or any other value, encoded with encoding/json.
-func (s *Server[C, P]) Execute(t TB, a *Agent, capability string, args any, opts ...TokenOption) Response {
+// Execute posts {capability, arguments} to capability/execute with token
+// as its bearer token (none when it is empty): s.Token(agent) for a fresh
+// one. args is nil for no arguments, JSON text as a string, []byte or
+// json.RawMessage (sent as is, so malformed arguments can be tested), or
+// any other value, encoded with encoding/json.
+func (s *Server) Execute(t TB, token, capability string, args any) Response {
 	t.Helper()
 	body := appendCall([]byte{'{'}, t, "", capability, args)
 	body = append(body, '}')
-	return s.Do(t, http.MethodPost, httpx.RouteExecute, s.Token(a, opts...), body)
+	return s.Do(t, http.MethodPost, httpx.RouteExecute, token, body)
 }
 
 // BatchRequest is one request of a batch. An empty ID is left out, so the
@@ -231,9 +208,9 @@ type BatchRequest struct {
 	Arguments any
 }
 
-// BatchExecute mints one token of a and posts the requests to
-// capability/batch-execute.
-func (s *Server[C, P]) BatchExecute(t TB, a *Agent, requests []BatchRequest, opts ...TokenOption) Response {
+// BatchExecute posts the requests to capability/batch-execute with token
+// as its bearer token, as Execute does.
+func (s *Server) BatchExecute(t TB, token string, requests []BatchRequest) Response {
 	t.Helper()
 	body := []byte(`{"requests":[`)
 	for i, r := range requests {
@@ -244,7 +221,7 @@ func (s *Server[C, P]) BatchExecute(t TB, a *Agent, requests []BatchRequest, opt
 		body = append(body, '}')
 	}
 	body = append(body, ']', '}')
-	return s.Do(t, http.MethodPost, httpx.RouteBatch, s.Token(a, opts...), body)
+	return s.Do(t, http.MethodPost, httpx.RouteBatch, token, body)
 }
 
 // appendCall appends the members of one call. The arguments are copied
@@ -267,7 +244,7 @@ func appendCall(dst []byte, t TB, id, capability string, args any) []byte {
 
 // Do sends one request to path, relative to URL, with token as its
 // bearer token unless it is empty, and body as JSON unless it is nil.
-func (s *Server[C, P]) Do(t TB, method, path, token string, body []byte) Response {
+func (s *Server) Do(t TB, method, path, token string, body []byte) Response {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -389,58 +366,68 @@ func (r Response) Member(name string) json.RawMessage {
 	return m[name]
 }
 
-// ExecuteOption configures Execute.
-type ExecuteOption func(*executeConfig)
-
-type executeConfig struct {
-	host   []HostOption
-	agent  []AgentOption
-	token  []TokenOption
-	server []ServerOption
-}
-
-// WithHostOptions configures the fresh host of Execute, for example
-// WithUser("user_alice") or WithStatus(agentauth.StatusPending).
-func WithHostOptions(opts ...HostOption) ExecuteOption {
-	return func(c *executeConfig) { c.host = append(c.host, opts...) }
-}
-
-// WithAgentOptions configures the fresh agent of Execute, for example
-// WithMode(agentauth.ModeAutonomous).
-func WithAgentOptions(opts ...AgentOption) ExecuteOption {
-	return func(c *executeConfig) { c.agent = append(c.agent, opts...) }
-}
-
-// WithTokenOptions changes the token Execute sends, for example
-// WithCapabilities("other").
-func WithTokenOptions(opts ...TokenOption) ExecuteOption {
-	return func(c *executeConfig) { c.token = append(c.token, opts...) }
-}
-
-// WithServerOptions configures the server Execute starts.
-func WithServerOptions(opts ...ServerOption) ExecuteOption {
-	return func(c *executeConfig) { c.server = append(c.server, opts...) }
+// Call is one call of Execute: the capability and its arguments, the
+// constraints of the agent's grant, and what differs from the fresh
+// identities and token Execute makes.
+type Call struct {
+	// Capability is the capability called, and granted.
+	Capability string
+	// Arguments are as for Server.Execute.
+	Arguments any
+	// Constraints are those of the agent's grant of Capability, as for
+	// Agent.Grant; nil for an unconstrained grant.
+	Constraints map[string]any
+	// Host describes the fresh host, for NewHost. Its ID defaults to
+	// "host_test", its UserID to "user_test" and its Clock to the
+	// server's (cfg.Now).
+	Host Host
+	// Agent describes the fresh agent, for Host.NewAgent. Its ID defaults
+	// to "agent_test"; the grant of Capability is added to its Grants.
+	Agent Agent
+	// Token describes the token sent. Its Audience defaults to the
+	// server's default location.
+	Token Token
 }
 
 // Execute runs the whole Agent Auth execute path once: it starts a
-// Server for exec with the application's wiring o, puts in its directory
-// a fresh active host "host_test" (linked to "user_test" unless
-// WithHostOptions says otherwise) and its delegated agent "agent_test"
-// holding one active grant of capability with constraints (nil for an
-// unconstrained grant), mints a token and posts the call. args are as for
-// Server.Execute. The server stops when the test ends.
-func Execute[C, P any](t TB, exec *core.Executor[C, agentauth.Caller[P]], o agentauth.HTTPOptions[P], capability string, args any, constraints map[string]any, opts ...ExecuteOption) Response {
+// Server for exec with the application's wiring cfg, puts in its
+// directory a fresh host and its agent holding one active grant of
+// call.Capability with call.Constraints, mints a token and posts the
+// call. The server stops when the test ends.
+//
+//	r := agentauthtest.Execute(t, exec, cfg, agentauthtest.Call{
+//		Capability:  "pay",
+//		Arguments:   map[string]any{"to": "bob", "amount": 12.5},
+//		Constraints: map[string]any{"to": "bob"},
+//		Agent:       agentauthtest.Agent{Mode: agentcap.ModeAutonomous},
+//	})
+func Execute(t TB, exec *core.Executor, cfg agentauth.Config, call Call) Response {
 	t.Helper()
-	var cfg executeConfig
-	for _, opt := range opts {
-		opt(&cfg)
+	s := NewServer(t, exec, cfg)
+	if s == nil {
+		return Response{}
 	}
-	s := NewServer(t, exec, o, cfg.server...)
-	h := NewHost("host_test", append([]HostOption{WithUser("user_test")}, cfg.host...)...)
-	a := h.NewAgent("agent_test", cfg.agent...)
-	a.Grant(capability, constraints)
+	hs := call.Host
+	if hs.ID == "" {
+		hs.ID = "host_test"
+	}
+	if hs.UserID == "" {
+		hs.UserID = "user_test"
+	}
+	if hs.Clock == nil {
+		hs.Clock = cfg.Now
+	}
+	as := call.Agent
+	if as.ID == "" {
+		as.ID = "agent_test"
+	}
+	a := NewHost(hs).NewAgent(as).Grant(call.Capability, call.Constraints)
 	s.Add(t, a)
-	return s.Execute(t, a, capability, args, cfg.token...)
+	tok := call.Token
+	if tok.Audience == "" {
+		tok.Audience = s.Audience()
+	}
+	return s.Execute(t, a.Token(tok), call.Capability, call.Arguments)
 }
 
 func encodeArgs(t TB, args any) json.RawMessage {

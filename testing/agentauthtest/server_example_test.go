@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
@@ -24,8 +26,6 @@ func (e *exampleTB) done() {
 	}
 }
 
-type user struct{ ID string }
-
 type payIn struct {
 	To     string  `json:"to"`
 	Amount float64 `json:"amount" exclusiveMinimum:"0"`
@@ -36,102 +36,193 @@ type payOut struct {
 }
 
 // bank is the application under test: one capability, pay, whose grants
-// must constrain "to", and its Agent Auth wiring.
-func bank() (*core.Executor[string, agentauth.Caller[user]], agentauth.HTTPOptions[user]) {
+// must constrain "to", paid from the account of the user the agent acts
+// for, and its Agent Auth wiring.
+func bank() (*core.Executor, agentauth.Config) {
 	pay := core.MustDefine("pay", "Pay someone.",
 		func(_ context.Context, from string, in payIn) (payOut, error) {
 			return payOut{Paid: fmt.Sprintf("%s paid %s %.2f", from, in.To, in.Amount)}, nil
 		}, core.WithRequiredConstraints("to"))
-	exec := core.MustExecutor(core.MustRegistry(pay), core.ExecutorConfig[string, agentauth.Caller[user]]{
-		CreateContext: func(_ context.Context, c agentauth.Caller[user], _ *core.Definition, _ any) (string, error) {
-			return c.Principal.ID, nil
-		},
-	})
-	opts := agentauth.HTTPOptions[user]{
-		Principal: func(_ context.Context, s *agentauth.Session) (user, error) { return user{ID: s.Agent.UserID}, nil },
-	}
-	return exec, opts
+	exec := core.MustExecutor(core.MustRegistry(pay),
+		func(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (string, error) {
+			return id.UserID, nil
+		}, core.Config{})
+	return exec, agentauth.Config{}
 }
 
 func ExampleExecute() {
 	t := &exampleTB{}
 	defer t.done()
-	exec, opts := bank()
+	exec, cfg := bank()
 
-	r := agentauthtest.Execute(t, exec, opts, "pay",
-		map[string]any{"to": "bob", "amount": 12.5},
-		map[string]any{"to": "bob", "amount": map[string]any{"max": 100}},
-		agentauthtest.WithHostOptions(agentauthtest.WithUser("alice")))
+	r := agentauthtest.Execute(t, exec, cfg, agentauthtest.Call{
+		Capability:  "pay",
+		Arguments:   map[string]any{"to": "bob", "amount": 12.5},
+		Constraints: map[string]any{"to": "bob", "amount": map[string]any{"max": 100}},
+		Host:        agentauthtest.Host{UserID: "alice"},
+	})
 	fmt.Println(r.Status, string(r.Data))
 
-	r = agentauthtest.Execute(t, exec, opts, "pay",
-		map[string]any{"to": "bob", "amount": 500},
-		map[string]any{"to": "bob", "amount": map[string]any{"max": 100}})
+	r = agentauthtest.Execute(t, exec, cfg, agentauthtest.Call{
+		Capability:  "pay",
+		Arguments:   map[string]any{"to": "bob", "amount": 500},
+		Constraints: map[string]any{"to": "bob", "amount": map[string]any{"max": 100}},
+	})
 	fmt.Println(r.Status, r.Code, string(r.Member("violations")))
 	// Output:
 	// 200 {"paid":"alice paid bob 12.50"}
 	// 403 constraint_violated [{"field":"amount","constraint":{"max":100},"actual":500}]
 }
 
+func ExampleExecute_identities() {
+	t := &exampleTB{}
+	defer t.done()
+	exec, cfg := bank()
+	call := func(c agentauthtest.Call) {
+		c.Capability = "pay"
+		c.Arguments = map[string]any{"to": "bob", "amount": 2}
+		c.Constraints = map[string]any{"to": "bob"}
+		r := agentauthtest.Execute(t, exec, cfg, c)
+		fmt.Println(r.Status, r.Code)
+	}
+	call(agentauthtest.Call{Host: agentauthtest.Host{Status: agentcap.StatusPending}})
+	call(agentauthtest.Call{Agent: agentauthtest.Agent{Status: agentcap.StatusClaimed}})
+	// A token option: this token is only good for another capability.
+	call(agentauthtest.Call{Token: agentauthtest.Token{Capabilities: []string{"refund"}}})
+	call(agentauthtest.Call{Token: agentauthtest.Token{Type: "host+jwt"}})
+	// Output:
+	// 403 host_pending
+	// 403 agent_claimed
+	// 403 capability_not_granted
+	// 401 invalid_jwt
+}
+
+func ExampleExecute_clock() {
+	t := &exampleTB{}
+	defer t.done()
+	exec, cfg := bank()
+	// The server's clock runs ten minutes ahead: the fresh host mints on
+	// it, unless the host has a clock of its own.
+	cfg.Now = func() time.Time { return time.Now().Add(10 * time.Minute) }
+	call := agentauthtest.Call{
+		Capability:  "pay",
+		Arguments:   map[string]any{"to": "bob", "amount": 2},
+		Constraints: map[string]any{"to": "bob"},
+	}
+	fmt.Println(agentauthtest.Execute(t, exec, cfg, call).Status)
+	call.Host.Clock = time.Now
+	r := agentauthtest.Execute(t, exec, cfg, call)
+	fmt.Println(r.Status, r.Code, r.Message)
+	// Output:
+	// 200
+	// 401 invalid_jwt agent JWT too old
+}
+
 func ExampleNewServer() {
 	t := &exampleTB{}
 	defer t.done()
-	exec, opts := bank()
-	s := agentauthtest.NewServer(t, exec, opts)
+	exec, cfg := bank()
+	s := agentauthtest.NewServer(t, exec, cfg)
 
-	agent := agentauthtest.NewHost("hst_1", agentauthtest.WithUser("alice")).NewAgent("agt_1").
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", UserID: "alice"})
+	agent := host.NewAgent(agentauthtest.Agent{ID: "agt_1"}).
 		Grant("pay", map[string]any{"to": map[string]any{"in": []string{"bob", "carol"}}})
 	s.Add(t, agent)
 
-	r := s.Execute(t, agent, "pay", map[string]any{"to": "carol", "amount": 3})
+	r := s.Execute(t, s.Token(agent), "pay", map[string]any{"to": "carol", "amount": 3})
 	fmt.Println(r.Status, string(r.Data))
 	// Output: 200 {"paid":"alice paid carol 3.00"}
+}
+
+func ExampleNewServer_clock() {
+	t := &exampleTB{}
+	defer t.done()
+	exec, cfg := bank()
+	now := func() time.Time { return time.Unix(1767268800, 0) }
+	cfg.Now = now
+	s := agentauthtest.NewServer(t, exec, cfg)
+	// The host mints with the same clock, so its tokens are current.
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", Clock: now})
+	agent := host.NewAgent(agentauthtest.Agent{ID: "agt_1"}).Grant("pay", map[string]any{"to": "bob"})
+	s.Add(t, agent)
+	fmt.Println(s.Execute(t, s.Token(agent), "pay", map[string]any{"to": "bob", "amount": 1}).Status)
+	// Output: 200
+}
+
+func ExampleOptions() {
+	t := &exampleTB{}
+	defer t.done()
+	exec, cfg := bank()
+	// Share one cache between two servers, as instances of one location
+	// would through Redis: a token used on one is refused by the other.
+	opts := agentauthtest.Options{Replay: agentauth.NewMemoryReplayCache(0)}
+	a := agentauthtest.NewServer(t, exec, cfg, opts)
+	b := agentauthtest.NewServer(t, exec, cfg, opts)
+	agent := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1"}).NewAgent(agentauthtest.Agent{ID: "agt_1"}).
+		Grant("pay", map[string]any{"to": "bob"})
+	a.Add(t, agent)
+	b.Add(t, agent)
+
+	token := agent.Token(agentauthtest.Token{Claims: map[string]any{"aud": []string{a.Audience(), b.Audience()}}})
+	args := map[string]any{"to": "bob", "amount": 1}
+	fmt.Println(a.Execute(t, token, "pay", args).Status)
+	fmt.Println(b.Execute(t, token, "pay", args).Code)
+	// Output:
+	// 200
+	// invalid_jwt
 }
 
 func ExampleServer_Add() {
 	t := &exampleTB{}
 	defer t.done()
-	exec, opts := bank()
-	s := agentauthtest.NewServer(t, exec, opts)
-	agent := agentauthtest.NewHost("hst_1").NewAgent("agt_1").Grant("pay", map[string]any{"to": "bob"})
+	exec, cfg := bank()
+	s := agentauthtest.NewServer(t, exec, cfg)
+	agent := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1"}).NewAgent(agentauthtest.Agent{ID: "agt_1"}).
+		Grant("pay", map[string]any{"to": "bob"})
 	s.Add(t, agent)
 
 	// Change the agent, then Add it again: the server sees the change.
-	agent.Status = agentauth.StatusRevoked
+	agent.Status = agentcap.StatusRevoked
 	s.Add(t, agent)
-	fmt.Println(s.Execute(t, agent, "pay", map[string]any{"to": "bob", "amount": 1}).Code)
+	fmt.Println(s.Execute(t, s.Token(agent), "pay", map[string]any{"to": "bob", "amount": 1}).Code)
 	// Output: agent_revoked
 }
 
 func ExampleServer_Execute() {
 	t := &exampleTB{}
 	defer t.done()
-	exec, opts := bank()
-	s := agentauthtest.NewServer(t, exec, opts)
-	agent := agentauthtest.NewHost("hst_1").NewAgent("agt_1").Grant("pay", map[string]any{"to": "bob"})
+	exec, cfg := bank()
+	s := agentauthtest.NewServer(t, exec, cfg)
+	agent := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1"}).NewAgent(agentauthtest.Agent{ID: "agt_1"}).
+		Grant("pay", map[string]any{"to": "bob"})
 	s.Add(t, agent)
 
 	// Arguments given as text are sent as they are, malformed or not.
-	r := s.Execute(t, agent, "pay", `{"to":"bob","amount":-1}`)
+	r := s.Execute(t, s.Token(agent), "pay", `{"to":"bob","amount":-1}`)
 	fmt.Println(r.Status, r.Code)
-	// A token option: this token is only good for another capability.
-	r = s.Execute(t, agent, "pay", map[string]any{"to": "bob", "amount": 1}, agentauthtest.WithCapabilities("refund"))
+	// A token of its own: this one is only good for another capability.
+	token := agent.Token(agentauthtest.Token{Audience: s.Audience(), Capabilities: []string{"refund"}})
+	r = s.Execute(t, token, "pay", map[string]any{"to": "bob", "amount": 1})
+	fmt.Println(r.Status, r.Code)
+	// No token at all.
+	r = s.Execute(t, "", "pay", map[string]any{"to": "bob", "amount": 1})
 	fmt.Println(r.Status, r.Code)
 	// Output:
 	// 400 invalid_request
 	// 403 capability_not_granted
+	// 401 authentication_required
 }
 
 func ExampleServer_BatchExecute() {
 	t := &exampleTB{}
 	defer t.done()
-	exec, opts := bank()
-	s := agentauthtest.NewServer(t, exec, opts)
-	agent := agentauthtest.NewHost("hst_1", agentauthtest.WithUser("alice")).NewAgent("agt_1").
+	exec, cfg := bank()
+	s := agentauthtest.NewServer(t, exec, cfg)
+	agent := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", UserID: "alice"}).NewAgent(agentauthtest.Agent{ID: "agt_1"}).
 		Grant("pay", map[string]any{"to": "bob"})
 	s.Add(t, agent)
 
-	r := s.BatchExecute(t, agent, []agentauthtest.BatchRequest{
+	r := s.BatchExecute(t, s.Token(agent), []agentauthtest.BatchRequest{
 		{ID: "first", Capability: "pay", Arguments: map[string]any{"to": "bob", "amount": 1}},
 		{Capability: "pay", Arguments: map[string]any{"to": "eve", "amount": 1}},
 	})
@@ -146,8 +237,8 @@ func ExampleServer_BatchExecute() {
 func ExampleServer_Do() {
 	t := &exampleTB{}
 	defer t.done()
-	exec, opts := bank()
-	s := agentauthtest.NewServer(t, exec, opts)
+	exec, cfg := bank()
+	s := agentauthtest.NewServer(t, exec, cfg)
 
 	r := s.Do(t, http.MethodPost, "capability/execute", "", []byte(`{"capability":"pay"}`))
 	fmt.Println(r.Status, r.Code)
@@ -160,9 +251,10 @@ func ExampleServer_Do() {
 func ExampleServer_Token() {
 	t := &exampleTB{}
 	defer t.done()
-	exec, opts := bank()
-	s := agentauthtest.NewServer(t, exec, opts)
-	agent := agentauthtest.NewHost("hst_1", agentauthtest.WithUser("alice")).NewAgent("agt_1").Grant("pay", map[string]any{"to": "bob"})
+	exec, cfg := bank()
+	s := agentauthtest.NewServer(t, exec, cfg)
+	agent := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", UserID: "alice"}).NewAgent(agentauthtest.Agent{ID: "agt_1"}).
+		Grant("pay", map[string]any{"to": "bob"})
 	s.Add(t, agent)
 
 	// One token is good for one request.
@@ -178,16 +270,16 @@ func ExampleServer_Token() {
 func ExampleServer_Audience() {
 	t := &exampleTB{}
 	defer t.done()
-	exec, opts := bank()
-	s := agentauthtest.NewServer(t, exec, opts)
+	exec, cfg := bank()
+	s := agentauthtest.NewServer(t, exec, cfg)
 	fmt.Println(s.Audience() == s.URL+"/capability/execute")
 	// Output: true
 }
 
 func ExampleServer_Close() {
 	t := &exampleTB{}
-	exec, opts := bank()
-	s := agentauthtest.NewServer(t, exec, opts)
+	exec, cfg := bank()
+	s := agentauthtest.NewServer(t, exec, cfg)
 	s.Close()
 	t.done() // a second Close, from the cleanup, does nothing
 	_, err := http.Get(s.URL + "/capability/list")
@@ -198,9 +290,13 @@ func ExampleServer_Close() {
 func ExampleResponse_Decode() {
 	t := &exampleTB{}
 	defer t.done()
-	exec, opts := bank()
-	r := agentauthtest.Execute(t, exec, opts, "pay", map[string]any{"to": "bob", "amount": 2}, map[string]any{"to": "bob"},
-		agentauthtest.WithHostOptions(agentauthtest.WithUser("alice")))
+	exec, cfg := bank()
+	r := agentauthtest.Execute(t, exec, cfg, agentauthtest.Call{
+		Capability:  "pay",
+		Arguments:   map[string]any{"to": "bob", "amount": 2},
+		Constraints: map[string]any{"to": "bob"},
+		Host:        agentauthtest.Host{UserID: "alice"},
+	})
 	var out payOut
 	r.Decode(t, &out)
 	fmt.Println(out.Paid)
@@ -210,86 +306,12 @@ func ExampleResponse_Decode() {
 func ExampleResponse_Member() {
 	t := &exampleTB{}
 	defer t.done()
-	exec, opts := bank()
+	exec, cfg := bank()
 	// The grant does not constrain "to", which pay requires.
-	r := agentauthtest.Execute(t, exec, opts, "pay", map[string]any{"to": "bob", "amount": 2}, nil)
+	r := agentauthtest.Execute(t, exec, cfg, agentauthtest.Call{
+		Capability: "pay",
+		Arguments:  map[string]any{"to": "bob", "amount": 2},
+	})
 	fmt.Println(r.Code, string(r.Member("missing_constraints")))
 	// Output: capability_not_granted ["to"]
-}
-
-func ExampleWithHostOptions() {
-	t := &exampleTB{}
-	defer t.done()
-	exec, opts := bank()
-	r := agentauthtest.Execute(t, exec, opts, "pay", map[string]any{"to": "bob", "amount": 2}, map[string]any{"to": "bob"},
-		agentauthtest.WithHostOptions(agentauthtest.WithStatus(agentauth.StatusPending)))
-	fmt.Println(r.Status, r.Code)
-	// Output: 403 host_pending
-}
-
-func ExampleWithAgentOptions() {
-	t := &exampleTB{}
-	defer t.done()
-	exec, opts := bank()
-	r := agentauthtest.Execute(t, exec, opts, "pay", map[string]any{"to": "bob", "amount": 2}, map[string]any{"to": "bob"},
-		agentauthtest.WithAgentOptions(agentauthtest.WithStatus(agentauth.StatusClaimed)))
-	fmt.Println(r.Status, r.Code)
-	// Output: 403 agent_claimed
-}
-
-func ExampleWithTokenOptions() {
-	t := &exampleTB{}
-	defer t.done()
-	exec, opts := bank()
-	r := agentauthtest.Execute(t, exec, opts, "pay", map[string]any{"to": "bob", "amount": 2}, map[string]any{"to": "bob"},
-		agentauthtest.WithTokenOptions(agentauthtest.WithType("host+jwt")))
-	fmt.Println(r.Status, r.Code)
-	// Output: 401 invalid_jwt
-}
-
-func ExampleWithServerOptions() {
-	t := &exampleTB{}
-	defer t.done()
-	exec, opts := bank()
-	// The server's clock runs ten minutes ahead of the token's.
-	ahead := func() time.Time { return time.Now().Add(10 * time.Minute) }
-	r := agentauthtest.Execute(t, exec, opts, "pay", map[string]any{"to": "bob", "amount": 2}, map[string]any{"to": "bob"},
-		agentauthtest.WithServerOptions(agentauthtest.WithServerClock(ahead)))
-	fmt.Println(r.Status, r.Code, r.Message)
-	// Output: 401 invalid_jwt agent JWT too old
-}
-
-func ExampleWithServerClock() {
-	t := &exampleTB{}
-	defer t.done()
-	exec, opts := bank()
-	now := func() time.Time { return time.Unix(1767268800, 0) }
-	s := agentauthtest.NewServer(t, exec, opts, agentauthtest.WithServerClock(now))
-	// The host mints with the same clock, so its tokens are current.
-	agent := agentauthtest.NewHost("hst_1", agentauthtest.WithClock(now)).NewAgent("agt_1").Grant("pay", map[string]any{"to": "bob"})
-	s.Add(t, agent)
-	fmt.Println(s.Execute(t, agent, "pay", map[string]any{"to": "bob", "amount": 1}).Status)
-	// Output: 200
-}
-
-func ExampleWithReplayCache() {
-	t := &exampleTB{}
-	defer t.done()
-	exec, opts := bank()
-	// Share one cache between two servers, as instances of one location
-	// would through Redis: a token used on one is refused by the other.
-	cache := agentauth.NewMemoryReplayCache(0)
-	a := agentauthtest.NewServer(t, exec, opts, agentauthtest.WithReplayCache(cache))
-	b := agentauthtest.NewServer(t, exec, opts, agentauthtest.WithReplayCache(cache))
-	agent := agentauthtest.NewHost("hst_1").NewAgent("agt_1").Grant("pay", map[string]any{"to": "bob"})
-	a.Add(t, agent)
-	b.Add(t, agent)
-
-	token := agent.Token(a.Audience(), agentauthtest.WithClaim("aud", []string{a.Audience(), b.Audience()}))
-	body := []byte(`{"capability":"pay","arguments":{"to":"bob","amount":1}}`)
-	fmt.Println(a.Do(t, http.MethodPost, "capability/execute", token, body).Status)
-	fmt.Println(b.Do(t, http.MethodPost, "capability/execute", token, body).Code)
-	// Output:
-	// 200
-	// invalid_jwt
 }

@@ -12,173 +12,106 @@ import (
 	"time"
 )
 
-// DefaultLifetime is the lifetime of minted tokens, exp - iat, as the
+// defaultLifetime is the lifetime of minted tokens, exp - iat, as the
 // published Agent Auth client uses it.
-const DefaultLifetime = 60 * time.Second
+const defaultLifetime = 60 * time.Second
 
-// TokenOption changes a minted token, to make unusual valid tokens or
-// deliberately broken ones.
-type TokenOption func(*tokenConfig)
-
-type tokenConfig struct {
-	now          *time.Time
-	issuedAt     *time.Time
-	lifetime     time.Duration
-	expiry       *time.Time
-	jti          *string
-	issuer       *string
-	capabilities []string
-	hasCaps      bool
-	typ          *string
-	alg          string
-	key          ed25519.PrivateKey
-	agentKey     *Agent
-	headers      map[string]any
-	claims       map[string]any
-	dropHeaders  []string
-	dropClaims   []string
-}
-
-// WithCapabilities sets the "capabilities" claim. With no names the claim
-// is an empty array, which allows nothing.
-func WithCapabilities(names ...string) TokenOption {
-	return func(c *tokenConfig) {
-		c.capabilities = append([]string{}, names...)
-		c.hasCaps = true
-	}
-}
-
-// WithIssuer sets the "iss" claim of an agent JWT (absent by default, as
-// the published client sends it) or replaces the thumbprint in a host JWT.
-func WithIssuer(iss string) TokenOption {
-	return func(c *tokenConfig) { c.issuer = &iss }
-}
-
-// WithNow sets the time the token is minted at, overriding the host's
-// clock. iat is this time unless WithIssuedAt says otherwise.
-func WithNow(t time.Time) TokenOption {
-	return func(c *tokenConfig) { c.now = &t }
-}
-
-// WithIssuedAt sets "iat". exp follows it unless WithExpiry is given.
-func WithIssuedAt(t time.Time) TokenOption {
-	return func(c *tokenConfig) { c.issuedAt = &t }
-}
-
-// WithLifetime sets exp to iat + d instead of iat + DefaultLifetime.
-func WithLifetime(d time.Duration) TokenOption {
-	return func(c *tokenConfig) { c.lifetime = d }
-}
-
-// WithExpiry sets "exp" to t regardless of iat.
-func WithExpiry(t time.Time) TokenOption {
-	return func(c *tokenConfig) { c.expiry = &t }
-}
-
-// WithJTI sets "jti" instead of a random id, for replay tests.
-func WithJTI(jti string) TokenOption {
-	return func(c *tokenConfig) { c.jti = &jti }
-}
-
-// WithType sets the header's "typ", for token-confusion tests (a host+jwt
-// presented as an agent token, or the reverse).
-func WithType(typ string) TokenOption {
-	return func(c *tokenConfig) { c.typ = &typ }
-}
-
-// WithAlgorithm sets the header's "alg" and signs accordingly:
+// Token describes a token to mint with Agent.Token or Host.Token. The zero
+// value, with an Audience, is the token the published client sends; each
+// field set makes an unusual valid token or a deliberately broken one:
 //
-//   - "EdDSA" (the default): an Ed25519 signature;
-//   - "none": no signature at all (the token ends with a dot);
-//   - "HS256", "HS384", "HS512": an HMAC keyed with the raw bytes of the
-//     holder's public key, the classic key-confusion attack against a
-//     verifier that lets the token pick the algorithm;
-//   - anything else, such as "ES256" or "RS256": the header claims that
-//     algorithm over an Ed25519 signature.
-func WithAlgorithm(alg string) TokenOption {
-	return func(c *tokenConfig) { c.alg = alg }
+//	agent.Token(agentauthtest.Token{
+//		Audience:     location,
+//		Capabilities: []string{"transfer_money"},
+//		Lifetime:     10 * time.Minute,
+//		Claims:       map[string]any{"aud": []string{"https://other.example", location}},
+//	})
+type Token struct {
+	// Audience is the "aud" claim: the capability's location (or the
+	// server's default location) for an agent JWT, the server's issuer
+	// for a host JWT.
+	Audience string
+	// Capabilities is the "capabilities" claim. Nil leaves the claim out;
+	// an empty, non-nil slice sends an empty array, which allows nothing.
+	Capabilities []string
+	// Issuer is the "iss" claim of an agent JWT (absent when empty, as the
+	// published client sends it), or replaces the thumbprint in a host
+	// JWT.
+	Issuer string
+	// IssuedAt is "iat". Zero means now by the host's Clock.
+	IssuedAt time.Time
+	// Lifetime is exp - iat. Zero means 60 seconds.
+	Lifetime time.Duration
+	// Expiry is "exp" regardless of iat. Zero means iat + Lifetime.
+	Expiry time.Time
+	// JTI is "jti", for replay tests. Empty means a random id; send an
+	// empty jti with Claims.
+	JTI string
+	// Type is the header's "typ", for token-confusion tests (a host+jwt
+	// presented as an agent token, or the reverse). Empty means the
+	// token's own type.
+	Type string
+	// Algorithm is the header's "alg", and says how the token is signed:
+	//
+	//   - "" or "EdDSA": an Ed25519 signature;
+	//   - "none": no signature at all (the token ends with a dot);
+	//   - "HS256", "HS384", "HS512": an HMAC keyed with the raw bytes of
+	//     the holder's public key, the classic key-confusion attack against
+	//     a verifier that lets the token pick the algorithm;
+	//   - anything else, such as "ES256" or "RS256": the header claims
+	//     that algorithm over an Ed25519 signature.
+	Algorithm string
+	// SigningKey signs instead of the holder's key; the header's kid still
+	// names the holder's key.
+	SigningKey ed25519.PrivateKey
+	// Agent, in a host JWT, adds the agent's key, as registration
+	// requires: "agent_public_key" for an inline key, or "agent_jwks_url"
+	// and "agent_kid" when the agent has a JWKS URL. Agent JWTs ignore it.
+	Agent *Agent
+	// Header adds or replaces protected header members, such as "jwk",
+	// "jku", "x5u" or "crit", after every other field is applied. A nil
+	// value removes the member (such as "kid" or "typ"); send JSON null as
+	// json.RawMessage("null").
+	Header map[string]any
+	// Claims adds or replaces claims, for example an array "aud" or a
+	// string "exp", after every other field is applied. A nil value
+	// removes the claim (such as "jti" or "exp"); send JSON null as
+	// json.RawMessage("null").
+	Claims map[string]any
 }
 
-// WithSigningKey signs with k instead of the holder's key; the header's
-// kid still names the holder's key.
-func WithSigningKey(k ed25519.PrivateKey) TokenOption {
-	return func(c *tokenConfig) { c.key = k }
-}
-
-// WithHeader adds or replaces a protected header member, such as "jwk",
-// "jku", "x5u" or "crit". Members replaced this way win over every other
-// option.
-func WithHeader(name string, value any) TokenOption {
-	return func(c *tokenConfig) {
-		if c.headers == nil {
-			c.headers = map[string]any{}
-		}
-		c.headers[name] = value
+// Token returns an agent+jwt signed by a and described by tok, shaped
+// like the published client's: header {alg: EdDSA, typ: agent+jwt, kid:
+// thumbprint}, claims {sub, aud, iat, exp = iat + 60 s, jti}, plus
+// "capabilities" and "iss" when tok has them. It panics if a claim or
+// header value cannot be encoded.
+func (a *Agent) Token(tok Token) string {
+	claims := map[string]any{"sub": a.ID, "aud": tok.Audience}
+	if tok.Issuer != "" {
+		claims["iss"] = tok.Issuer
 	}
-}
-
-// WithoutHeader removes a protected header member, such as "kid" or "typ".
-func WithoutHeader(name string) TokenOption {
-	return func(c *tokenConfig) { c.dropHeaders = append(c.dropHeaders, name) }
-}
-
-// WithClaim adds or replaces a claim, for example an array "aud" or a
-// string "exp". Claims set this way win over every other option.
-func WithClaim(name string, value any) TokenOption {
-	return func(c *tokenConfig) {
-		if c.claims == nil {
-			c.claims = map[string]any{}
-		}
-		c.claims[name] = value
+	if tok.Capabilities != nil {
+		claims["capabilities"] = tok.Capabilities
 	}
+	return a.Host.mint(tok, "agent+jwt", a.Key, a.Thumbprint(), claims)
 }
 
-// WithoutClaim removes a claim, such as "jti" or "exp".
-func WithoutClaim(name string) TokenOption {
-	return func(c *tokenConfig) { c.dropClaims = append(c.dropClaims, name) }
-}
-
-// WithAgentPublicKey adds a's key to a host JWT, as registration requires:
-// "agent_public_key" for an inline key, or "agent_jwks_url" and
-// "agent_kid" when a has a JWKS URL.
-func WithAgentPublicKey(a *Agent) TokenOption {
-	return func(c *tokenConfig) { c.agentKey = a }
-}
-
-// Token returns an agent+jwt for audience (the capability's location, or
-// the server's default location) signed by a, shaped like the published
-// client's: header {alg: EdDSA, typ: agent+jwt, kid: thumbprint}, claims
-// {sub, aud, iat, exp = iat + 60 s, jti}, plus "capabilities" and "iss"
-// when asked for. It panics if a claim or header value cannot be encoded.
-func (a *Agent) Token(audience string, opts ...TokenOption) string {
-	c := newTokenConfig(opts)
-	claims := map[string]any{"sub": a.ID, "aud": audience}
-	if c.issuer != nil {
-		claims["iss"] = *c.issuer
-	}
-	if c.hasCaps {
-		claims["capabilities"] = c.capabilities
-	}
-	return a.Host.mint(c, "agent+jwt", a.Key, a.Thumbprint(), claims)
-}
-
-// Token returns a host+jwt for audience (the server's issuer) signed by h:
-// header {alg: EdDSA, typ: host+jwt, kid: thumbprint}, claims {iss:
-// thumbprint, aud, iat, exp = iat + 60 s, jti} and "host_public_key" (or
-// "host_jwks_url" when h has a JWKS URL). WithAgentPublicKey adds an
-// agent's key for registration. It panics if a value cannot be encoded.
-func (h *Host) Token(audience string, opts ...TokenOption) string {
-	c := newTokenConfig(opts)
-	claims := map[string]any{"iss": h.Thumbprint(), "aud": audience}
-	if c.issuer != nil {
-		claims["iss"] = *c.issuer
+// Token returns a host+jwt signed by h and described by tok: header {alg:
+// EdDSA, typ: host+jwt, kid: thumbprint}, claims {iss: thumbprint, aud,
+// iat, exp = iat + 60 s, jti} and "host_public_key" (or "host_jwks_url"
+// when h has a JWKS URL), plus the key of tok.Agent for registration. It
+// panics if a value cannot be encoded.
+func (h *Host) Token(tok Token) string {
+	claims := map[string]any{"iss": h.Thumbprint(), "aud": tok.Audience}
+	if tok.Issuer != "" {
+		claims["iss"] = tok.Issuer
 	}
 	if h.JWKSURL != "" {
 		claims["host_jwks_url"] = h.JWKSURL
 	} else {
 		claims["host_public_key"] = h.PublicJWK()
 	}
-	if a := c.agentKey; a != nil {
+	if a := tok.Agent; a != nil {
 		if a.JWKSURL != "" {
 			claims["agent_jwks_url"] = a.JWKSURL
 			claims["agent_kid"] = a.Thumbprint()
@@ -186,68 +119,66 @@ func (h *Host) Token(audience string, opts ...TokenOption) string {
 			claims["agent_public_key"] = a.PublicJWK()
 		}
 	}
-	if c.hasCaps {
-		claims["capabilities"] = c.capabilities
+	if tok.Capabilities != nil {
+		claims["capabilities"] = tok.Capabilities
 	}
-	return h.mint(c, "host+jwt", h.Key, h.Thumbprint(), claims)
-}
-
-func newTokenConfig(opts []TokenOption) *tokenConfig {
-	c := &tokenConfig{lifetime: DefaultLifetime, alg: "EdDSA"}
-	for _, o := range opts {
-		o(c)
-	}
-	return c
+	return h.mint(tok, "host+jwt", h.Key, h.Thumbprint(), claims)
 }
 
 // mint fills in the common claims and header and builds the compact
 // serialization by hand, so that tokens no JOSE library would sign (alg
 // none, HMAC keyed with a public key, a mislabelled algorithm) can be made
 // too.
-func (h *Host) mint(c *tokenConfig, typ string, key ed25519.PrivateKey, kid string, claims map[string]any) string {
-	now := h.now()
-	if c.now != nil {
-		now = *c.now
+func (h *Host) mint(tok Token, typ string, key ed25519.PrivateKey, kid string, claims map[string]any) string {
+	iat := tok.IssuedAt
+	if iat.IsZero() {
+		iat = h.now()
 	}
-	iat := now
-	if c.issuedAt != nil {
-		iat = *c.issuedAt
+	lifetime := tok.Lifetime
+	if lifetime == 0 {
+		lifetime = defaultLifetime
 	}
-	exp := iat.Add(c.lifetime)
-	if c.expiry != nil {
-		exp = *c.expiry
+	exp := tok.Expiry
+	if exp.IsZero() {
+		exp = iat.Add(lifetime)
 	}
 	claims["iat"] = iat.Unix()
 	claims["exp"] = exp.Unix()
-	if c.jti != nil {
-		claims["jti"] = *c.jti
+	if tok.JTI != "" {
+		claims["jti"] = tok.JTI
 	} else {
 		claims["jti"] = b64(h.randomBytes(16))
 	}
-	for k, v := range c.claims {
-		claims[k] = v
-	}
-	for _, k := range c.dropClaims {
-		delete(claims, k)
-	}
+	override(claims, tok.Claims)
 
-	if c.typ != nil {
-		typ = *c.typ
+	if tok.Type != "" {
+		typ = tok.Type
 	}
-	header := map[string]any{"alg": c.alg, "typ": typ, "kid": kid}
-	for k, v := range c.headers {
-		header[k] = v
+	alg := tok.Algorithm
+	if alg == "" {
+		alg = "EdDSA"
 	}
-	for _, k := range c.dropHeaders {
-		delete(header, k)
-	}
+	header := map[string]any{"alg": alg, "typ": typ, "kid": kid}
+	override(header, tok.Header)
 
 	input := encodeSegment("header", header) + "." + encodeSegment("claims", claims)
 	signer := key
-	if c.key != nil {
-		signer = c.key
+	if tok.SigningKey != nil {
+		signer = tok.SigningKey
 	}
-	return input + "." + b64(sign(c.alg, signer, key, []byte(input)))
+	return input + "." + b64(sign(alg, signer, key, []byte(input)))
+}
+
+// override sets the members of with in m, removing those whose value is
+// nil.
+func override(m, with map[string]any) {
+	for k, v := range with {
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
 }
 
 func encodeSegment(what string, v map[string]any) string {

@@ -34,11 +34,14 @@ func seeded(seed byte) *rand.ChaCha8 {
 
 func fixedClock() time.Time { return t0 }
 
-func newAgent(t *testing.T, opts ...agentauthtest.AgentOption) (*agentauthtest.Host, *agentauthtest.Agent) {
+func newAgent(t *testing.T) (*agentauthtest.Host, *agentauthtest.Agent) {
 	t.Helper()
-	h := agentauthtest.NewHost("hst_1", agentauthtest.WithRandom(seeded(1)), agentauthtest.WithClock(fixedClock))
-	return h, h.NewAgent("agt_1", opts...)
+	h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", Rand: seeded(1), Clock: fixedClock})
+	return h, h.NewAgent(agentauthtest.Agent{ID: "agt_1"})
 }
+
+// at is the token for audience.
+var at = agentauthtest.Token{Audience: audience}
 
 // decoded is a token split into its parts.
 type decoded struct {
@@ -100,7 +103,7 @@ func unix(t time.Time) json.Number { return json.Number(strconv.FormatInt(t.Unix
 
 func TestAgentTokenIsValid(t *testing.T) {
 	_, a := newAgent(t)
-	token := a.Token(audience)
+	token := a.Token(at)
 
 	claims := verifyEdDSA(t, token, pubOf(a.Key))
 	jti, _ := claims["jti"].(string)
@@ -119,60 +122,70 @@ func TestAgentTokenIsValid(t *testing.T) {
 	}
 }
 
-func TestTokenOptions(t *testing.T) {
+func TestTokenFields(t *testing.T) {
 	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
 	tests := []struct {
 		name        string
-		opts        []agentauthtest.TokenOption
+		tok         agentauthtest.Token
 		wantHeader  map[string]any // members that must have these values
 		wantClaims  map[string]any
 		absentClaim []string
 		absentHead  []string
 	}{
-		{name: "capabilities", opts: []agentauthtest.TokenOption{agentauthtest.WithCapabilities("transfer", "read")},
+		{name: "capabilities", tok: agentauthtest.Token{Capabilities: []string{"transfer", "read"}},
 			wantClaims: map[string]any{"capabilities": []any{"transfer", "read"}}},
-		{name: "empty capabilities is an empty array", opts: []agentauthtest.TokenOption{agentauthtest.WithCapabilities()},
+		{name: "empty capabilities is an empty array", tok: agentauthtest.Token{Capabilities: []string{}},
 			wantClaims: map[string]any{"capabilities": []any{}}},
 		{name: "no capabilities claim by default", absentClaim: []string{"capabilities", "iss"}},
-		{name: "issuer", opts: []agentauthtest.TokenOption{agentauthtest.WithIssuer("hst_1")},
+		{name: "issuer", tok: agentauthtest.Token{Issuer: "hst_1"},
 			wantClaims: map[string]any{"iss": "hst_1"}},
-		{name: "now", opts: []agentauthtest.TokenOption{agentauthtest.WithNow(t0.Add(time.Hour))},
-			wantClaims: map[string]any{"iat": unix(t0.Add(time.Hour)), "exp": unix(t0.Add(time.Hour + time.Minute))}},
-		{name: "issued at", opts: []agentauthtest.TokenOption{agentauthtest.WithIssuedAt(t0.Add(-time.Hour))},
+		{name: "issued at", tok: agentauthtest.Token{IssuedAt: t0.Add(-time.Hour)},
 			wantClaims: map[string]any{"iat": unix(t0.Add(-time.Hour)), "exp": unix(t0.Add(-time.Hour + time.Minute))}},
-		{name: "lifetime", opts: []agentauthtest.TokenOption{agentauthtest.WithLifetime(10 * time.Minute)},
+		{name: "lifetime", tok: agentauthtest.Token{Lifetime: 10 * time.Minute},
 			wantClaims: map[string]any{"iat": unix(t0), "exp": unix(t0.Add(10 * time.Minute))}},
-		{name: "expiry", opts: []agentauthtest.TokenOption{agentauthtest.WithExpiry(t0.Add(-time.Second)), agentauthtest.WithLifetime(time.Hour)},
+		{name: "expiry wins over lifetime", tok: agentauthtest.Token{Expiry: t0.Add(-time.Second), Lifetime: time.Hour},
 			wantClaims: map[string]any{"iat": unix(t0), "exp": unix(t0.Add(-time.Second))}},
-		{name: "jti", opts: []agentauthtest.TokenOption{agentauthtest.WithJTI("jti-1")},
+		{name: "jti", tok: agentauthtest.Token{JTI: "jti-1"},
 			wantClaims: map[string]any{"jti": "jti-1"}},
-		{name: "claim overrides", opts: []agentauthtest.TokenOption{agentauthtest.WithClaim("aud", []string{"a", audience}), agentauthtest.WithClaim("cnf", map[string]string{"jkt": "x"})},
+		{name: "claim overrides", tok: agentauthtest.Token{Claims: map[string]any{"aud": []string{"a", audience}, "cnf": map[string]string{"jkt": "x"}}},
 			wantClaims: map[string]any{"aud": []any{"a", audience}, "cnf": map[string]any{"jkt": "x"}}},
-		{name: "claim wins over options", opts: []agentauthtest.TokenOption{agentauthtest.WithClaim("jti", 5), agentauthtest.WithJTI("x")},
+		{name: "claim wins over fields", tok: agentauthtest.Token{Claims: map[string]any{"jti": 5}, JTI: "x"},
 			wantClaims: map[string]any{"jti": json.Number("5")}},
-		{name: "without claims", opts: []agentauthtest.TokenOption{agentauthtest.WithoutClaim("jti"), agentauthtest.WithoutClaim("exp")},
+		{name: "empty jti claim", tok: agentauthtest.Token{Claims: map[string]any{"jti": ""}},
+			wantClaims: map[string]any{"jti": ""}},
+		{name: "null claim", tok: agentauthtest.Token{Claims: map[string]any{"iss": json.RawMessage("null"), "capabilities": []string(nil)}},
+			wantClaims: map[string]any{"iss": nil, "capabilities": nil}},
+		{name: "nil removes claims", tok: agentauthtest.Token{Claims: map[string]any{"jti": nil, "exp": nil}},
 			absentClaim: []string{"jti", "exp"}},
-		{name: "extra headers", opts: []agentauthtest.TokenOption{agentauthtest.WithHeader("jku", "https://evil.example/jwks"), agentauthtest.WithHeader("crit", []string{"exp"})},
+		{name: "extra headers", tok: agentauthtest.Token{Header: map[string]any{"jku": "https://evil.example/jwks", "crit": []string{"exp"}}},
 			wantHeader: map[string]any{"jku": "https://evil.example/jwks", "crit": []any{"exp"}, "alg": "EdDSA"}},
-		{name: "embedded jwk header", opts: []agentauthtest.TokenOption{agentauthtest.WithHeader("jwk", json.RawMessage(agentauthtest.PublicJWK(pubOf(other))))},
+		{name: "embedded jwk header", tok: agentauthtest.Token{Header: map[string]any{"jwk": agentauthtest.PublicJWK(pubOf(other))}},
 			wantHeader: map[string]any{"jwk": map[string]any{"crv": "Ed25519", "kty": "OKP", "kid": agentauthtest.Thumbprint(pubOf(other)), "x": base64.RawURLEncoding.EncodeToString(pubOf(other))}}},
-		{name: "without kid", opts: []agentauthtest.TokenOption{agentauthtest.WithoutHeader("kid")}, absentHead: []string{"kid"}},
-		{name: "wrong type", opts: []agentauthtest.TokenOption{agentauthtest.WithType("host+jwt")},
+		{name: "nil removes a header", tok: agentauthtest.Token{Header: map[string]any{"kid": nil}}, absentHead: []string{"kid"}},
+		{name: "wrong type", tok: agentauthtest.Token{Type: "host+jwt"},
 			wantHeader: map[string]any{"typ": "host+jwt"}},
-		{name: "header wins over options", opts: []agentauthtest.TokenOption{agentauthtest.WithHeader("typ", "JWT"), agentauthtest.WithType("x")},
+		{name: "header wins over fields", tok: agentauthtest.Token{Header: map[string]any{"typ": "JWT"}, Type: "x"},
 			wantHeader: map[string]any{"typ": "JWT"}},
+		{name: "agent key ignored in an agent token", tok: agentauthtest.Token{Agent: agentauthtest.NewHost(agentauthtest.Host{ID: "h", Rand: seeded(2)}).NewAgent(agentauthtest.Agent{ID: "a"})},
+			absentClaim: []string{"agent_public_key", "agent_jwks_url", "agent_kid"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, a := newAgent(t)
-			d := decode(t, a.Token(audience, tc.opts...))
+			tok := tc.tok
+			tok.Audience = audience
+			d := decode(t, a.Token(tok))
 			for k, want := range tc.wantHeader {
 				if diff := cmp.Diff(want, d.header[k]); diff != "" {
 					t.Errorf("header %q (-want +got):\n%s", k, diff)
 				}
 			}
 			for k, want := range tc.wantClaims {
-				if diff := cmp.Diff(want, d.claims[k]); diff != "" {
+				got, ok := d.claims[k]
+				if !ok {
+					t.Errorf("claim %q absent", k)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("claim %q (-want +got):\n%s", k, diff)
 				}
 			}
@@ -200,7 +213,7 @@ func TestBrokenAlgorithms(t *testing.T) {
 	pub := pubOf(a.Key)
 
 	t.Run("none", func(t *testing.T) {
-		token := a.Token(audience, agentauthtest.WithAlgorithm("none"))
+		token := a.Token(agentauthtest.Token{Audience: audience, Algorithm: "none"})
 		if !strings.HasSuffix(token, ".") {
 			t.Errorf("token %q does not end with an empty signature", token)
 		}
@@ -218,7 +231,7 @@ func TestBrokenAlgorithms(t *testing.T) {
 		newHash func() hash.Hash
 	}{{jose.HS256, sha256.New}, {jose.HS384, sha512.New384}, {jose.HS512, sha512.New}} {
 		t.Run(string(tc.alg), func(t *testing.T) {
-			token := a.Token(audience, agentauthtest.WithAlgorithm(string(tc.alg)))
+			token := a.Token(agentauthtest.Token{Audience: audience, Algorithm: string(tc.alg)})
 			if _, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.EdDSA}); err == nil {
 				t.Error("go-jose accepted an HMAC token as EdDSA")
 			}
@@ -235,7 +248,7 @@ func TestBrokenAlgorithms(t *testing.T) {
 		})
 	}
 	t.Run("HS256 verifies with go-jose", func(t *testing.T) {
-		jws, err := jose.ParseSignedCompact(a.Token(audience, agentauthtest.WithAlgorithm("HS256")), []jose.SignatureAlgorithm{jose.HS256})
+		jws, err := jose.ParseSignedCompact(a.Token(agentauthtest.Token{Audience: audience, Algorithm: "HS256"}), []jose.SignatureAlgorithm{jose.HS256})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +258,7 @@ func TestBrokenAlgorithms(t *testing.T) {
 	})
 
 	t.Run("ES256 label on an Ed25519 signature", func(t *testing.T) {
-		token := a.Token(audience, agentauthtest.WithAlgorithm("ES256"))
+		token := a.Token(agentauthtest.Token{Audience: audience, Algorithm: "ES256"})
 		d := decode(t, token)
 		if d.header["alg"] != "ES256" {
 			t.Errorf("alg = %v", d.header["alg"])
@@ -260,7 +273,7 @@ func TestBrokenAlgorithms(t *testing.T) {
 
 	t.Run("wrong signing key", func(t *testing.T) {
 		other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, 32))
-		token := a.Token(audience, agentauthtest.WithSigningKey(other))
+		token := a.Token(agentauthtest.Token{Audience: audience, SigningKey: other})
 		jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.EdDSA})
 		if err != nil {
 			t.Fatal(err)
@@ -278,11 +291,11 @@ func TestBrokenAlgorithms(t *testing.T) {
 }
 
 func TestHostToken(t *testing.T) {
-	h := agentauthtest.NewHost("hst_1", agentauthtest.WithRandom(seeded(2)), agentauthtest.WithClock(fixedClock))
-	inline := h.NewAgent("agt_inline")
-	remote := h.NewAgent("agt_remote", agentauthtest.WithJWKSURL("https://agents.example/jwks"))
+	h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", Rand: seeded(2), Clock: fixedClock})
+	inline := h.NewAgent(agentauthtest.Agent{ID: "agt_inline"})
+	remote := h.NewAgent(agentauthtest.Agent{ID: "agt_remote", JWKSURL: "https://agents.example/jwks"})
 
-	claims := verifyEdDSA(t, h.Token("https://bank.example", agentauthtest.WithAgentPublicKey(inline)), pubOf(h.Key))
+	claims := verifyEdDSA(t, h.Token(agentauthtest.Token{Audience: "https://bank.example", Agent: inline}), pubOf(h.Key))
 	delete(claims, "jti")
 	var hostJWK, agentJWK map[string]any
 	if err := json.Unmarshal(h.PublicJWK(), &hostJWK); err != nil {
@@ -298,21 +311,21 @@ func TestHostToken(t *testing.T) {
 	if diff := cmp.Diff(want, claims); diff != "" {
 		t.Errorf("claims (-want +got):\n%s", diff)
 	}
-	d := decode(t, h.Token("https://bank.example"))
+	d := decode(t, h.Token(agentauthtest.Token{Audience: "https://bank.example"}))
 	if diff := cmp.Diff(map[string]any{"alg": "EdDSA", "typ": "host+jwt", "kid": h.Thumbprint()}, d.header); diff != "" {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
 	if _, ok := d.claims["agent_public_key"]; ok {
-		t.Error("agent_public_key present without WithAgentPublicKey")
+		t.Error("agent_public_key present without Token.Agent")
 	}
 
-	d = decode(t, h.Token("https://bank.example", agentauthtest.WithAgentPublicKey(remote)))
+	d = decode(t, h.Token(agentauthtest.Token{Audience: "https://bank.example", Agent: remote}))
 	if d.claims["agent_jwks_url"] != "https://agents.example/jwks" || d.claims["agent_kid"] != remote.Thumbprint() {
 		t.Errorf("claims %v: want agent_jwks_url and agent_kid", d.claims)
 	}
 
-	jh := agentauthtest.NewHost("hst_2", agentauthtest.WithJWKSURL("https://host.example/jwks"))
-	d = decode(t, jh.Token("https://bank.example"))
+	jh := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_2", JWKSURL: "https://host.example/jwks"})
+	d = decode(t, jh.Token(agentauthtest.Token{Audience: "https://bank.example"}))
 	if d.claims["host_jwks_url"] != "https://host.example/jwks" || d.claims["host_public_key"] != nil {
 		t.Errorf("claims %v: want host_jwks_url and no host_public_key", d.claims)
 	}
@@ -323,9 +336,9 @@ func TestHostToken(t *testing.T) {
 
 func TestDeterminism(t *testing.T) {
 	mint := func() (string, string, string) {
-		h := agentauthtest.NewHost("hst_1", agentauthtest.WithRandom(seeded(3)), agentauthtest.WithClock(fixedClock))
-		a := h.NewAgent("agt_1").Grant("transfer", map[string]any{"amount": map[string]any{"max": 1000}})
-		return a.Token(audience), h.Token(audience), string(a.Record().PublicKey)
+		h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", Rand: seeded(3), Clock: fixedClock})
+		a := h.NewAgent(agentauthtest.Agent{ID: "agt_1"}).Grant("transfer", map[string]any{"amount": map[string]any{"max": 1000}})
+		return a.Token(at), h.Token(at), string(a.Record().PublicKey)
 	}
 	a1, h1, k1 := mint()
 	a2, h2, k2 := mint()
@@ -337,7 +350,7 @@ func TestDeterminism(t *testing.T) {
 	_, a := newAgent(t)
 	seen := map[string]bool{}
 	for range 100 {
-		jti := decode(t, a.Token(audience)).claims["jti"].(string)
+		jti := decode(t, a.Token(at)).claims["jti"].(string)
 		if seen[jti] {
 			t.Fatalf("jti %q repeated", jti)
 		}
@@ -346,16 +359,16 @@ func TestDeterminism(t *testing.T) {
 }
 
 func TestDefaultRandomness(t *testing.T) {
-	h1, h2 := agentauthtest.NewHost("a"), agentauthtest.NewHost("b")
+	h1, h2 := agentauthtest.NewHost(agentauthtest.Host{ID: "a"}), agentauthtest.NewHost(agentauthtest.Host{ID: "b"})
 	if h1.Key.Equal(h2.Key) {
 		t.Error("two hosts without a random source share a key")
 	}
-	a := h1.NewAgent("agt")
+	a := h1.NewAgent(agentauthtest.Agent{ID: "agt"})
 	if a.Key.Equal(h1.Key) {
 		t.Error("agent shares its host's key")
 	}
 	before := time.Now().Add(-time.Second).Unix()
-	iat, err := decode(t, a.Token(audience)).claims["iat"].(json.Number).Int64()
+	iat, err := decode(t, a.Token(at)).claims["iat"].(json.Number).Int64()
 	if err != nil || iat < before || iat > time.Now().Add(time.Second).Unix() {
 		t.Errorf("iat %d (%v) is not now by default", iat, err)
 	}
@@ -373,8 +386,8 @@ func TestThumbprintRFC8037(t *testing.T) {
 		t.Fatalf("public key x = %s, want the RFC 8037 A.1 value", x)
 	}
 	const want = "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k"
-	h := agentauthtest.NewHost("hst", agentauthtest.WithKey(key))
-	a := h.NewAgent("agt", agentauthtest.WithKey(key))
+	h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst", Key: key})
+	a := h.NewAgent(agentauthtest.Agent{ID: "agt", Key: key})
 	for name, got := range map[string]string{"Host": h.Thumbprint(), "Agent": a.Thumbprint(), "func": agentauthtest.Thumbprint(pubOf(key))} {
 		if got != want {
 			t.Errorf("%s thumbprint = %s, want %s", name, got, want)

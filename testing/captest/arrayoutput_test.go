@@ -36,7 +36,7 @@ var members = core.MustDefine("workspace.members", "List the workspace's members
 	})
 
 func TestArrayOutput(t *testing.T) {
-	e := captest.NewExecutor(t, captest.Static[workspace, user](workspace{Member: true}), []core.Definer{members})
+	e := captest.NewExecutor(t, captest.Static(workspace{Member: true}), core.Config{}, members)
 	tests := []struct {
 		name string
 		args any
@@ -49,7 +49,7 @@ func TestArrayOutput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := captest.Run(t, e, "workspace.members", user{ID: "u1"}, tt.args)
+			r := captest.Run(t, e, "workspace.members", nil, tt.args)
 			if !r.OK() || r.Status != 200 || string(r.Output) != tt.json {
 				t.Fatalf("got %d %s %s, want 200 %s", r.Status, r.Code, r.Output, tt.json)
 			}
@@ -61,12 +61,12 @@ func TestArrayOutput(t *testing.T) {
 		})
 	}
 
-	got, code := captest.Call(e, members, user{ID: "u1"}, membersIn{Role: "owner"})
+	got, code := captest.Call(e, members, nil, membersIn{Role: "owner"})
 	if code != "" || !cmp.Equal(got, []member{{"ada", "owner"}}) {
 		t.Errorf("Call = %v, %q", got, code)
 	}
 	// The typed call returns the handler's nil as it is.
-	if got, code := captest.Call(e, members, user{ID: "u1"}, membersIn{Role: "nobody"}); code != "" || got != nil {
+	if got, code := captest.Call(e, members, nil, membersIn{Role: "nobody"}); code != "" || got != nil {
 		t.Errorf("Call for nobody = %#v, %q; want a nil slice", got, code)
 	}
 }

@@ -1,14 +1,15 @@
 // Package captest runs capabilities in unit tests without HTTP, in the
 // spirit of net/http/httptest: build an executor over the capabilities
-// under test with a context resolver, run a capability by name with a
-// principal and arguments, and look at the output or the error code.
+// under test with a context function, run a capability by name as a
+// caller with arguments, and look at the output or the error code.
 package captest
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -19,31 +20,24 @@ type TB interface {
 	Fatalf(format string, args ...any)
 }
 
-// Resolver is a context resolver, as in core.ExecutorConfig.CreateContext.
-type Resolver[C, P any] func(ctx context.Context, principal P, def *core.Definition, input any) (C, error)
-
-// Static returns a resolver that gives every call the same application
-// context. Use it when a test is about the handler, not about the security
-// boundary.
-func Static[C, P any](app C) Resolver[C, P] {
-	return func(context.Context, P, *core.Definition, any) (C, error) { return app, nil }
+// Static returns a context function that gives every call the same
+// application context. Use it when a test is about the handler, not about
+// the security boundary.
+func Static[C any](app C) func(context.Context, *auth.Identity, *core.Definition, any) (C, error) {
+	return func(context.Context, *auth.Identity, *core.Definition, any) (C, error) { return app, nil }
 }
 
-// NewExecutor builds an executor over defs with resolve as its context
-// resolver. Optional configure functions adjust the configuration (hooks,
-// timeouts). It fails the test on a bad definition set.
-func NewExecutor[C, P any](t TB, resolve Resolver[C, P], defs []core.Definer, configure ...func(*core.ExecutorConfig[C, P])) *core.Executor[C, P] {
+// NewExecutor builds an executor over defs with newContext as its context
+// function and cfg as its configuration (hooks, timeouts; the zero Config
+// is fine). It fails the test on a bad definition set.
+func NewExecutor[C any](t TB, newContext func(context.Context, *auth.Identity, *core.Definition, any) (C, error), cfg core.Config, defs ...core.Definer) *core.Executor {
 	t.Helper()
 	reg, err := core.NewRegistry(defs...)
 	if err != nil {
 		t.Fatalf("captest: registry: %v", err)
 		return nil
 	}
-	cfg := core.ExecutorConfig[C, P]{CreateContext: resolve}
-	for _, f := range configure {
-		f(&cfg)
-	}
-	e, err := core.NewExecutor(reg, cfg)
+	e, err := core.NewExecutor(reg, newContext, cfg)
 	if err != nil {
 		t.Fatalf("captest: executor: %v", err)
 		return nil
@@ -56,10 +50,10 @@ type Result struct {
 	// Output is the validated output JSON; nil on failure.
 	Output json.RawMessage
 	// Err is the executor's error; nil on success.
-	Err *core.Error
-	// Code is the wire code a transport would send ("" on success):
-	// "invalid_request", "capability_not_found", an application code...
-	Code string
+	Err *agentcap.Error
+	// Code is the code a transport would send ("" on success):
+	// "invalid_request", "capability_not_found", an application's own...
+	Code agentcap.Code
 	// Status is the HTTP status a transport would send (200 on success).
 	Status int
 }
@@ -79,67 +73,31 @@ func (r Result) Decode(t TB, v any) {
 	}
 }
 
-// Run executes the named capability as a transport would. args may be nil
-// (no arguments), a string, []byte or json.RawMessage holding JSON (used
-// as is, so malformed input can be tested), or any other value, which is
-// encoded with encoding/json.
-func Run[C, P any](t TB, e *core.Executor[C, P], name string, principal P, args any) Result {
+// Run executes the named capability as a transport would, for the caller
+// id (nil: anonymous; give the identity an Authorizer to test
+// authorization). args may be nil (no arguments), a string, []byte or
+// json.RawMessage holding JSON (used as is, so malformed input can be
+// tested), or any other value, which is encoded with encoding/json.
+func Run(t TB, e *core.Executor, name string, id *auth.Identity, args any) Result {
 	t.Helper()
 	raw, err := rawArgs(args)
 	if err != nil {
 		t.Fatalf("captest: encoding arguments: %v", err)
 		return Result{}
 	}
-	out, err := e.ExecuteDynamic(context.Background(), name, principal, raw, nil)
-	return result(out, err)
-}
-
-// RunAuthorized is Run with an authorize callback, as transports pass one.
-func RunAuthorized[C, P any](t TB, e *core.Executor[C, P], name string, principal P, args any, authorize core.AuthorizeFunc) Result {
-	t.Helper()
-	raw, err := rawArgs(args)
-	if err != nil {
-		t.Fatalf("captest: encoding arguments: %v", err)
-		return Result{}
-	}
-	out, err := e.ExecuteDynamic(context.Background(), name, principal, raw, authorize)
-	return result(out, err)
-}
-
-// Call runs a typed capability in process and returns its output and the
-// wire code of its error ("" on success).
-func Call[C, P, In, Out any](e *core.Executor[C, P], c *core.Capability[C, In, Out], principal P, in In) (Out, string) {
-	out, err := core.Execute(context.Background(), e, c, principal, in)
-	return out, Code(err)
-}
-
-// Code returns the wire code of an executor error: "" for nil, the
-// application's code for an application error, the Agent Auth code of the
-// table in core otherwise.
-func Code(err error) string {
-	if err == nil {
-		return ""
-	}
-	var ce *core.Error
-	if errors.As(err, &ce) {
-		return ce.WireCode()
-	}
-	var ae *core.AppError
-	if errors.As(err, &ae) {
-		return ae.WireCode()
-	}
-	return core.WireInternalError
-}
-
-func result(out json.RawMessage, err error) Result {
+	out, err := e.Execute(context.Background(), name, id, raw)
 	if err == nil {
 		return Result{Output: out, Status: 200}
 	}
-	var ce *core.Error
-	if !errors.As(err, &ce) {
-		ce = core.NewError(core.CodeExecutionFailed, core.StageHandler, "internal error", nil)
-	}
-	return Result{Err: ce, Code: ce.WireCode(), Status: ce.HTTPStatus()}
+	ce := agentcap.Public(err)
+	return Result{Err: ce, Code: ce.Code, Status: ce.HTTPStatus()}
+}
+
+// Call runs a typed capability in process for the caller id and returns
+// its output and the code of its error ("" on success).
+func Call[C, In, Out any](e *core.Executor, c *core.Capability[C, In, Out], id *auth.Identity, in In) (Out, agentcap.Code) {
+	out, err := core.Call(context.Background(), e, c, id, in)
+	return out, agentcap.CodeOf(err)
 }
 
 func rawArgs(args any) ([]byte, error) {

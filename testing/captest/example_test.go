@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/testing/captest"
 )
@@ -16,8 +18,6 @@ func (exampleT) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...
 
 type workspace struct{ Member bool }
 
-type user struct{ ID string }
-
 type renameIn struct {
 	Name string `json:"name" minLength:"1" maxLength:"40"`
 }
@@ -26,75 +26,83 @@ type renameOut struct {
 	Name string `json:"name"`
 }
 
+var codeNotAMember = agentcap.NewCode("not_a_member", agentcap.CodeUnauthorized)
+
 var rename = core.MustDefine("workspace.rename", "Rename the workspace.",
 	func(_ context.Context, ws workspace, in renameIn) (renameOut, error) {
 		if !ws.Member {
-			return renameOut{}, core.Forbidden("not_a_member", "you are not a member of this workspace")
+			return renameOut{}, agentcap.NewError(codeNotAMember, "you are not a member of this workspace")
 		}
 		return renameOut(in), nil
 	})
 
 func ExampleNewExecutor() {
-	resolve := func(_ context.Context, u user, _ *core.Definition, _ any) (workspace, error) {
-		return workspace{Member: u.ID == "alice"}, nil
+	newContext := func(_ context.Context, id *auth.Identity, _ *core.Definition, _ any) (workspace, error) {
+		return workspace{Member: id != nil && id.UserID == "alice"}, nil
 	}
-	exec := captest.NewExecutor(exampleT{}, resolve, []core.Definer{rename})
+	exec := captest.NewExecutor(exampleT{}, newContext, core.Config{}, rename)
 	fmt.Println(exec.Registry().Len())
 	// Output: 1
 }
 
 func ExampleStatic() {
-	exec := captest.NewExecutor(exampleT{}, captest.Static[workspace, user](workspace{Member: true}), []core.Definer{rename})
-	res := captest.Run(exampleT{}, exec, "workspace.rename", user{ID: "anyone"}, map[string]string{"name": "Ops"})
+	exec := captest.NewExecutor(exampleT{}, captest.Static(workspace{Member: true}), core.Config{}, rename)
+	res := captest.Run(exampleT{}, exec, "workspace.rename", &auth.Identity{Subject: "anyone"}, map[string]string{"name": "Ops"})
 	fmt.Println(string(res.Output))
 	// Output: {"name":"Ops"}
 }
 
 func ExampleRun() {
-	exec := captest.NewExecutor(exampleT{}, captest.Static[workspace, user](workspace{Member: false}), []core.Definer{rename})
+	exec := captest.NewExecutor(exampleT{}, captest.Static(workspace{Member: false}), core.Config{}, rename)
 
-	res := captest.Run(exampleT{}, exec, "workspace.rename", user{ID: "bob"}, `{"name":"Ops"}`)
+	res := captest.Run(exampleT{}, exec, "workspace.rename", bob, `{"name":"Ops"}`)
 	fmt.Println(res.Status, res.Code)
 
-	res = captest.Run(exampleT{}, exec, "workspace.rename", user{ID: "bob"}, `{"Name":"Ops"}`)
+	res = captest.Run(exampleT{}, exec, "workspace.rename", bob, `{"Name":"Ops"}`)
 	fmt.Println(res.Status, res.Code, len(res.Err.Details))
 	// Output:
 	// 403 not_a_member
 	// 400 invalid_request 2
 }
 
-func ExampleRunAuthorized() {
-	exec := captest.NewExecutor(exampleT{}, captest.Static[workspace, user](workspace{Member: true}), []core.Definer{rename})
-	onlyShortNames := func(_ context.Context, inv *core.Invocation) error {
-		if len(inv.Input.(renameIn).Name) > 3 {
-			return core.Forbidden("name_too_long", "names are limited to 3 letters here")
-		}
-		return nil
+// shortNames is an auth.Authorizer that admits short names only.
+type shortNames struct{}
+
+func (shortNames) Authorize(_ context.Context, call *auth.Call) error {
+	if len(call.Input.(renameIn).Name) > 3 {
+		return agentcap.NewError(agentcap.CodeUnauthorized, "names are limited to 3 letters here")
 	}
-	res := captest.RunAuthorized(exampleT{}, exec, "workspace.rename", user{ID: "alice"}, `{"name":"Operations"}`, onlyShortNames)
-	fmt.Println(res.Code)
-	// Output: name_too_long
+	return nil
+}
+func (shortNames) GrantStatus(string) string     { return "" }
+func (shortNames) Recheck(context.Context) error { return nil }
+
+// ExampleRun_authorizer runs a capability for a caller whose Authorizer
+// refuses the call, as a transport's verifier would have it.
+func ExampleRun_authorizer() {
+	exec := captest.NewExecutor(exampleT{}, captest.Static(workspace{Member: true}), core.Config{}, rename)
+	carol := &auth.Identity{Subject: "carol", UserID: "carol", Authorizer: shortNames{}}
+	res := captest.Run(exampleT{}, exec, "workspace.rename", carol, `{"name":"Operations"}`)
+	fmt.Println(res.Status, res.Code)
+	// Output: 403 unauthorized
 }
 
 func ExampleResult_Decode() {
-	exec := captest.NewExecutor(exampleT{}, captest.Static[workspace, user](workspace{Member: true}), []core.Definer{rename})
+	exec := captest.NewExecutor(exampleT{}, captest.Static(workspace{Member: true}), core.Config{}, rename)
 	var out renameOut
-	captest.Run(exampleT{}, exec, "workspace.rename", user{ID: "alice"}, renameIn{Name: "Ops"}).Decode(exampleT{}, &out)
+	captest.Run(exampleT{}, exec, "workspace.rename", alice, renameIn{Name: "Ops"}).Decode(exampleT{}, &out)
 	fmt.Println(out.Name)
 	// Output: Ops
 }
 
 func ExampleCall() {
-	exec := captest.NewExecutor(exampleT{}, captest.Static[workspace, user](workspace{Member: false}), []core.Definer{rename})
-	_, code := captest.Call(exec, rename, user{ID: "bob"}, renameIn{Name: "Ops"})
+	exec := captest.NewExecutor(exampleT{}, captest.Static(workspace{Member: false}), core.Config{}, rename)
+	_, code := captest.Call(exec, rename, bob, renameIn{Name: "Ops"})
 	fmt.Println(code)
 	// Output: not_a_member
 }
 
-func ExampleCode() {
-	fmt.Println(captest.Code(core.Conflict("insufficient_funds", "not enough money")))
-	fmt.Println(captest.Code(nil) == "")
-	// Output:
-	// insufficient_funds
-	// true
-}
+var (
+	alice = &auth.Identity{Subject: "alice", UserID: "alice"}
+	bob   = &auth.Identity{Subject: "bob", UserID: "bob"}
+)

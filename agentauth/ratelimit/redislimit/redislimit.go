@@ -1,10 +1,20 @@
 // Package redislimit is a ratelimit.Limiter shared through Redis, for
 // applications that serve one agent from several instances: a request
 // counted by one instance counts for all of them.
+//
+// A key's state expires when its bucket is full again, and Redis must
+// keep it until then: a key evicted early hands its caller a fresh burst.
+// New therefore refuses a Redis whose maxmemory-policy is not noeviction
+// (volatile-* and allkeys-* policies drop keys with a TTL when Redis is
+// full), or whose policy it cannot read because CONFIG GET is refused,
+// unless Config.AcceptEviction says the application takes that risk.
+// Under noeviction a full Redis refuses writes, which the limiter reports
+// as errors, and its callers refuse the request (503).
 package redislimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
+	"github.com/agentcap/agentcap/internal/rediseviction"
 )
 
 // gcraScript runs the same generic cell rate algorithm as
@@ -46,18 +57,37 @@ return {1, math.floor((window - (nxt - now)) / period), 0, nxt - now}
 
 // Limiter is a ratelimit.Limiter in Redis. It is safe for concurrent use.
 type Limiter struct {
-	client redis.Scripter
+	client redis.UniversalClient
 	prefix string
 	now    func() time.Time
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
 
-// New returns a Limiter storing its keys under prefix (for example
-// "myapp:ratelimit:") through client. The client's own timeouts bound
-// each call; an error from Redis is returned with no decision.
-func New(client redis.Scripter, prefix string) *Limiter {
-	return &Limiter{client: client, prefix: prefix}
+// Config configures a Limiter.
+type Config struct {
+	// Prefix starts every key the Limiter writes, for example
+	// "myapp:ratelimit:".
+	Prefix string
+	// AcceptEviction starts the Limiter on a Redis whose
+	// maxmemory-policy may evict keys, or whose policy cannot be read,
+	// without asking: the application takes the risk that an evicted key
+	// lets a burst through (see the package documentation).
+	AcceptEviction bool
+}
+
+// New checks that the server behind client does not evict keys (see the
+// package documentation) and returns a Limiter storing its keys under
+// cfg.Prefix. The client's own timeouts bound each call; an error from
+// Redis is returned with no decision.
+func New(ctx context.Context, client redis.UniversalClient, cfg Config) (*Limiter, error) {
+	if client == nil {
+		return nil, errors.New("redislimit: nil client")
+	}
+	if err := rediseviction.Check(ctx, client, "redislimit", "a limit whose state it forgets lets its caller through again at once", cfg.AcceptEviction); err != nil {
+		return nil, err
+	}
+	return &Limiter{client: client, prefix: cfg.Prefix}, nil
 }
 
 // WithClock makes l pass the time from now to Redis instead of letting

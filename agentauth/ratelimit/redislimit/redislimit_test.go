@@ -13,6 +13,7 @@ import (
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/agentauth/ratelimit/internal/limittest"
 	"github.com/agentcap/agentcap/agentauth/ratelimit/redislimit"
+	"github.com/agentcap/agentcap/internal/servicetest"
 )
 
 // redisClient connects to the Redis server named by AGENTCAP_REDIS_ADDR
@@ -55,17 +56,27 @@ func redisClient(t testing.TB) (*redis.Client, string) {
 	return client, prefix
 }
 
+// newLimiter returns a Limiter on client under prefix.
+func newLimiter(t testing.TB, client redis.UniversalClient, prefix string) *redislimit.Limiter {
+	t.Helper()
+	l, err := redislimit.New(context.Background(), client, redislimit.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func TestLimiter(t *testing.T) {
 	limittest.Run(t, func(t *testing.T, clock *limittest.Clock) ratelimit.Limiter {
 		client, prefix := redisClient(t)
-		return redislimit.New(client, prefix).WithClock(clock.Now)
+		return newLimiter(t, client, prefix).WithClock(clock.Now)
 	})
 }
 
 // TestLimiterServerClock uses Redis's own clock, as production does.
 func TestLimiterServerClock(t *testing.T) {
 	client, prefix := redisClient(t)
-	l := redislimit.New(client, prefix)
+	l := newLimiter(t, client, prefix)
 	ctx := context.Background()
 	limit := ratelimit.Limit{N: 2, Window: time.Hour}
 	for i, want := range []bool{true, true, false} {
@@ -109,7 +120,7 @@ func TestLimiterSharedAcrossInstances(t *testing.T) {
 	client, prefix := redisClient(t)
 	other := redis.NewClient(&redis.Options{Addr: os.Getenv("AGENTCAP_REDIS_ADDR")})
 	defer other.Close()
-	a, b := redislimit.New(client, prefix), redislimit.New(other, prefix)
+	a, b := newLimiter(t, client, prefix), newLimiter(t, other, prefix)
 	ctx := context.Background()
 	limit := ratelimit.PerMinute(1)
 	if d, err := a.Allow(ctx, "agent:agt_1", limit); err != nil || !d.Allowed {
@@ -122,7 +133,7 @@ func TestLimiterSharedAcrossInstances(t *testing.T) {
 
 func TestLimiterErrors(t *testing.T) {
 	client, prefix := redisClient(t)
-	l := redislimit.New(client, prefix)
+	l := newLimiter(t, client, prefix)
 	if _, err := l.Allow(context.Background(), "k", ratelimit.Limit{N: 1000, Window: 999 * time.Microsecond}); err == nil {
 		t.Error("a sub-microsecond period was accepted")
 	}
@@ -136,7 +147,11 @@ func TestLimiterErrors(t *testing.T) {
 	// An unreachable server is an error, not a decision.
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	defer down.Close()
-	d, err := redislimit.New(down, prefix).Allow(context.Background(), "k", ratelimit.PerMinute(1))
+	unreachable, err := redislimit.New(context.Background(), down, redislimit.Config{Prefix: prefix, AcceptEviction: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := unreachable.Allow(context.Background(), "k", ratelimit.PerMinute(1))
 	if err == nil || d.Allowed || !strings.HasPrefix(err.Error(), "redislimit:") {
 		t.Errorf("unreachable: %+v, %v", d, err)
 	}
@@ -144,7 +159,7 @@ func TestLimiterErrors(t *testing.T) {
 
 func BenchmarkLimiter(b *testing.B) {
 	client, prefix := redisClient(b)
-	l := redislimit.New(client, prefix)
+	l := newLimiter(b, client, prefix)
 	ctx := context.Background()
 	limit := ratelimit.Limit{N: 1 << 30, Window: time.Hour}
 	b.ReportAllocs()
@@ -152,5 +167,30 @@ func BenchmarkLimiter(b *testing.B) {
 		if _, err := l.Allow(ctx, "bench", limit); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestNewRefusesEvictingRedis: on a Redis whose maxmemory-policy evicts,
+// or which will not say (CONFIG GET refused), New refuses to start unless
+// the application accepts the risk.
+func TestNewRefusesEvictingRedis(t *testing.T) {
+	addr := servicetest.RedisServer(t, "--maxmemory-policy", "allkeys-lru")
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	defer client.Close()
+	_, err := redislimit.New(ctx, client, redislimit.Config{Prefix: "l:"})
+	if err == nil || !strings.Contains(err.Error(), "maxmemory-policy is allkeys-lru") {
+		t.Fatalf("New on allkeys-lru: %v; want a refusal naming the policy", err)
+	}
+	if _, err := redislimit.New(ctx, client, redislimit.Config{Prefix: "l:", AcceptEviction: true}); err != nil {
+		t.Fatalf("New accepting eviction: %v", err)
+	}
+	if err := client.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-config").Err(); err != nil {
+		t.Fatal(err)
+	}
+	limited := redis.NewClient(&redis.Options{Addr: addr, Username: "app", Password: "pw"})
+	defer limited.Close()
+	if _, err := redislimit.New(ctx, limited, redislimit.Config{Prefix: "l:"}); err == nil || !strings.Contains(err.Error(), "cannot read Redis's maxmemory-policy") {
+		t.Fatalf("New without CONFIG: %v; want a refusal saying the policy cannot be read", err)
 	}
 }

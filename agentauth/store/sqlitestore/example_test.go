@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
@@ -28,14 +29,14 @@ func ExampleOpen() {
 	}
 	defer s.Close()
 
-	host := agentauthtest.NewHost("hst_1")
-	agent := host.NewAgent("agt_1")
-	if err := s.CreateHost(ctx, &store.Host{ID: host.ID, PublicKey: host.PublicJWK(), Status: agentauth.StatusActive}); err != nil {
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1"})
+	agent := host.NewAgent(agentauthtest.Agent{ID: "agt_1"})
+	if err := s.CreateHost(ctx, &store.Host{ID: host.ID, PublicKey: host.PublicJWK(), Status: agentcap.StatusActive}); err != nil {
 		log.Fatal(err)
 	}
-	if err := s.CreateAgent(ctx, &store.Agent{ID: agent.ID, HostID: host.ID, Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive,
+	if err := s.CreateAgent(ctx, &store.Agent{ID: agent.ID, HostID: host.ID, Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive,
 		AgentKey: store.AgentKey{PublicKey: agent.PublicJWK()},
-		Grants:   []store.Grant{{Capability: "check_balance", Status: agentauth.StatusActive}}}); err != nil {
+		Grants:   []store.Grant{{Capability: "check_balance", Status: agentcap.StatusActive}}}); err != nil {
 		log.Fatal(err)
 	}
 
@@ -44,7 +45,7 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	sess, err := v.Session(ctx, agent.Token(location))
+	sess, err := v.Session(ctx, agent.Token(agentauthtest.Token{Audience: location}))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
@@ -36,8 +36,8 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := agentauthtest.NewHost("hst_1")
-	if err := s.CreateHost(ctx, &store.Host{ID: "hst_1", PublicKey: h.PublicJWK(), Status: agentauth.StatusActive}); err != nil {
+	h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1"})
+	if err := s.CreateHost(ctx, &store.Host{ID: "hst_1", PublicKey: h.PublicJWK(), Status: agentcap.StatusActive}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -115,14 +115,14 @@ func TestTwoStoresOneFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	h := agentauthtest.NewHost("hst_1")
-	if err := a.CreateHost(ctx, &store.Host{ID: "hst_1", PublicKey: h.PublicJWK(), Status: agentauth.StatusPending}); err != nil {
+	h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1"})
+	if err := a.CreateHost(ctx, &store.Host{ID: "hst_1", PublicKey: h.PublicJWK(), Status: agentcap.StatusPending}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.UpdateHostStatus(ctx, "hst_1", []string{agentauth.StatusPending}, agentauth.StatusActive); err != nil {
+	if _, err := b.UpdateHostStatus(ctx, "hst_1", []string{agentcap.StatusPending}, agentcap.StatusActive); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.UpdateHostStatus(ctx, "hst_1", []string{agentauth.StatusPending}, agentauth.StatusRejected); err == nil {
+	if _, err := a.UpdateHostStatus(ctx, "hst_1", []string{agentcap.StatusPending}, agentcap.StatusRejected); err == nil {
 		t.Error("the second approval of one host succeeded")
 	}
 }
@@ -130,9 +130,9 @@ func TestTwoStoresOneFile(t *testing.T) {
 func TestWithClock(t *testing.T) {
 	fixed := time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)
 	s := open(t).WithClock(func() time.Time { return fixed })
-	h := agentauthtest.NewHost("hst_1")
+	h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1"})
 	ctx := context.Background()
-	if err := s.CreateHost(ctx, &store.Host{ID: "hst_1", PublicKey: h.PublicJWK(), Status: agentauth.StatusActive}); err != nil {
+	if err := s.CreateHost(ctx, &store.Host{ID: "hst_1", PublicKey: h.PublicJWK(), Status: agentcap.StatusActive}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.GetHost(ctx, "hst_1")

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/store"
 )
 
@@ -22,7 +22,7 @@ func Bench(b *testing.B, open func(b *testing.B) store.Store) {
 		}
 		a := newAgent("agt_1", "hst_1")
 		for i := range 8 {
-			a.Grants = append(a.Grants, store.Grant{Capability: fmt.Sprintf("cap_%d", i), Status: agentauth.StatusActive,
+			a.Grants = append(a.Grants, store.Grant{Capability: fmt.Sprintf("cap_%d", i), Status: agentcap.StatusActive,
 				Constraints: map[string]json.RawMessage{"amount": json.RawMessage(`{"max":1000}`)}})
 		}
 		if err := s.CreateAgent(ctx, a); err != nil {
@@ -53,7 +53,7 @@ func Bench(b *testing.B, open func(b *testing.B) store.Store) {
 	})
 	b.Run("PutGrants", func(b *testing.B) {
 		s := setup(b)
-		g := []store.Grant{{Capability: "cap_3", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{"amount": json.RawMessage(`{"max":5}`)}}}
+		g := []store.Grant{{Capability: "cap_3", Status: agentcap.StatusActive, Constraints: map[string]json.RawMessage{"amount": json.RawMessage(`{"max":5}`)}}}
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := s.PutGrants(ctx, "agt_1", g); err != nil {
@@ -68,7 +68,7 @@ func Bench(b *testing.B, open func(b *testing.B) store.Store) {
 		for b.Loop() {
 			i++
 			a := newAgent(fmt.Sprintf("agt_bench_%d", i), "hst_1")
-			a.Grants = []store.Grant{{Capability: "read", Status: agentauth.StatusActive}}
+			a.Grants = []store.Grant{{Capability: "read", Status: agentcap.StatusActive}}
 			if err := s.CreateAgent(ctx, a); err != nil {
 				b.Fatal(err)
 			}

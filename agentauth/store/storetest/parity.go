@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
@@ -18,11 +19,11 @@ func testHostVerifier(t *testing.T, s store.Store) {
 	const issuer = "https://api.example.com"
 	now := time.Now()
 	clock := func() time.Time { return now }
-	th := agentauthtest.NewHost("hst_1", agentauthtest.WithKey(key("hv-host")), agentauthtest.WithClock(clock))
-	mustHost(t, s, &store.Host{ID: th.ID, PublicKey: th.PublicJWK(), UserID: "usr_1", Status: agentauth.StatusActive})
+	th := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", Key: key("hv-host"), Clock: clock})
+	mustHost(t, s, &store.Host{ID: th.ID, PublicKey: th.PublicJWK(), UserID: "usr_1", Status: agentcap.StatusActive})
 	v, err := agentauth.NewHostVerifier(agentauth.HostVerifierConfig{Directory: s, Audiences: []string{issuer}, Now: clock})
 	must(t, err)
-	h, err := v.VerifyHost(ctx, th.Token(issuer))
+	h, err := v.VerifyHost(ctx, th.Token(agentauthtest.Token{Audience: issuer}))
 	must(t, err)
 	if h.ID != "hst_1" || h.UserID != "usr_1" {
 		t.Errorf("host %+v", h)
@@ -31,12 +32,12 @@ func testHostVerifier(t *testing.T, s store.Store) {
 		t.Error("HostByKeyThumbprint found a host for an unknown thumbprint")
 	}
 	// After a rotation the new key's thumbprint finds the host.
-	rotated := agentauthtest.NewHost("hst_1", agentauthtest.WithKey(key("hv-host-2")), agentauthtest.WithClock(clock))
+	rotated := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", Key: key("hv-host-2"), Clock: clock})
 	must(t, s.RotateHostKey(ctx, "hst_1", th.Thumbprint(), rotated.PublicJWK(), ""))
-	if _, err := v.VerifyHost(ctx, th.Token(issuer)); err == nil {
+	if _, err := v.VerifyHost(ctx, th.Token(agentauthtest.Token{Audience: issuer})); err == nil {
 		t.Error("the old key still verifies")
 	}
-	if _, err := v.VerifyHost(ctx, rotated.Token(issuer)); err != nil {
+	if _, err := v.VerifyHost(ctx, rotated.Token(agentauthtest.Token{Audience: issuer})); err != nil {
 		t.Errorf("the new key: %v", err)
 	}
 }
@@ -48,20 +49,20 @@ func testGrantChangeExpiry(t *testing.T, s store.Store) {
 	mustHost(t, s, newHost("hst_1"))
 	a := newAgent("agt_1", "hst_1")
 	a.Grants = []store.Grant{
-		{Capability: "a", Status: agentauth.StatusPending},
-		{Capability: "b", Status: agentauth.StatusActive, ExpiresAt: ptr(at(time.Hour))},
+		{Capability: "a", Status: agentcap.StatusPending},
+		{Capability: "b", Status: agentcap.StatusActive, ExpiresAt: ptr(at(time.Hour))},
 	}
 	mustAgent(t, s, a)
 	until := at(90 * time.Minute)
 	must(t, s.UpdateGrantStatus(ctx, "agt_1", "a", store.GrantChange{
-		From: []string{agentauth.StatusPending}, To: agentauth.StatusActive, By: "usr_1", ExpiresAt: &until}))
+		From: []string{agentcap.StatusPending}, To: agentcap.StatusActive, By: "usr_1", ExpiresAt: &until}))
 	must(t, s.UpdateGrantStatus(ctx, "agt_1", "b", store.GrantChange{
-		From: []string{agentauth.StatusActive}, To: agentauth.StatusDenied, By: "usr_1", Reason: "revoked"}))
+		From: []string{agentcap.StatusActive}, To: agentcap.StatusDenied, By: "usr_1", Reason: "revoked"}))
 	gs, err := s.ListGrants(ctx, "agt_1")
 	must(t, err)
 	want := []store.Grant{
-		{Capability: "a", Status: agentauth.StatusActive, GrantedBy: "usr_1", ExpiresAt: &until},
-		{Capability: "b", Status: agentauth.StatusDenied, DeniedBy: "usr_1", Reason: "revoked", ExpiresAt: ptr(at(time.Hour))},
+		{Capability: "a", Status: agentcap.StatusActive, GrantedBy: "usr_1", ExpiresAt: &until},
+		{Capability: "b", Status: agentcap.StatusDenied, DeniedBy: "usr_1", Reason: "revoked", ExpiresAt: ptr(at(time.Hour))},
 	}
 	if diff := cmp.Diff(want, gs, ignoreUpdated); diff != "" {
 		t.Errorf("after the changes (-want +got):\n%s", diff)
@@ -73,7 +74,7 @@ func testGrantChangeExpiry(t *testing.T, s store.Store) {
 	}
 	// Activating again without an expiry clears it.
 	must(t, s.UpdateGrantStatus(ctx, "agt_1", "b", store.GrantChange{
-		From: []string{agentauth.StatusDenied}, To: agentauth.StatusActive, By: "usr_1"}))
+		From: []string{agentcap.StatusDenied}, To: agentcap.StatusActive, By: "usr_1"}))
 	if g := grant(t, getAgent(t, s, "agt_1"), "b"); g.ExpiresAt != nil {
 		t.Errorf("re-activated grant keeps expiry %v", g.ExpiresAt)
 	}
@@ -97,11 +98,11 @@ func testUserViews(t *testing.T, s store.Store) {
 		a.UserID, a.Mode, a.CreatedAt = user, mode, at(created)
 		mustAgent(t, s, a)
 	}
-	agent("agt_deleg", "hst_mine_a", "usr_1", agentauth.ModeDelegated, time.Second)
-	agent("agt_claimed", "hst_mine_a", "usr_1", agentauth.ModeAutonomous, 0)
-	agent("agt_no_user_yet", "hst_mine_b", "", agentauth.ModeDelegated, 2*time.Second)
-	agent("agt_unlinked", "hst_unlinked", "", agentauth.ModeAutonomous, 0)
-	agent("agt_theirs", "hst_theirs", "usr_2", agentauth.ModeDelegated, 0)
+	agent("agt_deleg", "hst_mine_a", "usr_1", agentcap.ModeDelegated, time.Second)
+	agent("agt_claimed", "hst_mine_a", "usr_1", agentcap.ModeAutonomous, 0)
+	agent("agt_no_user_yet", "hst_mine_b", "", agentcap.ModeDelegated, 2*time.Second)
+	agent("agt_unlinked", "hst_unlinked", "", agentcap.ModeAutonomous, 0)
+	agent("agt_theirs", "hst_theirs", "usr_2", agentcap.ModeDelegated, 0)
 	approval := func(id, agentID, hostID, user, status string, created time.Duration) {
 		must(t, s.CreateApproval(ctx, &store.Approval{ID: id, Method: store.MethodCIBA, AgentID: agentID, HostID: hostID,
 			UserID: user, Status: status, ExpiresAt: at(time.Hour), CreatedAt: at(created)}))

@@ -29,9 +29,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
-	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
@@ -100,13 +101,13 @@ func jwk(name string) json.RawMessage { return agentauthtest.PublicJWK(pub(name)
 func thumb(name string) string { return agentauthtest.Thumbprint(pub(name)) }
 
 func newHost(id string) *store.Host {
-	return &store.Host{ID: id, PublicKey: jwk("host:" + id), Status: agentauth.StatusActive, CreatedAt: base}
+	return &store.Host{ID: id, PublicKey: jwk("host:" + id), Status: agentcap.StatusActive, CreatedAt: base}
 }
 
 func newAgent(id, hostID string) *store.Agent {
 	return &store.Agent{
 		ID: id, Name: "AI Agent on " + hostID, HostID: hostID,
-		Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive,
+		Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive,
 		AgentKey:  store.AgentKey{PublicKey: jwk("agent:" + id)},
 		CreatedAt: base,
 	}
@@ -168,13 +169,13 @@ var ignoreUpdated = cmp.Options{
 func testHostRoundTrip(t *testing.T, s store.Store) {
 	inline := &store.Host{
 		ID: "hst_inline", Name: "MacBook-Pro", PublicKey: jwk("h1"), UserID: "usr_1",
-		DefaultCapabilities: []string{"check_balance", "list_accounts"}, Status: agentauth.StatusActive,
+		DefaultCapabilities: []string{"check_balance", "list_accounts"}, Status: agentcap.StatusActive,
 		ActivatedAt: ptr(at(time.Minute)), ExpiresAt: ptr(at(time.Hour)), LastUsedAt: ptr(at(2 * time.Minute)),
 		CreatedAt: base,
 	}
 	jwks := &store.Host{
 		ID: "hst_jwks", JWKSURL: "https://keys.example.com/host.json", Thumbprint: thumb("h2"),
-		Status: agentauth.StatusPending, CreatedAt: base.Add(time.Second),
+		Status: agentcap.StatusPending, CreatedAt: base.Add(time.Second),
 	}
 	mustHost(t, s, inline)
 	mustHost(t, s, jwks)
@@ -210,7 +211,7 @@ func testHostRoundTrip(t *testing.T, s store.Store) {
 
 	dh, err := s.Host(ctx, "hst_inline")
 	must(t, err)
-	wantDir := &agentauth.Host{ID: "hst_inline", PublicKey: jwk("h1"), UserID: "usr_1", Status: agentauth.StatusActive,
+	wantDir := &agentauth.Host{ID: "hst_inline", PublicKey: jwk("h1"), UserID: "usr_1", Status: agentcap.StatusActive,
 		DefaultCapabilities: []string{"check_balance", "list_accounts"}}
 	if diff := cmp.Diff(wantDir, dh); diff != "" {
 		t.Errorf("Directory Host (-want +got):\n%s", diff)
@@ -235,7 +236,7 @@ func testHostNotFound(t *testing.T, s store.Store) {
 	wantIs(t, "HostByJWKSURL", err, store.ErrNotFound)
 	_, err = s.HostByJWKSURL(ctx, "")
 	wantIs(t, "HostByJWKSURL empty", err, store.ErrNotFound)
-	_, err = s.UpdateHostStatus(ctx, "hst_missing", []string{agentauth.StatusActive}, agentauth.StatusRevoked)
+	_, err = s.UpdateHostStatus(ctx, "hst_missing", []string{agentcap.StatusActive}, agentcap.StatusRevoked)
 	wantIs(t, "UpdateHostStatus", err, store.ErrNotFound)
 	_, err = s.LinkHostUser(ctx, "hst_missing", "usr_1")
 	wantIs(t, "LinkHostUser", err, store.ErrNotFound)
@@ -246,15 +247,15 @@ func testHostNotFound(t *testing.T, s store.Store) {
 
 func testHostConflicts(t *testing.T, s store.Store) {
 	mustHost(t, s, newHost("hst_1"))
-	mustHost(t, s, &store.Host{ID: "hst_j", JWKSURL: "https://k.example.com/j", Thumbprint: "tp-j", Status: agentauth.StatusActive})
+	mustHost(t, s, &store.Host{ID: "hst_j", JWKSURL: "https://k.example.com/j", Thumbprint: "tp-j", Status: agentcap.StatusActive})
 	for _, tc := range []struct {
 		name string
 		h    *store.Host
 	}{
-		{"same id", &store.Host{ID: "hst_1", PublicKey: jwk("other"), Status: agentauth.StatusActive}},
-		{"same key", &store.Host{ID: "hst_2", PublicKey: jwk("host:hst_1"), Status: agentauth.StatusActive}},
-		{"same thumbprint", &store.Host{ID: "hst_3", JWKSURL: "https://k.example.com/other", Thumbprint: thumb("host:hst_1"), Status: agentauth.StatusActive}},
-		{"same JWKS URL", &store.Host{ID: "hst_4", JWKSURL: "https://k.example.com/j", Thumbprint: "tp-other", Status: agentauth.StatusActive}},
+		{"same id", &store.Host{ID: "hst_1", PublicKey: jwk("other"), Status: agentcap.StatusActive}},
+		{"same key", &store.Host{ID: "hst_2", PublicKey: jwk("host:hst_1"), Status: agentcap.StatusActive}},
+		{"same thumbprint", &store.Host{ID: "hst_3", JWKSURL: "https://k.example.com/other", Thumbprint: thumb("host:hst_1"), Status: agentcap.StatusActive}},
+		{"same JWKS URL", &store.Host{ID: "hst_4", JWKSURL: "https://k.example.com/j", Thumbprint: "tp-other", Status: agentcap.StatusActive}},
 	} {
 		wantIs(t, tc.name, s.CreateHost(ctx, tc.h), store.ErrConflict)
 	}
@@ -272,26 +273,26 @@ func testHostInvalid(t *testing.T, s store.Store) {
 		h    *store.Host
 	}{
 		{"nil", nil},
-		{"no id", &store.Host{PublicKey: jwk("a"), Status: agentauth.StatusActive}},
+		{"no id", &store.Host{PublicKey: jwk("a"), Status: agentcap.StatusActive}},
 		{"bad status", &store.Host{ID: "h", PublicKey: jwk("a"), Status: "expired"}},
-		{"no key", &store.Host{ID: "h", Status: agentauth.StatusActive}},
-		{"two keys", &store.Host{ID: "h", PublicKey: jwk("a"), JWKSURL: "https://k.example.com/", Status: agentauth.StatusActive}},
-		{"not a JWK", &store.Host{ID: "h", PublicKey: json.RawMessage(`"key"`), Status: agentauth.StatusActive}},
-		{"RSA", &store.Host{ID: "h", PublicKey: json.RawMessage(`{"kty":"RSA","n":"AQAB","e":"AQAB"}`), Status: agentauth.StatusActive}},
-		{"short x", &store.Host{ID: "h", PublicKey: json.RawMessage(`{"kty":"OKP","crv":"Ed25519","x":"AAAA"}`), Status: agentauth.StatusActive}},
-		{"private key", &store.Host{ID: "h", PublicKey: withPriv, Status: agentauth.StatusActive}},
-		{"wrong thumbprint", &store.Host{ID: "h", PublicKey: jwk("a"), Thumbprint: thumb("b"), Status: agentauth.StatusActive}},
-		{"JWKS without thumbprint", &store.Host{ID: "h", JWKSURL: "https://k.example.com/", Status: agentauth.StatusActive}},
-		{"JWKS not a URL", &store.Host{ID: "h", JWKSURL: "keys.json", Thumbprint: "tp", Status: agentauth.StatusActive}},
-		{"JWKS with credentials", &store.Host{ID: "h", JWKSURL: "https://u:p@k.example.com/", Thumbprint: "tp", Status: agentauth.StatusActive}},
-		{"empty default capability", &store.Host{ID: "h", PublicKey: jwk("a"), Status: agentauth.StatusActive, DefaultCapabilities: []string{""}}},
+		{"no key", &store.Host{ID: "h", Status: agentcap.StatusActive}},
+		{"two keys", &store.Host{ID: "h", PublicKey: jwk("a"), JWKSURL: "https://k.example.com/", Status: agentcap.StatusActive}},
+		{"not a JWK", &store.Host{ID: "h", PublicKey: json.RawMessage(`"key"`), Status: agentcap.StatusActive}},
+		{"RSA", &store.Host{ID: "h", PublicKey: json.RawMessage(`{"kty":"RSA","n":"AQAB","e":"AQAB"}`), Status: agentcap.StatusActive}},
+		{"short x", &store.Host{ID: "h", PublicKey: json.RawMessage(`{"kty":"OKP","crv":"Ed25519","x":"AAAA"}`), Status: agentcap.StatusActive}},
+		{"private key", &store.Host{ID: "h", PublicKey: withPriv, Status: agentcap.StatusActive}},
+		{"wrong thumbprint", &store.Host{ID: "h", PublicKey: jwk("a"), Thumbprint: thumb("b"), Status: agentcap.StatusActive}},
+		{"JWKS without thumbprint", &store.Host{ID: "h", JWKSURL: "https://k.example.com/", Status: agentcap.StatusActive}},
+		{"JWKS not a URL", &store.Host{ID: "h", JWKSURL: "keys.json", Thumbprint: "tp", Status: agentcap.StatusActive}},
+		{"JWKS with credentials", &store.Host{ID: "h", JWKSURL: "https://u:p@k.example.com/", Thumbprint: "tp", Status: agentcap.StatusActive}},
+		{"empty default capability", &store.Host{ID: "h", PublicKey: jwk("a"), Status: agentcap.StatusActive, DefaultCapabilities: []string{""}}},
 	} {
 		wantIs(t, tc.name, s.CreateHost(ctx, tc.h), store.ErrInvalid)
 	}
 	_, err := s.GetHost(ctx, "h")
 	wantIs(t, "nothing stored", err, store.ErrNotFound)
 	mustHost(t, s, newHost("hst_1"))
-	_, err = s.UpdateHostStatus(ctx, "hst_1", []string{agentauth.StatusActive}, "claimed")
+	_, err = s.UpdateHostStatus(ctx, "hst_1", []string{agentcap.StatusActive}, "claimed")
 	wantIs(t, "host status claimed", err, store.ErrInvalid)
 }
 
@@ -306,8 +307,8 @@ func trimJWKX(raw json.RawMessage) string {
 func testHostStatusCascade(t *testing.T, s store.Store) {
 	mustHost(t, s, newHost("hst_1"))
 	mustHost(t, s, newHost("hst_2"))
-	statuses := []string{agentauth.StatusPending, agentauth.StatusActive, agentauth.StatusExpired,
-		agentauth.StatusRevoked, agentauth.StatusRejected, agentauth.StatusClaimed}
+	statuses := []string{agentcap.StatusPending, agentcap.StatusActive, agentcap.StatusExpired,
+		agentcap.StatusRevoked, agentcap.StatusRejected, agentcap.StatusClaimed}
 	for _, st := range statuses {
 		a := newAgent("agt_"+st, "hst_1")
 		a.Status = st
@@ -315,18 +316,18 @@ func testHostStatusCascade(t *testing.T, s store.Store) {
 	}
 	mustAgent(t, s, newAgent("agt_other_host", "hst_2"))
 
-	_, err := s.UpdateHostStatus(ctx, "hst_1", []string{agentauth.StatusPending}, agentauth.StatusActive)
-	wantStatus(t, "active host from pending", err, agentauth.StatusActive)
+	_, err := s.UpdateHostStatus(ctx, "hst_1", []string{agentcap.StatusPending}, agentcap.StatusActive)
+	wantStatus(t, "active host from pending", err, agentcap.StatusActive)
 
-	n, err := s.UpdateHostStatus(ctx, "hst_1", []string{agentauth.StatusActive, agentauth.StatusPending}, agentauth.StatusRevoked)
+	n, err := s.UpdateHostStatus(ctx, "hst_1", []string{agentcap.StatusActive, agentcap.StatusPending}, agentcap.StatusRevoked)
 	must(t, err)
 	if n != 3 {
 		t.Errorf("cascaded = %d, want 3 (pending, active, expired)", n)
 	}
 	want := map[string]string{
-		"agt_pending": agentauth.StatusRevoked, "agt_active": agentauth.StatusRevoked, "agt_expired": agentauth.StatusRevoked,
-		"agt_revoked": agentauth.StatusRevoked, "agt_rejected": agentauth.StatusRejected, "agt_claimed": agentauth.StatusClaimed,
-		"agt_other_host": agentauth.StatusActive,
+		"agt_pending": agentcap.StatusRevoked, "agt_active": agentcap.StatusRevoked, "agt_expired": agentcap.StatusRevoked,
+		"agt_revoked": agentcap.StatusRevoked, "agt_rejected": agentcap.StatusRejected, "agt_claimed": agentcap.StatusClaimed,
+		"agt_other_host": agentcap.StatusActive,
 	}
 	for id, st := range want {
 		if got := getAgent(t, s, id).Status; got != st {
@@ -335,29 +336,29 @@ func testHostStatusCascade(t *testing.T, s store.Store) {
 	}
 	h, err := s.GetHost(ctx, "hst_1")
 	must(t, err)
-	if h.Status != agentauth.StatusRevoked {
+	if h.Status != agentcap.StatusRevoked {
 		t.Errorf("host status %q", h.Status)
 	}
 	// No agent can be registered under a revoked host.
 	err = s.CreateAgent(ctx, newAgent("agt_late", "hst_1"))
-	wantStatus(t, "agent under revoked host", err, agentauth.StatusRevoked)
+	wantStatus(t, "agent under revoked host", err, agentcap.StatusRevoked)
 	_, err = s.GetAgent(ctx, "agt_late")
 	wantIs(t, "agent under revoked host not stored", err, store.ErrNotFound)
 
 	// Rejection cascades as rejection.
-	mustHost(t, s, &store.Host{ID: "hst_3", PublicKey: jwk("h3"), Status: agentauth.StatusPending})
+	mustHost(t, s, &store.Host{ID: "hst_3", PublicKey: jwk("h3"), Status: agentcap.StatusPending})
 	p := newAgent("agt_p3", "hst_3")
-	p.Status = agentauth.StatusPending
+	p.Status = agentcap.StatusPending
 	mustAgent(t, s, p)
-	n, err = s.UpdateHostStatus(ctx, "hst_3", []string{agentauth.StatusPending}, agentauth.StatusRejected)
+	n, err = s.UpdateHostStatus(ctx, "hst_3", []string{agentcap.StatusPending}, agentcap.StatusRejected)
 	must(t, err)
-	if got := getAgent(t, s, "agt_p3").Status; n != 1 || got != agentauth.StatusRejected {
+	if got := getAgent(t, s, "agt_p3").Status; n != 1 || got != agentcap.StatusRejected {
 		t.Errorf("rejection: cascaded %d, agent %q; want 1, rejected", n, got)
 	}
 	// Approving a host changes no agent.
-	mustHost(t, s, &store.Host{ID: "hst_4", PublicKey: jwk("h4"), Status: agentauth.StatusPending})
+	mustHost(t, s, &store.Host{ID: "hst_4", PublicKey: jwk("h4"), Status: agentcap.StatusPending})
 	mustAgent(t, s, newAgent("agt_4", "hst_4"))
-	if n, err := s.UpdateHostStatus(ctx, "hst_4", []string{agentauth.StatusPending}, agentauth.StatusActive); err != nil || n != 0 {
+	if n, err := s.UpdateHostStatus(ctx, "hst_4", []string{agentcap.StatusPending}, agentcap.StatusActive); err != nil || n != 0 {
 		t.Errorf("approve host: %d, %v", n, err)
 	}
 }
@@ -366,13 +367,13 @@ func testLinkHostUser(t *testing.T, s store.Store) {
 	mustHost(t, s, newHost("hst_1"))
 	auto := func(id, status string) {
 		a := newAgent(id, "hst_1")
-		a.Mode, a.Status = agentauth.ModeAutonomous, status
-		a.Grants = []store.Grant{{Capability: "deploy", Status: agentauth.StatusActive}}
+		a.Mode, a.Status = agentcap.ModeAutonomous, status
+		a.Grants = []store.Grant{{Capability: "deploy", Status: agentcap.StatusActive}}
 		mustAgent(t, s, a)
 	}
-	auto("agt_auto_active", agentauth.StatusActive)
-	auto("agt_auto_expired", agentauth.StatusExpired)
-	auto("agt_auto_revoked", agentauth.StatusRevoked)
+	auto("agt_auto_active", agentcap.StatusActive)
+	auto("agt_auto_expired", agentcap.StatusExpired)
+	auto("agt_auto_revoked", agentcap.StatusRevoked)
 	mustAgent(t, s, newAgent("agt_deleg", "hst_1"))
 	other := newAgent("agt_deleg_other", "hst_1")
 	other.UserID = "usr_other"
@@ -387,11 +388,11 @@ func testLinkHostUser(t *testing.T, s store.Store) {
 		t.Errorf("claimed (-want +got):\n%s", diff)
 	}
 	for id, want := range map[string][2]string{
-		"agt_auto_active":  {agentauth.StatusClaimed, "usr_1"},
-		"agt_auto_expired": {agentauth.StatusClaimed, "usr_1"},
-		"agt_auto_revoked": {agentauth.StatusRevoked, ""},
-		"agt_deleg":        {agentauth.StatusActive, "usr_1"},
-		"agt_deleg_other":  {agentauth.StatusActive, "usr_other"},
+		"agt_auto_active":  {agentcap.StatusClaimed, "usr_1"},
+		"agt_auto_expired": {agentcap.StatusClaimed, "usr_1"},
+		"agt_auto_revoked": {agentcap.StatusRevoked, ""},
+		"agt_deleg":        {agentcap.StatusActive, "usr_1"},
+		"agt_deleg_other":  {agentcap.StatusActive, "usr_other"},
 	} {
 		a := getAgent(t, s, id)
 		if a.Status != want[0] || a.UserID != want[1] {
@@ -399,11 +400,11 @@ func testLinkHostUser(t *testing.T, s store.Store) {
 		}
 	}
 	for _, g := range getAgent(t, s, "agt_auto_active").Grants {
-		if g.Status != agentauth.StatusDenied || g.DeniedBy != store.ClaimedBy || g.Reason != store.ClaimedReason {
+		if g.Status != agentcap.StatusDenied || g.DeniedBy != store.ClaimedBy || g.Reason != store.ClaimedReason {
 			t.Errorf("claimed agent's grant %s: %s by %q (%q)", g.Capability, g.Status, g.DeniedBy, g.Reason)
 		}
 	}
-	if g := getAgent(t, s, "agt_auto_revoked").Grants; g[0].Status != agentauth.StatusActive {
+	if g := getAgent(t, s, "agt_auto_revoked").Grants; g[0].Status != agentcap.StatusActive {
 		t.Errorf("revoked agent's grant changed to %s", g[0].Status)
 	}
 	h, err := s.GetHost(ctx, "hst_1")
@@ -439,9 +440,9 @@ func testRotateHostKey(t *testing.T, s store.Store) {
 	// A second rotation signed with the old key loses.
 	wantIs(t, "replayed rotation", s.RotateHostKey(ctx, "hst_1", old, jwk("newer"), ""), store.ErrConflict)
 	// The freed thumbprint can be used again.
-	mustHost(t, s, &store.Host{ID: "hst_3", PublicKey: jwk("host:hst_1"), Status: agentauth.StatusActive})
+	mustHost(t, s, &store.Host{ID: "hst_3", PublicKey: jwk("host:hst_1"), Status: agentcap.StatusActive})
 
-	mustHost(t, s, &store.Host{ID: "hst_j", JWKSURL: "https://k.example.com/j", Thumbprint: "tp-1", Status: agentauth.StatusActive})
+	mustHost(t, s, &store.Host{ID: "hst_j", JWKSURL: "https://k.example.com/j", Thumbprint: "tp-1", Status: agentcap.StatusActive})
 	wantIs(t, "JWKS host sends a key", s.RotateHostKey(ctx, "hst_j", "tp-1", jwk("x"), ""), store.ErrInvalid)
 	wantIs(t, "JWKS host without thumbprint", s.RotateHostKey(ctx, "hst_j", "tp-1", nil, ""), store.ErrInvalid)
 	must(t, s.RotateHostKey(ctx, "hst_j", "tp-1", nil, "tp-2"))
@@ -475,20 +476,20 @@ func testAgentRoundTrip(t *testing.T, s store.Store) {
 	mustHost(t, s, newHost("hst_1"))
 	a := &store.Agent{
 		ID: "agt_1", Name: "Bank balance checker", HostID: "hst_1", UserID: "usr_1",
-		Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive,
+		Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive,
 		AgentKey: store.AgentKey{PublicKey: jwk("a1")},
 		Grants: []store.Grant{
-			{Capability: "transfer", Status: agentauth.StatusActive, GrantedBy: "usr_1", Reason: "rent",
+			{Capability: "transfer", Status: agentcap.StatusActive, GrantedBy: "usr_1", Reason: "rent",
 				Constraints: map[string]json.RawMessage{"amount": json.RawMessage(`{"max":1000}`)}, ExpiresAt: ptr(at(time.Hour))},
-			{Capability: "check_balance", Status: agentauth.StatusPending},
-			{Capability: "wire", Status: agentauth.StatusDenied, DeniedBy: "usr_1", Reason: "not now"},
+			{Capability: "check_balance", Status: agentcap.StatusPending},
+			{Capability: "wire", Status: agentcap.StatusDenied, DeniedBy: "usr_1", Reason: "not now"},
 		},
 		LastUsedAt: ptr(at(3 * time.Minute)), ActivatedAt: ptr(at(time.Minute)), ExpiresAt: ptr(at(2 * time.Hour)),
 		CreatedAt: base,
 	}
 	mustAgent(t, s, a)
 	j := &store.Agent{
-		ID: "agt_2", Name: "AI Agent on hst_1", HostID: "hst_1", Mode: agentauth.ModeAutonomous, Status: agentauth.StatusPending,
+		ID: "agt_2", Name: "AI Agent on hst_1", HostID: "hst_1", Mode: agentcap.ModeAutonomous, Status: agentcap.StatusPending,
 		AgentKey:  store.AgentKey{JWKSURL: "https://k.example.com/agents.json", KID: "k1"},
 		CreatedAt: at(time.Second),
 	}
@@ -527,7 +528,7 @@ func testAgentRoundTrip(t *testing.T, s store.Store) {
 	// Directory view: what the agentauth verifier reads.
 	d, err := s.Agent(ctx, "agt_2")
 	must(t, err)
-	wantDir := &agentauth.Agent{ID: "agt_2", HostID: "hst_1", Mode: agentauth.ModeAutonomous, Status: agentauth.StatusPending,
+	wantDir := &agentauth.Agent{ID: "agt_2", HostID: "hst_1", Mode: agentcap.ModeAutonomous, Status: agentcap.StatusPending,
 		JWKSURL: "https://k.example.com/agents.json", KID: "k1", Grants: []agentauth.Grant{}}
 	if diff := cmp.Diff(wantDir, d); diff != "" {
 		t.Errorf("Directory Agent (-want +got):\n%s", diff)
@@ -569,21 +570,21 @@ func testAgentNotFound(t *testing.T, s store.Store) {
 	wantIs(t, "AgentByThumbprint empty", err, store.ErrNotFound)
 	p := store.Policy{}
 	for name, err := range map[string]error{
-		"UpdateAgentStatus": s.UpdateAgentStatus(ctx, "agt_missing", []string{agentauth.StatusActive}, agentauth.StatusRevoked),
-		"ActivateAgent":     s.ActivateAgent(ctx, "agt_missing", []string{agentauth.StatusPending}, base, p),
-		"ReactivateAgent":   s.ReactivateAgent(ctx, "agt_missing", agentauth.StatusActive, nil, base, p),
+		"UpdateAgentStatus": s.UpdateAgentStatus(ctx, "agt_missing", []string{agentcap.StatusActive}, agentcap.StatusRevoked),
+		"ActivateAgent":     s.ActivateAgent(ctx, "agt_missing", []string{agentcap.StatusPending}, base, p),
+		"ReactivateAgent":   s.ReactivateAgent(ctx, "agt_missing", agentcap.StatusActive, nil, base, p),
 		"TouchAgent":        s.TouchAgent(ctx, "agt_missing", base, p),
 		"RotateAgentKey":    s.RotateAgentKey(ctx, "agt_missing", store.AgentKey{PublicKey: jwk("k")}),
-		"PutGrants":         s.PutGrants(ctx, "agt_missing", []store.Grant{{Capability: "a", Status: agentauth.StatusActive}}),
+		"PutGrants":         s.PutGrants(ctx, "agt_missing", []store.Grant{{Capability: "a", Status: agentcap.StatusActive}}),
 		"ReplaceGrants":     s.ReplaceGrants(ctx, "agt_missing", nil),
-		"UpdateGrantStatus": s.UpdateGrantStatus(ctx, "agt_missing", "a", store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusActive}),
+		"UpdateGrantStatus": s.UpdateGrantStatus(ctx, "agt_missing", "a", store.GrantChange{From: []string{agentcap.StatusPending}, To: agentcap.StatusActive}),
 	} {
 		wantIs(t, name, err, store.ErrNotFound)
 	}
 	_, err = s.ListGrants(ctx, "agt_missing")
 	wantIs(t, "ListGrants", err, store.ErrNotFound)
 	mustAgent(t, s, newAgent("agt_1", "hst_1"))
-	err = s.UpdateGrantStatus(ctx, "agt_1", "none", store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusActive})
+	err = s.UpdateGrantStatus(ctx, "agt_1", "none", store.GrantChange{From: []string{agentcap.StatusPending}, To: agentcap.StatusActive})
 	wantIs(t, "UpdateGrantStatus unknown capability", err, store.ErrNotFound)
 }
 
@@ -647,23 +648,23 @@ func testAgentInvalid(t *testing.T, s store.Store) {
 		{"JWKS without kid", mod(func(a *store.Agent) { a.AgentKey = store.AgentKey{JWKSURL: "https://k.example.com/"} })},
 		{"kid without JWKS", mod(func(a *store.Agent) { a.KID = "k" })},
 		{"wrong thumbprint", mod(func(a *store.Agent) { a.Thumbprint = thumb("zzz") })},
-		{"grant without capability", mod(func(a *store.Agent) { a.Grants = []store.Grant{{Status: agentauth.StatusActive}} })},
+		{"grant without capability", mod(func(a *store.Agent) { a.Grants = []store.Grant{{Status: agentcap.StatusActive}} })},
 		{"grant status", mod(func(a *store.Agent) { a.Grants = []store.Grant{{Capability: "a", Status: "expired"}} })},
 		{"grant twice", mod(func(a *store.Agent) {
-			a.Grants = []store.Grant{{Capability: "a", Status: agentauth.StatusActive}, {Capability: "a", Status: agentauth.StatusPending}}
+			a.Grants = []store.Grant{{Capability: "a", Status: agentcap.StatusActive}, {Capability: "a", Status: agentcap.StatusPending}}
 		})},
 		{"unknown operator", mod(func(a *store.Agent) {
-			a.Grants = []store.Grant{{Capability: "a", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{"x": json.RawMessage(`{"between":[1,2]}`)}}}
+			a.Grants = []store.Grant{{Capability: "a", Status: agentcap.StatusActive, Constraints: map[string]json.RawMessage{"x": json.RawMessage(`{"between":[1,2]}`)}}}
 		})},
 		{"constraint not JSON", mod(func(a *store.Agent) {
-			a.Grants = []store.Grant{{Capability: "a", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{"x": json.RawMessage(`{"max":`)}}}
+			a.Grants = []store.Grant{{Capability: "a", Status: agentcap.StatusActive, Constraints: map[string]json.RawMessage{"x": json.RawMessage(`{"max":`)}}}
 		})},
 		{"field name not UTF-8", mod(func(a *store.Agent) {
-			a.Grants = []store.Grant{{Capability: "a", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{"\xff": json.RawMessage(`1`)}}}
+			a.Grants = []store.Grant{{Capability: "a", Status: agentcap.StatusActive, Constraints: map[string]json.RawMessage{"\xff": json.RawMessage(`1`)}}}
 		})},
 		{"name with NUL", mod(func(a *store.Agent) { a.Name = "a\x00b" })},
 		{"two JSON values", mod(func(a *store.Agent) {
-			a.Grants = []store.Grant{{Capability: "a", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{"x": json.RawMessage(`1 2`)}}}
+			a.Grants = []store.Grant{{Capability: "a", Status: agentcap.StatusActive, Constraints: map[string]json.RawMessage{"x": json.RawMessage(`1 2`)}}}
 		})},
 	} {
 		wantIs(t, tc.name, s.CreateAgent(ctx, tc.a), store.ErrInvalid)
@@ -672,51 +673,51 @@ func testAgentInvalid(t *testing.T, s store.Store) {
 	wantIs(t, "nothing stored", err, store.ErrNotFound)
 	var uoe *agentauth.UnknownOperatorError
 	err = s.CreateAgent(ctx, mod(func(a *store.Agent) {
-		a.Grants = []store.Grant{{Capability: "a", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{"x": json.RawMessage(`{"regex":"."}`)}}}
+		a.Grants = []store.Grant{{Capability: "a", Status: agentcap.StatusActive, Constraints: map[string]json.RawMessage{"x": json.RawMessage(`{"regex":"."}`)}}}
 	}))
 	if !errors.As(err, &uoe) {
 		t.Errorf("unknown operator: %v, want an *agentauth.UnknownOperatorError inside", err)
 	}
 	mustAgent(t, s, newAgent("agt_1", "hst_1"))
-	wantIs(t, "agent status", s.UpdateAgentStatus(ctx, "agt_1", []string{agentauth.StatusActive}, "denied"), store.ErrInvalid)
+	wantIs(t, "agent status", s.UpdateAgentStatus(ctx, "agt_1", []string{agentcap.StatusActive}, "denied"), store.ErrInvalid)
 	wantIs(t, "grant change status", s.UpdateGrantStatus(ctx, "agt_1", "a", store.GrantChange{To: "expired"}), store.ErrInvalid)
-	wantIs(t, "reactivate to revoked", s.ReactivateAgent(ctx, "agt_1", agentauth.StatusRevoked, nil, base, store.Policy{}), store.ErrInvalid)
+	wantIs(t, "reactivate to revoked", s.ReactivateAgent(ctx, "agt_1", agentcap.StatusRevoked, nil, base, store.Policy{}), store.ErrInvalid)
 }
 
 func testAgentStatusCAS(t *testing.T, s store.Store) {
 	mustHost(t, s, newHost("hst_1"))
 	a := newAgent("agt_1", "hst_1")
-	a.Status = agentauth.StatusPending
+	a.Status = agentcap.StatusPending
 	mustAgent(t, s, a)
 
-	err := s.UpdateAgentStatus(ctx, "agt_1", []string{agentauth.StatusActive}, agentauth.StatusRevoked)
-	wantStatus(t, "revoke pending as active", err, agentauth.StatusPending)
-	must(t, s.UpdateAgentStatus(ctx, "agt_1", []string{agentauth.StatusActive, agentauth.StatusPending}, agentauth.StatusRejected))
-	err = s.UpdateAgentStatus(ctx, "agt_1", []string{agentauth.StatusPending}, agentauth.StatusActive)
-	wantStatus(t, "approve rejected", err, agentauth.StatusRejected)
+	err := s.UpdateAgentStatus(ctx, "agt_1", []string{agentcap.StatusActive}, agentcap.StatusRevoked)
+	wantStatus(t, "revoke pending as active", err, agentcap.StatusPending)
+	must(t, s.UpdateAgentStatus(ctx, "agt_1", []string{agentcap.StatusActive, agentcap.StatusPending}, agentcap.StatusRejected))
+	err = s.UpdateAgentStatus(ctx, "agt_1", []string{agentcap.StatusPending}, agentcap.StatusActive)
+	wantStatus(t, "approve rejected", err, agentcap.StatusRejected)
 	var se *store.StatusError
-	if errors.As(err, &se) && (se.Kind != "agent" || se.ID != "agt_1" || !slices.Equal(se.Want, []string{agentauth.StatusPending})) {
+	if errors.As(err, &se) && (se.Kind != "agent" || se.ID != "agt_1" || !slices.Equal(se.Want, []string{agentcap.StatusPending})) {
 		t.Errorf("StatusError = %+v", se)
 	}
-	if got := getAgent(t, s, "agt_1").Status; got != agentauth.StatusRejected {
+	if got := getAgent(t, s, "agt_1").Status; got != agentcap.StatusRejected {
 		t.Errorf("status %q", got)
 	}
-	err = s.UpdateAgentStatus(ctx, "agt_1", nil, agentauth.StatusActive)
-	wantStatus(t, "empty from", err, agentauth.StatusRejected)
+	err = s.UpdateAgentStatus(ctx, "agt_1", nil, agentcap.StatusActive)
+	wantStatus(t, "empty from", err, agentcap.StatusRejected)
 }
 
 func testAgentLifetimes(t *testing.T, s store.Store) {
 	mustHost(t, s, newHost("hst_1"))
 	p := store.Policy{SessionTTL: 30 * time.Minute, MaxLifetime: 24 * time.Hour, AbsoluteLifetime: 7 * 24 * time.Hour}
 	a := newAgent("agt_1", "hst_1")
-	a.Status = agentauth.StatusPending
+	a.Status = agentcap.StatusPending
 	mustAgent(t, s, a)
 
-	err := s.ActivateAgent(ctx, "agt_1", []string{agentauth.StatusExpired}, at(time.Minute), p)
-	wantStatus(t, "activate from wrong status", err, agentauth.StatusPending)
-	must(t, s.ActivateAgent(ctx, "agt_1", []string{agentauth.StatusPending}, at(time.Minute), p))
+	err := s.ActivateAgent(ctx, "agt_1", []string{agentcap.StatusExpired}, at(time.Minute), p)
+	wantStatus(t, "activate from wrong status", err, agentcap.StatusPending)
+	must(t, s.ActivateAgent(ctx, "agt_1", []string{agentcap.StatusPending}, at(time.Minute), p))
 	got := getAgent(t, s, "agt_1")
-	if got.Status != agentauth.StatusActive || !got.ActivatedAt.Equal(at(time.Minute)) || !got.ExpiresAt.Equal(at(31*time.Minute)) {
+	if got.Status != agentcap.StatusActive || !got.ActivatedAt.Equal(at(time.Minute)) || !got.ExpiresAt.Equal(at(31*time.Minute)) {
 		t.Fatalf("after activation: status %s activated %v expires %v", got.Status, got.ActivatedAt, got.ExpiresAt)
 	}
 
@@ -738,31 +739,31 @@ func testAgentLifetimes(t *testing.T, s store.Store) {
 		t.Errorf("expires_at near max lifetime = %v, want activation + 24h", got.ExpiresAt)
 	}
 	err = s.TouchAgent(ctx, "agt_1", at(24*time.Hour+time.Minute), p)
-	wantStatus(t, "touch past max lifetime", err, agentauth.StatusExpired)
-	if got := getAgent(t, s, "agt_1").Status; got != agentauth.StatusExpired {
+	wantStatus(t, "touch past max lifetime", err, agentcap.StatusExpired)
+	if got := getAgent(t, s, "agt_1").Status; got != agentcap.StatusExpired {
 		t.Errorf("status after max lifetime %q, want expired", got)
 	}
-	wantStatus(t, "touch expired", s.TouchAgent(ctx, "agt_1", at(25*time.Hour), p), agentauth.StatusExpired)
+	wantStatus(t, "touch expired", s.TouchAgent(ctx, "agt_1", at(25*time.Hour), p), agentcap.StatusExpired)
 
 	// Idle past the session TTL.
 	b := newAgent("agt_2", "hst_1")
 	mustAgent(t, s, b)
-	must(t, s.ActivateAgent(ctx, "agt_2", []string{agentauth.StatusActive}, at(time.Hour), p))
-	wantStatus(t, "idle", s.TouchAgent(ctx, "agt_2", at(time.Hour+30*time.Minute), p), agentauth.StatusExpired)
+	must(t, s.ActivateAgent(ctx, "agt_2", []string{agentcap.StatusActive}, at(time.Hour), p))
+	wantStatus(t, "idle", s.TouchAgent(ctx, "agt_2", at(time.Hour+30*time.Minute), p), agentcap.StatusExpired)
 
 	// Past the absolute lifetime an agent is revoked, not reactivatable.
 	c := newAgent("agt_3", "hst_1")
-	c.Status = agentauth.StatusPending
+	c.Status = agentcap.StatusPending
 	mustAgent(t, s, c)
-	err = s.ActivateAgent(ctx, "agt_3", []string{agentauth.StatusPending}, at(7*24*time.Hour), p)
+	err = s.ActivateAgent(ctx, "agt_3", []string{agentcap.StatusPending}, at(7*24*time.Hour), p)
 	wantIs(t, "activate past absolute lifetime", err, store.ErrLifetimeExceeded)
-	wantStatus(t, "activate past absolute lifetime", err, agentauth.StatusRevoked)
-	if got := getAgent(t, s, "agt_3").Status; got != agentauth.StatusRevoked {
+	wantStatus(t, "activate past absolute lifetime", err, agentcap.StatusRevoked)
+	if got := getAgent(t, s, "agt_3").Status; got != agentcap.StatusRevoked {
 		t.Errorf("status %q, want revoked", got)
 	}
 	d := newAgent("agt_4", "hst_1")
 	mustAgent(t, s, d)
-	must(t, s.ActivateAgent(ctx, "agt_4", []string{agentauth.StatusActive}, at(7*24*time.Hour-10*time.Minute), p))
+	must(t, s.ActivateAgent(ctx, "agt_4", []string{agentcap.StatusActive}, at(7*24*time.Hour-10*time.Minute), p))
 	if got := getAgent(t, s, "agt_4"); !got.ExpiresAt.Equal(at(7 * 24 * time.Hour)) {
 		t.Errorf("expires_at %v, want the absolute deadline", got.ExpiresAt)
 	}
@@ -773,7 +774,7 @@ func testAgentLifetimes(t *testing.T, s store.Store) {
 	e := newAgent("agt_5", "hst_1")
 	mustAgent(t, s, e)
 	must(t, s.TouchAgent(ctx, "agt_5", at(1000*time.Hour), store.Policy{}))
-	if got := getAgent(t, s, "agt_5"); got.ExpiresAt != nil || got.Status != agentauth.StatusActive {
+	if got := getAgent(t, s, "agt_5"); got.ExpiresAt != nil || got.Status != agentcap.StatusActive {
 		t.Errorf("no policy: %s expires %v", got.Status, got.ExpiresAt)
 	}
 }
@@ -782,44 +783,44 @@ func testReactivate(t *testing.T, s store.Store) {
 	mustHost(t, s, newHost("hst_1"))
 	p := store.Policy{SessionTTL: time.Hour, AbsoluteLifetime: 48 * time.Hour}
 	a := newAgent("agt_1", "hst_1")
-	a.Status = agentauth.StatusExpired
+	a.Status = agentcap.StatusExpired
 	a.ActivatedAt = ptr(at(time.Minute))
 	a.Grants = []store.Grant{
-		{Capability: "read", Status: agentauth.StatusActive},
-		{Capability: "transfer", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{"amount": json.RawMessage(`{"max":5}`)}},
+		{Capability: "read", Status: agentcap.StatusActive},
+		{Capability: "transfer", Status: agentcap.StatusActive, Constraints: map[string]json.RawMessage{"amount": json.RawMessage(`{"max":5}`)}},
 	}
 	mustAgent(t, s, a)
 
-	baseline := []store.Grant{{Capability: "read", Status: agentauth.StatusActive, GrantedBy: "system"}}
-	must(t, s.ReactivateAgent(ctx, "agt_1", agentauth.StatusActive, baseline, at(10*time.Hour), p))
+	baseline := []store.Grant{{Capability: "read", Status: agentcap.StatusActive, GrantedBy: "system"}}
+	must(t, s.ReactivateAgent(ctx, "agt_1", agentcap.StatusActive, baseline, at(10*time.Hour), p))
 	got := getAgent(t, s, "agt_1")
-	if got.Status != agentauth.StatusActive || !got.ActivatedAt.Equal(at(10*time.Hour)) || !got.ExpiresAt.Equal(at(11*time.Hour)) {
+	if got.Status != agentcap.StatusActive || !got.ActivatedAt.Equal(at(10*time.Hour)) || !got.ExpiresAt.Equal(at(11*time.Hour)) {
 		t.Errorf("reactivated: %s activated %v expires %v", got.Status, got.ActivatedAt, got.ExpiresAt)
 	}
 	if len(got.Grants) != 1 || got.Grants[0].Capability != "read" || got.Grants[0].GrantedBy != "system" {
 		t.Errorf("grants after reactivation: %+v", got.Grants)
 	}
-	wantStatus(t, "reactivate active", s.ReactivateAgent(ctx, "agt_1", agentauth.StatusActive, nil, at(11*time.Hour), p), agentauth.StatusActive)
+	wantStatus(t, "reactivate active", s.ReactivateAgent(ctx, "agt_1", agentcap.StatusActive, nil, at(11*time.Hour), p), agentcap.StatusActive)
 
 	// Reactivation that needs approval leaves the agent pending.
-	must(t, s.UpdateAgentStatus(ctx, "agt_1", []string{agentauth.StatusActive}, agentauth.StatusExpired))
-	pending := []store.Grant{{Capability: "read", Status: agentauth.StatusPending}}
-	must(t, s.ReactivateAgent(ctx, "agt_1", agentauth.StatusPending, pending, at(12*time.Hour), p))
+	must(t, s.UpdateAgentStatus(ctx, "agt_1", []string{agentcap.StatusActive}, agentcap.StatusExpired))
+	pending := []store.Grant{{Capability: "read", Status: agentcap.StatusPending}}
+	must(t, s.ReactivateAgent(ctx, "agt_1", agentcap.StatusPending, pending, at(12*time.Hour), p))
 	got = getAgent(t, s, "agt_1")
-	if got.Status != agentauth.StatusPending || got.ExpiresAt != nil || got.Grants[0].Status != agentauth.StatusPending {
+	if got.Status != agentcap.StatusPending || got.ExpiresAt != nil || got.Grants[0].Status != agentcap.StatusPending {
 		t.Errorf("pending reactivation: %s expires %v grants %+v", got.Status, got.ExpiresAt, got.Grants)
 	}
 
 	// Past the absolute lifetime, reactivation revokes.
-	must(t, s.UpdateAgentStatus(ctx, "agt_1", []string{agentauth.StatusPending}, agentauth.StatusExpired))
-	err := s.ReactivateAgent(ctx, "agt_1", agentauth.StatusActive, baseline, at(48*time.Hour), p)
+	must(t, s.UpdateAgentStatus(ctx, "agt_1", []string{agentcap.StatusPending}, agentcap.StatusExpired))
+	err := s.ReactivateAgent(ctx, "agt_1", agentcap.StatusActive, baseline, at(48*time.Hour), p)
 	wantIs(t, "reactivate past absolute lifetime", err, store.ErrLifetimeExceeded)
 	got = getAgent(t, s, "agt_1")
-	if got.Status != agentauth.StatusRevoked || got.Grants[0].Status != agentauth.StatusPending {
+	if got.Status != agentcap.StatusRevoked || got.Grants[0].Status != agentcap.StatusPending {
 		t.Errorf("after refused reactivation: %s, grants %+v (grants must be left alone)", got.Status, got.Grants)
 	}
-	wantStatus(t, "reactivate revoked", s.ReactivateAgent(ctx, "agt_1", agentauth.StatusActive, nil, at(49*time.Hour), p), agentauth.StatusRevoked)
-	wantIs(t, "bad grants", s.ReactivateAgent(ctx, "agt_1", agentauth.StatusActive, []store.Grant{{Capability: ""}}, base, p), store.ErrInvalid)
+	wantStatus(t, "reactivate revoked", s.ReactivateAgent(ctx, "agt_1", agentcap.StatusActive, nil, at(49*time.Hour), p), agentcap.StatusRevoked)
+	wantIs(t, "bad grants", s.ReactivateAgent(ctx, "agt_1", agentcap.StatusActive, []store.Grant{{Capability: ""}}, base, p), store.ErrInvalid)
 }
 
 func testDirectoryExpiry(t *testing.T, s store.Store) {
@@ -833,10 +834,10 @@ func testDirectoryExpiry(t *testing.T, s store.Store) {
 	future.ExpiresAt = ptr(time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC))
 	mustAgent(t, s, future)
 	revoked := newAgent("agt_revoked", "hst_1")
-	revoked.Status, revoked.ExpiresAt = agentauth.StatusRevoked, past.ExpiresAt
+	revoked.Status, revoked.ExpiresAt = agentcap.StatusRevoked, past.ExpiresAt
 	mustAgent(t, s, revoked)
 	for id, want := range map[string]string{
-		"agt_past": agentauth.StatusExpired, "agt_future": agentauth.StatusActive, "agt_revoked": agentauth.StatusRevoked,
+		"agt_past": agentcap.StatusExpired, "agt_future": agentcap.StatusActive, "agt_revoked": agentcap.StatusRevoked,
 	} {
 		d, err := s.Agent(ctx, id)
 		must(t, err)
@@ -844,7 +845,7 @@ func testDirectoryExpiry(t *testing.T, s store.Store) {
 			t.Errorf("%s: directory status %q, want %q", id, d.Status, want)
 		}
 	}
-	if got := getAgent(t, s, "agt_past").Status; got != agentauth.StatusActive {
+	if got := getAgent(t, s, "agt_past").Status; got != agentcap.StatusActive {
 		t.Errorf("the stored status changed to %q; only Sweep and TouchAgent change it", got)
 	}
 }
@@ -877,50 +878,50 @@ func testRotateAgentKey(t *testing.T, s store.Store) {
 	if got.PublicKey != nil || got.JWKSURL == "" || got.KID != "k2" || got.Thumbprint != "" {
 		t.Errorf("JWKS rotation: %+v", got.AgentKey)
 	}
-	must(t, s.UpdateAgentStatus(ctx, "agt_2", []string{agentauth.StatusActive}, agentauth.StatusRevoked))
-	wantStatus(t, "rotate revoked", s.RotateAgentKey(ctx, "agt_2", store.AgentKey{PublicKey: jwk("x")}), agentauth.StatusRevoked)
+	must(t, s.UpdateAgentStatus(ctx, "agt_2", []string{agentcap.StatusActive}, agentcap.StatusRevoked))
+	wantStatus(t, "rotate revoked", s.RotateAgentKey(ctx, "agt_2", store.AgentKey{PublicKey: jwk("x")}), agentcap.StatusRevoked)
 }
 
 func testGrants(t *testing.T, s store.Store) {
 	mustHost(t, s, newHost("hst_1"))
 	a := newAgent("agt_1", "hst_1")
 	a.Grants = []store.Grant{
-		{Capability: "b", Status: agentauth.StatusActive},
-		{Capability: "d", Status: agentauth.StatusPending},
+		{Capability: "b", Status: agentcap.StatusActive},
+		{Capability: "d", Status: agentcap.StatusPending},
 	}
 	mustAgent(t, s, a)
 
 	must(t, s.PutGrants(ctx, "agt_1", []store.Grant{
-		{Capability: "a", Status: agentauth.StatusPending, Reason: "needs it"},
-		{Capability: "b", Status: agentauth.StatusDenied, DeniedBy: "usr_1", Reason: "no"},
+		{Capability: "a", Status: agentcap.StatusPending, Reason: "needs it"},
+		{Capability: "b", Status: agentcap.StatusDenied, DeniedBy: "usr_1", Reason: "no"},
 	}))
 	gs, err := s.ListGrants(ctx, "agt_1")
 	must(t, err)
 	want := []store.Grant{
-		{Capability: "a", Status: agentauth.StatusPending, Reason: "needs it"},
-		{Capability: "b", Status: agentauth.StatusDenied, DeniedBy: "usr_1", Reason: "no"},
-		{Capability: "d", Status: agentauth.StatusPending},
+		{Capability: "a", Status: agentcap.StatusPending, Reason: "needs it"},
+		{Capability: "b", Status: agentcap.StatusDenied, DeniedBy: "usr_1", Reason: "no"},
+		{Capability: "d", Status: agentcap.StatusPending},
 	}
 	if diff := cmp.Diff(want, gs, ignoreUpdated); diff != "" {
 		t.Errorf("after PutGrants (-want +got):\n%s", diff)
 	}
 
-	err = s.UpdateGrantStatus(ctx, "agt_1", "a", store.GrantChange{From: []string{agentauth.StatusActive}, To: agentauth.StatusDenied})
-	wantStatus(t, "grant CAS", err, agentauth.StatusPending)
-	must(t, s.UpdateGrantStatus(ctx, "agt_1", "a", store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusActive, By: "usr_1"}))
-	must(t, s.UpdateGrantStatus(ctx, "agt_1", "d", store.GrantChange{From: []string{agentauth.StatusPending}, To: agentauth.StatusDenied, By: "usr_2", Reason: "too broad"}))
+	err = s.UpdateGrantStatus(ctx, "agt_1", "a", store.GrantChange{From: []string{agentcap.StatusActive}, To: agentcap.StatusDenied})
+	wantStatus(t, "grant CAS", err, agentcap.StatusPending)
+	must(t, s.UpdateGrantStatus(ctx, "agt_1", "a", store.GrantChange{From: []string{agentcap.StatusPending}, To: agentcap.StatusActive, By: "usr_1"}))
+	must(t, s.UpdateGrantStatus(ctx, "agt_1", "d", store.GrantChange{From: []string{agentcap.StatusPending}, To: agentcap.StatusDenied, By: "usr_2", Reason: "too broad"}))
 	gs, err = s.ListGrants(ctx, "agt_1")
 	must(t, err)
 	want = []store.Grant{
-		{Capability: "a", Status: agentauth.StatusActive, GrantedBy: "usr_1", Reason: "needs it"},
-		{Capability: "b", Status: agentauth.StatusDenied, DeniedBy: "usr_1", Reason: "no"},
-		{Capability: "d", Status: agentauth.StatusDenied, DeniedBy: "usr_2", Reason: "too broad"},
+		{Capability: "a", Status: agentcap.StatusActive, GrantedBy: "usr_1", Reason: "needs it"},
+		{Capability: "b", Status: agentcap.StatusDenied, DeniedBy: "usr_1", Reason: "no"},
+		{Capability: "d", Status: agentcap.StatusDenied, DeniedBy: "usr_2", Reason: "too broad"},
 	}
 	if diff := cmp.Diff(want, gs, ignoreUpdated); diff != "" {
 		t.Errorf("after UpdateGrantStatus (-want +got):\n%s", diff)
 	}
 
-	must(t, s.ReplaceGrants(ctx, "agt_1", []store.Grant{{Capability: "z", Status: agentauth.StatusActive}}))
+	must(t, s.ReplaceGrants(ctx, "agt_1", []store.Grant{{Capability: "z", Status: agentcap.StatusActive}}))
 	gs, err = s.ListGrants(ctx, "agt_1")
 	must(t, err)
 	if len(gs) != 1 || gs[0].Capability != "z" {
@@ -934,7 +935,7 @@ func testGrants(t *testing.T, s store.Store) {
 	}
 	wantIs(t, "PutGrants invalid", s.PutGrants(ctx, "agt_1", []store.Grant{{Capability: "x", Status: "maybe"}}), store.ErrInvalid)
 	wantIs(t, "PutGrants twice", s.PutGrants(ctx, "agt_1", []store.Grant{
-		{Capability: "x", Status: agentauth.StatusActive}, {Capability: "x", Status: agentauth.StatusActive}}), store.ErrInvalid)
+		{Capability: "x", Status: agentcap.StatusActive}, {Capability: "x", Status: agentcap.StatusActive}}), store.ErrInvalid)
 	if gs, _ := s.ListGrants(ctx, "agt_1"); len(gs) != 0 {
 		t.Errorf("a refused PutGrants stored %+v", gs)
 	}
@@ -951,7 +952,7 @@ func testConstraintBytes(t *testing.T, s store.Store) {
 		"unicode":  json.RawMessage(`"日本"`),
 	}
 	a := newAgent("agt_1", "hst_1")
-	a.Grants = []store.Grant{{Capability: "transfer", Status: agentauth.StatusActive, Constraints: cons}}
+	a.Grants = []store.Grant{{Capability: "transfer", Status: agentcap.StatusActive, Constraints: cons}}
 	mustAgent(t, s, a)
 	check := func(what string, got map[string]json.RawMessage) {
 		t.Helper()
@@ -970,13 +971,13 @@ func testConstraintBytes(t *testing.T, s store.Store) {
 	check("Directory", d.Grants[0].Constraints)
 
 	// Surrounding whitespace is the only change.
-	must(t, s.PutGrants(ctx, "agt_1", []store.Grant{{Capability: "t2", Status: agentauth.StatusActive,
+	must(t, s.PutGrants(ctx, "agt_1", []store.Grant{{Capability: "t2", Status: agentcap.StatusActive,
 		Constraints: map[string]json.RawMessage{"n": json.RawMessage(" \n 1.0 \t")}}}))
 	if got := string(grant(t, getAgent(t, s, "agt_1"), "t2").Constraints["n"]); got != "1.0" {
 		t.Errorf("trimmed constraint = %q, want 1.0", got)
 	}
 	// An empty constraint map is no constraints.
-	must(t, s.PutGrants(ctx, "agt_1", []store.Grant{{Capability: "t3", Status: agentauth.StatusActive, Constraints: map[string]json.RawMessage{}}}))
+	must(t, s.PutGrants(ctx, "agt_1", []store.Grant{{Capability: "t3", Status: agentcap.StatusActive, Constraints: map[string]json.RawMessage{}}}))
 	if got := grant(t, getAgent(t, s, "agt_1"), "t3").Constraints; got != nil {
 		t.Errorf("empty constraints read back as %#v, want nil", got)
 	}
@@ -1222,39 +1223,39 @@ func testSweep(t *testing.T, s store.Store) {
 	}
 	agents := map[string]spec{
 		// Used a minute ago: stays active.
-		"agt_busy": {agentauth.StatusActive, now.Add(-2 * day), ptr(now.Add(-time.Hour)), ptr(now.Add(-time.Minute)), nil, agentauth.StatusActive},
+		"agt_busy": {agentcap.StatusActive, now.Add(-2 * day), ptr(now.Add(-time.Hour)), ptr(now.Add(-time.Minute)), nil, agentcap.StatusActive},
 		// Idle for exactly the session TTL.
-		"agt_idle": {agentauth.StatusActive, now.Add(-2 * day), ptr(now.Add(-time.Hour)), ptr(now.Add(-30 * time.Minute)), nil, agentauth.StatusExpired},
+		"agt_idle": {agentcap.StatusActive, now.Add(-2 * day), ptr(now.Add(-time.Hour)), ptr(now.Add(-30 * time.Minute)), nil, agentcap.StatusExpired},
 		// Never used, activated long ago.
-		"agt_never_used": {agentauth.StatusActive, now.Add(-2 * day), ptr(now.Add(-time.Hour)), nil, nil, agentauth.StatusExpired},
+		"agt_never_used": {agentcap.StatusActive, now.Add(-2 * day), ptr(now.Add(-time.Hour)), nil, nil, agentcap.StatusExpired},
 		// Busy but activated a day ago: max lifetime.
-		"agt_max": {agentauth.StatusActive, now.Add(-3 * day), ptr(now.Add(-day)), ptr(now.Add(-time.Second)), nil, agentauth.StatusExpired},
+		"agt_max": {agentcap.StatusActive, now.Add(-3 * day), ptr(now.Add(-day)), ptr(now.Add(-time.Second)), nil, agentcap.StatusExpired},
 		// A stored deadline from a stricter per-agent policy.
-		"agt_deadline": {agentauth.StatusActive, now.Add(-day), ptr(now.Add(-time.Minute)), ptr(now.Add(-time.Second)), ptr(now), agentauth.StatusExpired},
+		"agt_deadline": {agentcap.StatusActive, now.Add(-day), ptr(now.Add(-time.Minute)), ptr(now.Add(-time.Second)), ptr(now), agentcap.StatusExpired},
 		// Created over a week ago: revoked whether active or expired.
-		"agt_old_active":  {agentauth.StatusActive, now.Add(-7 * day), ptr(now.Add(-time.Minute)), ptr(now.Add(-time.Second)), nil, agentauth.StatusRevoked},
-		"agt_old_expired": {agentauth.StatusExpired, now.Add(-8 * day), nil, nil, nil, agentauth.StatusRevoked},
-		"agt_expired":     {agentauth.StatusExpired, now.Add(-2 * day), nil, nil, nil, agentauth.StatusExpired},
+		"agt_old_active":  {agentcap.StatusActive, now.Add(-7 * day), ptr(now.Add(-time.Minute)), ptr(now.Add(-time.Second)), nil, agentcap.StatusRevoked},
+		"agt_old_expired": {agentcap.StatusExpired, now.Add(-8 * day), nil, nil, nil, agentcap.StatusRevoked},
+		"agt_expired":     {agentcap.StatusExpired, now.Add(-2 * day), nil, nil, nil, agentcap.StatusExpired},
 		// Pending: deleted after the pending TTL.
-		"agt_pending_old": {agentauth.StatusPending, now.Add(-day), nil, nil, nil, ""},
-		"agt_pending_new": {agentauth.StatusPending, now.Add(-day + time.Second), nil, nil, nil, agentauth.StatusPending},
+		"agt_pending_old": {agentcap.StatusPending, now.Add(-day), nil, nil, nil, ""},
+		"agt_pending_new": {agentcap.StatusPending, now.Add(-day + time.Second), nil, nil, nil, agentcap.StatusPending},
 		// Terminal states stay.
-		"agt_claimed_old": {agentauth.StatusClaimed, now.Add(-9 * day), nil, nil, nil, agentauth.StatusClaimed},
+		"agt_claimed_old": {agentcap.StatusClaimed, now.Add(-9 * day), nil, nil, nil, agentcap.StatusClaimed},
 	}
 	for id, sp := range agents {
 		a := newAgent(id, "hst_1")
 		a.Status, a.CreatedAt, a.ActivatedAt, a.LastUsedAt, a.ExpiresAt = sp.status, sp.created, sp.activated, sp.used, sp.until
-		a.Grants = []store.Grant{{Capability: "read", Status: agentauth.StatusPending}}
+		a.Grants = []store.Grant{{Capability: "read", Status: agentcap.StatusPending}}
 		mustAgent(t, s, a)
 	}
 	// Pending hosts: deleted when old and empty.
 	for id, created := range map[string]time.Time{"hst_pending_old": now.Add(-day), "hst_pending_new": now.Add(-time.Hour), "hst_pending_busy": now.Add(-2 * day)} {
-		mustHost(t, s, &store.Host{ID: id, PublicKey: jwk(id), Status: agentauth.StatusPending, CreatedAt: created})
+		mustHost(t, s, &store.Host{ID: id, PublicKey: jwk(id), Status: agentcap.StatusPending, CreatedAt: created})
 	}
 	busy := newAgent("agt_on_busy_host", "hst_pending_busy")
-	busy.Status, busy.CreatedAt = agentauth.StatusPending, now.Add(-time.Hour)
+	busy.Status, busy.CreatedAt = agentcap.StatusPending, now.Add(-time.Hour)
 	mustAgent(t, s, busy)
-	mustHost(t, s, &store.Host{ID: "hst_active_old", PublicKey: jwk("hao"), Status: agentauth.StatusActive, CreatedAt: now.Add(-30 * day)})
+	mustHost(t, s, &store.Host{ID: "hst_active_old", PublicKey: jwk("hao"), Status: agentcap.StatusActive, CreatedAt: now.Add(-30 * day)})
 	// Approvals: deleted past their expiry, with their agents and hosts.
 	for id, ap := range map[string]store.Approval{
 		"apr_expired":          {AgentID: "agt_busy", ExpiresAt: now, Status: store.ApprovalPending},
@@ -1359,7 +1360,7 @@ func testConcurrentRegistration(t *testing.T, s store.Store) {
 	mustHost(t, s, newHost("hst_1"))
 	errs := parallel(racers, func(i int) error {
 		a := newAgent(fmt.Sprintf("agt_%02d", i), "hst_1")
-		a.Grants = []store.Grant{{Capability: "read", Status: agentauth.StatusActive}}
+		a.Grants = []store.Grant{{Capability: "read", Status: agentcap.StatusActive}}
 		return s.CreateAgent(ctx, a)
 	})
 	for i, err := range errs {
@@ -1391,7 +1392,7 @@ func testConcurrentRegistration(t *testing.T, s store.Store) {
 	mustHost(t, s, newHost("hst_2"))
 	errs = parallel(racers+1, func(i int) error {
 		if i == racers {
-			_, err := s.UpdateHostStatus(ctx, "hst_2", []string{agentauth.StatusActive}, agentauth.StatusRevoked)
+			_, err := s.UpdateHostStatus(ctx, "hst_2", []string{agentcap.StatusActive}, agentcap.StatusRevoked)
 			return err
 		}
 		err := s.CreateAgent(ctx, newAgent(fmt.Sprintf("agt_h2_%02d", i), "hst_2"))
@@ -1408,7 +1409,7 @@ func testConcurrentRegistration(t *testing.T, s store.Store) {
 	list, err = s.ListAgents(ctx, "hst_2")
 	must(t, err)
 	for _, a := range list {
-		if a.Status != agentauth.StatusRevoked {
+		if a.Status != agentcap.StatusRevoked {
 			t.Errorf("%s is %s under a revoked host", a.ID, a.Status)
 		}
 	}
@@ -1419,7 +1420,7 @@ func testConcurrentGrants(t *testing.T, s store.Store) {
 	mustAgent(t, s, newAgent("agt_1", "hst_1"))
 	errs := parallel(racers, func(i int) error {
 		return s.PutGrants(ctx, "agt_1", []store.Grant{{
-			Capability: fmt.Sprintf("cap_%02d", i), Status: agentauth.StatusPending,
+			Capability: fmt.Sprintf("cap_%02d", i), Status: agentcap.StatusPending,
 			Constraints: map[string]json.RawMessage{"n": json.RawMessage(fmt.Sprintf(`{"max":%d}`, i))},
 		}})
 	})
@@ -1441,7 +1442,7 @@ func testConcurrentGrants(t *testing.T, s store.Store) {
 	// Approving one pending grant: one approver wins.
 	errs = parallel(racers, func(i int) error {
 		return s.UpdateGrantStatus(ctx, "agt_1", "cap_07", store.GrantChange{
-			From: []string{agentauth.StatusPending}, To: agentauth.StatusActive, By: fmt.Sprintf("usr_%d", i)})
+			From: []string{agentcap.StatusPending}, To: agentcap.StatusActive, By: fmt.Sprintf("usr_%d", i)})
 	})
 	oneWinner(t, "grant approval", errs, store.ErrStatus)
 	// Approving each grant concurrently with touching the agent loses no
@@ -1454,7 +1455,7 @@ func testConcurrentGrants(t *testing.T, s store.Store) {
 			return nil
 		}
 		return s.UpdateGrantStatus(ctx, "agt_1", fmt.Sprintf("cap_%02d", i), store.GrantChange{
-			From: []string{agentauth.StatusPending}, To: agentauth.StatusActive, By: "usr"})
+			From: []string{agentcap.StatusPending}, To: agentcap.StatusActive, By: "usr"})
 	})
 	for i, err := range errs {
 		if err != nil {
@@ -1464,7 +1465,7 @@ func testConcurrentGrants(t *testing.T, s store.Store) {
 	gs, err = s.ListGrants(ctx, "agt_1")
 	must(t, err)
 	for _, g := range gs {
-		if g.Status != agentauth.StatusActive {
+		if g.Status != agentcap.StatusActive {
 			t.Errorf("%s is %s: a concurrent approval was lost", g.Capability, g.Status)
 		}
 	}
@@ -1476,14 +1477,14 @@ func testConcurrentGrants(t *testing.T, s store.Store) {
 func testConcurrentTransitions(t *testing.T, s store.Store) {
 	mustHost(t, s, newHost("hst_1"))
 	a := newAgent("agt_1", "hst_1")
-	a.Status = agentauth.StatusPending
+	a.Status = agentcap.StatusPending
 	mustAgent(t, s, a)
 	p := store.Policy{SessionTTL: time.Hour}
 	errs := parallel(racers, func(i int) error {
 		if i%2 == 0 {
-			return s.ActivateAgent(ctx, "agt_1", []string{agentauth.StatusPending}, base, p)
+			return s.ActivateAgent(ctx, "agt_1", []string{agentcap.StatusPending}, base, p)
 		}
-		return s.UpdateAgentStatus(ctx, "agt_1", []string{agentauth.StatusPending}, agentauth.StatusRejected)
+		return s.UpdateAgentStatus(ctx, "agt_1", []string{agentcap.StatusPending}, agentcap.StatusRejected)
 	})
 	oneWinner(t, "approve or reject", errs, store.ErrStatus)
 
@@ -1516,44 +1517,44 @@ func testConcurrentTransitions(t *testing.T, s store.Store) {
 // changes.
 func testVerifier(t *testing.T, s store.Store) {
 	const aud = "https://api.example.com/capability/execute"
-	th := agentauthtest.NewHost("hst_1", agentauthtest.WithKey(key("verifier-host")))
-	ta := th.NewAgent("agt_1", agentauthtest.WithKey(key("verifier-agent")))
-	mustHost(t, s, &store.Host{ID: th.ID, PublicKey: th.PublicJWK(), Status: agentauth.StatusActive})
+	th := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", Key: key("verifier-host")})
+	ta := th.NewAgent(agentauthtest.Agent{ID: "agt_1", Key: key("verifier-agent")})
+	mustHost(t, s, &store.Host{ID: th.ID, PublicKey: th.PublicJWK(), Status: agentcap.StatusActive})
 	past := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
-	mustAgent(t, s, &store.Agent{ID: ta.ID, HostID: th.ID, Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive,
+	mustAgent(t, s, &store.Agent{ID: ta.ID, HostID: th.ID, Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive,
 		AgentKey: store.AgentKey{PublicKey: ta.PublicJWK()}, CreatedAt: past,
-		Grants: []store.Grant{{Capability: "transfer", Status: agentauth.StatusActive,
+		Grants: []store.Grant{{Capability: "transfer", Status: agentcap.StatusActive,
 			Constraints: map[string]json.RawMessage{"amount": json.RawMessage(`{"max":1000}`)}}}})
 	v, err := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: s, Audiences: []string{aud}})
 	must(t, err)
 
-	sess, err := v.Session(ctx, ta.Token(aud))
+	sess, err := v.Session(ctx, ta.Token(agentauthtest.Token{Audience: aud}))
 	must(t, err)
 	if sess.Agent.ID != "agt_1" || sess.Host.ID != "hst_1" || len(sess.Agent.Grants) != 1 || string(sess.Agent.Grants[0].Constraints["amount"]) != `{"max":1000}` {
 		t.Errorf("session: %+v", sess.Agent)
 	}
-	call := agentauth.Call{Capability: "transfer", Arguments: map[string]json.RawMessage{"amount": json.RawMessage("5000")}}
-	var ae *core.AppError
-	if err := agentauth.AuthorizeCall(sess, call, time.Now()); !errors.As(err, &ae) || ae.Code != agentauth.CodeConstraintViolated {
+	call := &auth.Call{Capability: "transfer", Arguments: map[string]json.RawMessage{"amount": json.RawMessage("5000")}}
+	var ae *agentcap.Error
+	if err := agentauth.AuthorizeCall(sess, call, time.Now()); !errors.As(err, &ae) || ae.Code != agentcap.CodeConstraintViolated {
 		t.Errorf("a call outside the stored constraints: %v", err)
 	}
 
 	// A session deadline in the past makes the agent expired at once.
-	must(t, s.ActivateAgent(ctx, "agt_1", []string{agentauth.StatusActive}, past, store.Policy{SessionTTL: time.Minute}))
-	_, err = v.Session(ctx, ta.Token(aud))
-	if !errors.As(err, &ae) || ae.Code != agentauth.CodeAgentExpired {
+	must(t, s.ActivateAgent(ctx, "agt_1", []string{agentcap.StatusActive}, past, store.Policy{SessionTTL: time.Minute}))
+	_, err = v.Session(ctx, ta.Token(agentauthtest.Token{Audience: aud}))
+	if !errors.As(err, &ae) || ae.Code != agentcap.CodeAgentExpired {
 		t.Errorf("expired agent: %v", err)
 	}
-	must(t, s.ActivateAgent(ctx, "agt_1", []string{agentauth.StatusActive}, time.Now(), store.Policy{}))
-	if _, err := v.Session(ctx, ta.Token(aud)); err != nil {
+	must(t, s.ActivateAgent(ctx, "agt_1", []string{agentcap.StatusActive}, time.Now(), store.Policy{}))
+	if _, err := v.Session(ctx, ta.Token(agentauthtest.Token{Audience: aud})); err != nil {
 		t.Errorf("reactivated agent: %v", err)
 	}
 	// Revoking the host revokes the agent for the verifier too.
-	if _, err := s.UpdateHostStatus(ctx, "hst_1", []string{agentauth.StatusActive}, agentauth.StatusRevoked); err != nil {
+	if _, err := s.UpdateHostStatus(ctx, "hst_1", []string{agentcap.StatusActive}, agentcap.StatusRevoked); err != nil {
 		t.Fatal(err)
 	}
-	_, err = v.Session(ctx, ta.Token(aud))
-	if !errors.As(err, &ae) || (ae.Code != agentauth.CodeAgentRevoked && ae.Code != agentauth.CodeHostRevoked) {
+	_, err = v.Session(ctx, ta.Token(agentauthtest.Token{Audience: aud}))
+	if !errors.As(err, &ae) || (ae.Code != agentcap.CodeAgentRevoked && ae.Code != agentcap.CodeHostRevoked) {
 		t.Errorf("revoked: %v", err)
 	}
 }

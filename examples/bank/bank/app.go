@@ -4,28 +4,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
 )
-
-// User is the bank's principal: the user an agent acts for. ID is empty
-// for an agent without a user.
-type User struct {
-	ID string
-}
-
-// Caller is the principal of the bank's executor.
-type Caller = agentauth.Caller[User]
-
-// Executor runs the bank's capabilities.
-type Executor = core.Executor[*App, Caller]
 
 // App is the application context of one call: the user and their
 // accounts, as the bank's own store says, never as the caller says.
@@ -44,71 +32,56 @@ func (a *App) Owns(id string) bool {
 	return slices.ContainsFunc(a.Accounts, func(acc Account) bool { return acc.ID == id })
 }
 
-// UserOf returns the user a session acts for: the agent's user, else its
-// host's. An autonomous agent acts for no user, whatever its host is
-// linked to.
-func UserOf(s *agentauth.Session) string {
-	if s == nil || s.Agent == nil || s.Agent.Mode == agentauth.ModeAutonomous {
+// userOf is the user a caller acts for: for an Agent Auth agent the
+// agent's user, else its host's, and none for an autonomous agent
+// (agentauth.ActsFor); for a host listing capabilities with a host JWT,
+// the user the host is linked to. The verifier put it in the identity.
+func userOf(id *auth.Identity) string {
+	if id == nil {
 		return ""
 	}
-	if s.Agent.UserID != "" {
-		return s.Agent.UserID
-	}
-	if s.Host != nil {
-		return s.Host.UserID
-	}
-	return ""
+	return id.UserID
 }
 
-// Principal maps a verified session to the bank's principal.
-func Principal(_ context.Context, s *agentauth.Session) (User, error) {
-	return User{ID: UserOf(s)}, nil
-}
-
-func actsForUserDef(def *core.Definition) bool {
+// actsForUser reports whether a capability acts for a user.
+func actsForUser(def *core.Definition) bool {
 	return slices.Contains(def.Tags(), TagActsForUser)
 }
 
-func noUser() *core.AppError {
-	return core.NewAppError(http.StatusForbidden, agentauth.CodeUnauthorized,
+// actsForUserNames are the bank's capabilities that act for a user, by
+// name, for Authorize, which sees a call's name only.
+var actsForUserNames = func() map[string]bool {
+	names := map[string]bool{}
+	for _, c := range Capabilities() {
+		if def := c.Definition(); actsForUser(def) {
+			names[def.Name()] = true
+		}
+	}
+	return names
+}()
+
+func noUser() *agentcap.Error {
+	return agentcap.NewError(agentcap.CodeUnauthorized,
 		"this capability acts for a user, and the agent acts for none")
 }
 
 // Authorize refuses a capability that acts for a user to an agent that
-// has none. It runs before the agent's grants are checked: no grant can
-// give an autonomous agent a user's accounts.
-func Authorize(_ context.Context, c Caller, inv *core.Invocation) error {
-	if actsForUserDef(inv.Definition) && UserOf(c.Session) == "" {
+// has none. It is the Authorize of the bank's Agent Auth wiring
+// (agentauth.Config and provider.Config), which runs it before the
+// agent's grants are checked: no grant can give an autonomous agent a
+// user's accounts.
+func Authorize(_ context.Context, id *auth.Identity, call *auth.Call) error {
+	if actsForUserNames[call.Capability] && userOf(id) == "" {
 		return noUser()
 	}
 	return nil
-}
-
-// HostPrincipal maps the verified host of a host JWT caller of list and
-// describe to the bank's principal: the host's linked user, whose
-// capabilities it may see before it has an agent (protocol §5.2).
-func HostPrincipal(_ context.Context, h *agentauth.Host) (User, error) {
-	return User{ID: h.UserID}, nil
-}
-
-// HTTPOptions returns the bank's Agent Auth wiring: its principal (for
-// agents and for hosts listing capabilities), its authorizer, and
-// anonymous discovery of public capabilities. The caller adds the
-// session source, the host source, the issuer and a logger.
-func HTTPOptions() agentauth.HTTPOptions[User] {
-	return agentauth.HTTPOptions[User]{
-		Principal:               Principal,
-		HostPrincipal:           HostPrincipal,
-		Authorize:               Authorize,
-		AllowAnonymousDiscovery: true,
-	}
 }
 
 // Public reports whether def is one of the bank's public capabilities:
 // it acts for no user and needs no approval (approval strength none).
 // exchange_rate is one.
 func Public(def *core.Definition) bool {
-	return def.Approval() == core.ApprovalNone && !actsForUserDef(def)
+	return def.Approval() == core.ApprovalNone && !actsForUser(def)
 }
 
 // GrantLifetimes are the bank's grant lifetimes (provider.GrantTTLs): a
@@ -125,16 +98,17 @@ func GrantAutonomous(_ context.Context, _ *store.Host, def *core.Definition) boo
 	return Public(def)
 }
 
-// Resolver builds the application context of a call. It works from the
-// verified session only: the user is the session's user, and that user's
+// Resolver returns the bank's context function over store, which builds
+// the application context of a call. It works from the verified identity
+// only: the user is the one the identity acts for, and that user's
 // accounts are read again from the store.
-func Resolver(store Ledger) func(ctx context.Context, c Caller, def *core.Definition, _ any) (*App, error) {
-	return func(ctx context.Context, c Caller, def *core.Definition, _ any) (*App, error) {
+func Resolver(store Ledger) func(ctx context.Context, id *auth.Identity, def *core.Definition, _ any) (*App, error) {
+	return func(ctx context.Context, id *auth.Identity, def *core.Definition, _ any) (*App, error) {
 		app := &App{store: store}
-		if !actsForUserDef(def) {
+		if !actsForUser(def) {
 			return app, nil
 		}
-		app.User = UserOf(c.Session)
+		app.User = userOf(id)
 		if app.User == "" {
 			return nil, noUser()
 		}
@@ -180,7 +154,7 @@ func NewRegistry() (*core.Registry, error) {
 // Every transfer must be confirmed with a token bound to the agent that
 // asked and to the exact call; one that debits more than HumanThreshold
 // from its source account, by the account's owner (Options.Human).
-func NewExecutor(store Ledger, o Options) (*Executor, error) {
+func NewExecutor(store Ledger, o Options) (*core.Executor, error) {
 	reg := o.Registry
 	var err error
 	if reg == nil {
@@ -193,30 +167,21 @@ func NewExecutor(store Ledger, o Options) (*Executor, error) {
 			return nil, err
 		}
 	}
-	var trail core.AuditConfig[Caller]
+	var trail core.AuditConfig
 	if o.Audit != nil {
 		trail.Writer = audit.ForExecutor(o.Audit)
 	}
-	return core.NewExecutor(reg, core.ExecutorConfig[*App, Caller]{
-		CreateContext: Resolver(store),
-		Hooks:         o.Hooks,
-		Audit:         trail,
-		Confirmation: core.ConfirmationConfig[Caller]{
+	// Confirmation tokens are bound to the identity's subject: the agent
+	// that asked.
+	return core.NewExecutor(reg, Resolver(store), core.Config{
+		Hooks: o.Hooks,
+		Audit: trail,
+		Confirmation: core.ConfirmationConfig{
 			Confirmer: o.Confirmer,
-			Subject:   AgentID,
 			Audience:  o.Location,
 			Human:     o.Human,
 		},
 	})
-}
-
-// AgentID names the agent behind a call, "" for none: the subject that
-// confirmation tokens are bound to.
-func AgentID(c Caller) string {
-	if c.Session == nil || c.Session.Agent == nil {
-		return ""
-	}
-	return c.Session.Agent.ID
 }
 
 // ExecutionLog returns a hook that logs one line per execution, and per
@@ -229,13 +194,13 @@ func ExecutionLog(logger *slog.Logger) core.Hook {
 		case core.PhaseEnd:
 			outcome = "completed"
 		case core.PhaseError:
-			outcome = ev.Err.WireCode()
+			outcome = string(ev.Err.Code)
 		default:
 			return nil
 		}
 		agent := ""
-		if c, ok := ev.Principal.(Caller); ok {
-			agent = AgentID(c)
+		if ev.Identity != nil {
+			agent = ev.Identity.AgentID
 		}
 		msg := "execution"
 		if ev.Preview {

@@ -16,7 +16,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/examples/bank/bank"
@@ -24,21 +26,36 @@ import (
 	"github.com/agentcap/agentcap/testing/captest"
 )
 
-// callerFor is the principal of an agent acting for user ("" for an
-// autonomous agent), as the Agent Auth wiring builds it.
-func callerFor(user string) bank.Caller {
-	mode := agentauth.ModeDelegated
+// callerFor is the identity of an agent acting for user ("" for an
+// autonomous agent), as the Agent Auth verifier builds it, with the
+// bank's own refusals (bank.Authorize) as its authorizer and no grants.
+func callerFor(user string) *auth.Identity {
+	mode := agentcap.ModeDelegated
 	if user == "" {
-		mode = agentauth.ModeAutonomous
+		mode = agentcap.ModeAutonomous
 	}
 	s := &agentauth.Session{
-		Agent: &agentauth.Agent{ID: "agt_test", HostID: "hst_test", UserID: user, Mode: mode, Status: agentauth.StatusActive},
-		Host:  &agentauth.Host{ID: "hst_test", Status: agentauth.StatusActive},
+		Agent: &agentauth.Agent{ID: "agt_test", HostID: "hst_test", UserID: user, Mode: mode, Status: agentcap.StatusActive},
+		Host:  &agentauth.Host{ID: "hst_test", Status: agentcap.StatusActive},
 	}
-	return bank.Caller{Session: s, Principal: bank.User{ID: user}}
+	id := &auth.Identity{Subject: "agt_test", AgentID: "agt_test", HostID: "hst_test", UserID: user, Claims: s}
+	id.Authorizer = bankRules{id}
+	return id
 }
 
-func newExec(t *testing.T) (*bank.Store, *core.Executor[*bank.App, bank.Caller]) {
+// bankRules is the authorizer of callerFor's identities: bank.Authorize,
+// as the Agent Auth wiring runs it before an agent's grants.
+type bankRules struct{ id *auth.Identity }
+
+func (r bankRules) Authorize(ctx context.Context, call *auth.Call) error {
+	return bank.Authorize(ctx, r.id, call)
+}
+
+func (bankRules) GrantStatus(string) string { return "" }
+
+func (bankRules) Recheck(context.Context) error { return nil }
+
+func newExec(t *testing.T) (*bank.Store, *core.Executor) {
 	t.Helper()
 	store := bank.NewStore()
 	return store, execOn(t, store)
@@ -47,7 +64,7 @@ func newExec(t *testing.T) (*bank.Store, *core.Executor[*bank.App, bank.Caller])
 // execOn returns the bank's executor over store, with its confirmations
 // in memory and an owner who confirms every transfer they are asked
 // about (see confirmed).
-func execOn(t testing.TB, store bank.Ledger) *core.Executor[*bank.App, bank.Caller] {
+func execOn(t testing.TB, store bank.Ledger) *core.Executor {
 	t.Helper()
 	m, err := confirm.New(confirm.Config{})
 	if err != nil {
@@ -89,22 +106,22 @@ func (d *ownerDesk) RequestHumanConfirmation(ctx context.Context, r core.HumanCo
 	return &core.HumanConfirmationPending{StatusURL: url, Approval: core.ConfirmationApproval{Method: "device_authorization", ExpiresIn: 600, Interval: 5}}, nil
 }
 
-// confirmed runs a capability as an agent that confirms what it is asked
-// to: a call refused with confirmation_required runs again with the
-// token that came with the refusal, and one that waits for the owner
+// confirmed runs a capability as an agent of user that confirms what it
+// is asked to: a call refused with confirmation_required runs again with
+// the token that came with the refusal, and one that waits for the owner
 // (confirmation_pending), with the token the owner's yes gave.
-func confirmed(t testing.TB, exec *core.Executor[*bank.App, bank.Caller], user, name string, args any, authorize core.AuthorizeFunc) captest.Result {
+func confirmed(t testing.TB, exec *core.Executor, user, name string, args any) captest.Result {
 	t.Helper()
-	r := captest.RunAuthorized(t, exec, name, callerFor(user), args, authorize)
+	r := captest.Run(t, exec, name, callerFor(user), args)
 	var token string
 	switch r.Code {
-	case string(core.CodeConfirmationRequired):
-		token = r.Err.Fields()["confirmation"].(map[string]string)["token"]
-	case string(core.CodeConfirmationPending):
+	case agentcap.CodeConfirmationRequired:
+		token = r.Err.Fields["confirmation"].(map[string]string)["token"]
+	case agentcap.CodeConfirmationPending:
 		d, _ := desks.Load(exec)
 		desk := d.(*ownerDesk)
 		desk.mu.Lock()
-		token = desk.tokens[r.Err.Fields()["status_url"].(string)]
+		token = desk.tokens[r.Err.Fields["status_url"].(string)]
 		desk.mu.Unlock()
 	default:
 		return r
@@ -113,26 +130,24 @@ func confirmed(t testing.TB, exec *core.Executor[*bank.App, bank.Caller], user, 
 	if !ok {
 		t.Fatalf("confirmed: arguments %T, want a JSON string", args)
 	}
-	out, err := exec.ExecuteDynamic(core.WithConfirmationToken(context.Background(), token), name, callerFor(user), []byte(raw), authorize)
+	out, err := exec.Execute(core.WithConfirmationToken(context.Background(), token), name, callerFor(user), []byte(raw))
 	if err == nil {
 		return captest.Result{Output: out, Status: 200}
 	}
-	ce := err.(*core.Error)
-	return captest.Result{Err: ce, Code: ce.WireCode(), Status: ce.HTTPStatus()}
+	e := agentcap.As(err)
+	return captest.Result{Err: e, Code: e.Code, Status: e.HTTPStatus()}
 }
 
 type result struct {
 	Status int
-	Code   string
+	Code   agentcap.Code
 	Output string
 }
 
 // run runs a capability as an agent of user, confirming what needs it.
-func run(t *testing.T, exec *core.Executor[*bank.App, bank.Caller], user, name string, args any) result {
+func run(t *testing.T, exec *core.Executor, user, name string, args any) result {
 	t.Helper()
-	r := confirmed(t, exec, user, name, args, func(ctx context.Context, inv *core.Invocation) error {
-		return bank.Authorize(ctx, callerFor(user), inv)
-	})
+	r := confirmed(t, exec, user, name, args)
 	return result{r.Status, r.Code, string(r.Output)}
 }
 
@@ -292,7 +307,7 @@ func testConcurrentTransfers(t *testing.T, store bank.Ledger) {
 				user, src, dst = "user_bob", "acc_456", "acc_123"
 			}
 			args := fmt.Sprintf(`{"source_account":%q,"destination_account":%q,"amount":1.5,"currency":"USD"}`, src, dst)
-			r := confirmed(t, exec, user, "transfer_money", args, nil)
+			r := confirmed(t, exec, user, "transfer_money", args)
 			if r.Code != "" {
 				t.Errorf("transfer %d: %s", i, r.Code)
 			}
@@ -344,20 +359,35 @@ func TestCurrencyDecoding(t *testing.T) {
 	}
 }
 
-func TestUserOf(t *testing.T) {
+// TestActsForTheVerifiedUser runs list_accounts behind the Agent Auth
+// wiring for agents whose user is named in different places: the user
+// the verifier says the agent acts for is the one whose accounts it
+// gets, and an autonomous agent acts for nobody, even under a host linked
+// to a user.
+func TestActsForTheVerifiedUser(t *testing.T) {
+	_, exec := newExec(t)
+	s := agentauthtest.NewServer(t, exec, agentauth.Config{Authorize: bank.Authorize})
+	aliceHost := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_alice", UserID: "user_alice"})
+	own := aliceHost.NewAgent(agentauthtest.Agent{ID: "agt_own", UserID: "user_bob"}).Grant("list_accounts", nil)
+	hosts := aliceHost.NewAgent(agentauthtest.Agent{ID: "agt_hosts"}).Grant("list_accounts", nil)
+	hosts.UserID = ""
+	robot := aliceHost.NewAgent(agentauthtest.Agent{ID: "agt_robot", UserID: "user_alice", Mode: agentcap.ModeAutonomous}).Grant("list_accounts", nil)
+	s.Add(t, own, hosts, robot)
 	cases := []struct {
-		name string
-		s    *agentauth.Session
-		want string
+		name   string
+		agent  *agentauthtest.Agent
+		status int
+		want   string
 	}{
-		{"no session", nil, ""},
-		{"agent's user", &agentauth.Session{Agent: &agentauth.Agent{Mode: agentauth.ModeDelegated, UserID: "a"}, Host: &agentauth.Host{UserID: "h"}}, "a"},
-		{"host's user", &agentauth.Session{Agent: &agentauth.Agent{Mode: agentauth.ModeDelegated}, Host: &agentauth.Host{UserID: "h"}}, "h"},
-		{"autonomous under a user's host", &agentauth.Session{Agent: &agentauth.Agent{Mode: agentauth.ModeAutonomous, UserID: "a"}, Host: &agentauth.Host{UserID: "h"}}, ""},
+		{"the agent's user", own, 200, `[{"account_id":"acc_456","name":"Main checking","type":"checking","currency":"USD"}]`},
+		{"the host's user", hosts, 200, `[{"account_id":"acc_123","name":"Everyday checking","type":"checking","currency":"USD"},` +
+			`{"account_id":"acc_124","name":"Rainy day savings","type":"savings","currency":"EUR"}]`},
+		{"autonomous under a user's host", robot, 403, ""},
 	}
 	for _, c := range cases {
-		if got := bank.UserOf(c.s); got != c.want {
-			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		r := s.Execute(t, s.Token(c.agent), "list_accounts", nil)
+		if r.Status != c.status || string(r.Data) != c.want {
+			t.Errorf("%s: %d %s", c.name, r.Status, r.Body)
 		}
 	}
 }
@@ -397,13 +427,14 @@ func TestExecutionLog(t *testing.T) {
 // TestAgentAuthPath runs the bank behind the Agent Auth wiring.
 func TestAgentAuthPath(t *testing.T) {
 	_, exec := newExec(t)
-	alice := agentauthtest.WithHostOptions(agentauthtest.WithUser("user_alice"))
+	wiring := agentauth.Config{Authorize: bank.Authorize, AllowAnonymousDiscovery: true}
+	alice := agentauthtest.Host{ID: "hst_alice", UserID: "user_alice"}
 	payBob := map[string]any{"destination_account": "acc_456"}
 
 	// A transfer must be confirmed: the preview says what it would do
 	// and hands out the token.
-	s := agentauthtest.NewServer(t, exec, bank.HTTPOptions())
-	payer := agentauthtest.NewHost("hst_alice", agentauthtest.WithUser("user_alice")).NewAgent("agt_payer").Grant("transfer_money", payBob)
+	s := agentauthtest.NewServer(t, exec, wiring)
+	payer := agentauthtest.NewHost(alice).NewAgent(agentauthtest.Agent{ID: "agt_payer"}).Grant("transfer_money", payBob)
 	s.Add(t, payer)
 	const call = `{"capability":"transfer_money","arguments":{"source_account":"acc_123","destination_account":"acc_456","amount":25,"currency":"USD"}}`
 	if r := s.Do(t, "POST", "capability/execute", s.Token(payer), []byte(call)); r.Status != 428 || r.Code != "confirmation_required" {
@@ -433,36 +464,46 @@ func TestAgentAuthPath(t *testing.T) {
 
 	// A grant constraining the currency, and a raw value that decoding
 	// changes: the checked value would not be the value that runs.
-	r = agentauthtest.Execute(t, exec, bank.HTTPOptions(), "transfer_money",
-		map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25, "currency": "usd"},
-		map[string]any{"destination_account": "acc_456", "currency": map[string]any{"in": []string{"usd", "USD"}}}, alice)
+	r = agentauthtest.Execute(t, exec, wiring, agentauthtest.Call{
+		Capability:  "transfer_money",
+		Arguments:   map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25, "currency": "usd"},
+		Constraints: map[string]any{"destination_account": "acc_456", "currency": map[string]any{"in": []string{"usd", "USD"}}},
+		Host:        alice,
+	})
 	if r.Status != 400 || r.Code != "invalid_request" || string(r.Member("transformed_fields")) != `["currency"]` {
 		t.Errorf("transformed: %d %s", r.Status, r.Body)
 	}
 
 	// The grant must constrain the destination, and a grant that
 	// bounds the amount its currency too: "at most 100" of what?
-	r = agentauthtest.Execute(t, exec, bank.HTTPOptions(), "transfer_money",
-		map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25, "currency": "USD"},
-		map[string]any{"amount": map[string]any{"max": 100}}, alice)
+	r = agentauthtest.Execute(t, exec, wiring, agentauthtest.Call{
+		Capability:  "transfer_money",
+		Arguments:   map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25, "currency": "USD"},
+		Constraints: map[string]any{"amount": map[string]any{"max": 100}},
+		Host:        alice,
+	})
 	if r.Status != 403 || r.Code != "capability_not_granted" || string(r.Member("missing_constraints")) != `["currency","destination_account"]` {
 		t.Errorf("missing constraints: %d %s", r.Status, r.Body)
 	}
-	r = agentauthtest.Execute(t, exec, bank.HTTPOptions(), "transfer_money",
-		map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25, "currency": "GBP"},
-		map[string]any{"destination_account": "acc_456", "amount": map[string]any{"max": 100}}, alice)
+	r = agentauthtest.Execute(t, exec, wiring, agentauthtest.Call{
+		Capability:  "transfer_money",
+		Arguments:   map[string]any{"source_account": "acc_123", "destination_account": "acc_456", "amount": 25, "currency": "GBP"},
+		Constraints: map[string]any{"destination_account": "acc_456", "amount": map[string]any{"max": 100}},
+		Host:        alice,
+	})
 	if r.Status != 403 || r.Code != "capability_not_granted" || string(r.Member("missing_constraints")) != `["currency"]` {
 		t.Errorf("an amount bounded without its currency: %d %s", r.Status, r.Body)
 	}
 
 	// An autonomous agent is refused before its grants are looked at.
-	robot := agentauthtest.NewHost("hst_robot").NewAgent("agt_robot", agentauthtest.WithMode(agentauth.ModeAutonomous)).
+	robot := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_robot"}).
+		NewAgent(agentauthtest.Agent{ID: "agt_robot", Mode: agentcap.ModeAutonomous}).
 		Grant("exchange_rate", nil)
 	s.Add(t, robot)
-	if r := s.Execute(t, robot, "check_balance", map[string]any{"account_id": "acc_123"}); r.Status != 403 || r.Code != "unauthorized" {
+	if r := s.Execute(t, s.Token(robot), "check_balance", map[string]any{"account_id": "acc_123"}); r.Status != 403 || r.Code != "unauthorized" {
 		t.Errorf("autonomous check_balance: %d %s", r.Status, r.Body)
 	}
-	if r := s.Execute(t, robot, "exchange_rate", map[string]any{"from": "GBP", "to": "EUR"}); string(r.Data) != `{"from":"GBP","to":"EUR","rate":1.16}` {
+	if r := s.Execute(t, s.Token(robot), "exchange_rate", map[string]any{"from": "GBP", "to": "EUR"}); string(r.Data) != `{"from":"GBP","to":"EUR","rate":1.16}` {
 		t.Errorf("autonomous exchange_rate: %d %s", r.Status, r.Body)
 	}
 	list := func(token string) []string {
@@ -485,7 +526,7 @@ func TestAgentAuthPath(t *testing.T) {
 	if diff := cmp.Diff([]string{"exchange_rate"}, list("")); diff != "" {
 		t.Errorf("anonymous listing (-want +got):\n%s", diff)
 	}
-	person := agentauthtest.NewHost("hst_alice", agentauthtest.WithUser("user_alice")).NewAgent("agt_alice")
+	person := agentauthtest.NewHost(alice).NewAgent(agentauthtest.Agent{ID: "agt_alice"})
 	s.Add(t, person)
 	if diff := cmp.Diff([]string{"check_balance", "exchange_rate", "list_accounts", "statement_export", "transfer_money"}, list(s.Token(person))); diff != "" {
 		t.Errorf("delegated listing (-want +got):\n%s", diff)
@@ -497,14 +538,10 @@ func ExampleNewExecutor() {
 	if err != nil {
 		panic(err)
 	}
-	alice := bank.Caller{
-		Session: &agentauth.Session{
-			Agent: &agentauth.Agent{ID: "agt_1", HostID: "hst_1", Mode: agentauth.ModeDelegated, Status: agentauth.StatusActive},
-			Host:  &agentauth.Host{ID: "hst_1", UserID: "user_alice", Status: agentauth.StatusActive},
-		},
-		Principal: bank.User{ID: "user_alice"},
-	}
-	out, err := exec.ExecuteDynamic(context.Background(), "check_balance", alice, []byte(`{"account_id":"acc_124"}`), nil)
+	// The identity of an agent acting for Alice, as the Agent Auth
+	// verifier makes it.
+	alice := &auth.Identity{Subject: "agt_1", AgentID: "agt_1", HostID: "hst_1", UserID: "user_alice"}
+	out, err := exec.Execute(context.Background(), "check_balance", alice, []byte(`{"account_id":"acc_124"}`))
 	fmt.Println(string(out), err)
 	// Output: {"account_id":"acc_124","balance":1200,"currency":"EUR"} <nil>
 }
@@ -527,7 +564,7 @@ func FuzzTransferArguments(f *testing.F) {
 	f.Fuzz(func(t *testing.T, args string) {
 		store := bank.NewStore()
 		exec := execOn(t, store)
-		r := confirmed(t, exec, "user_alice", "transfer_money", args, nil)
+		r := confirmed(t, exec, "user_alice", "transfer_money", args)
 		switch r.Code {
 		case "", "invalid_request", "account_not_found", "insufficient_funds":
 		case "internal_error":

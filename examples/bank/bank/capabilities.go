@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -20,10 +21,15 @@ import (
 // (autonomous ones) may not call them and do not see them listed.
 const TagActsForUser = "acts_for_user"
 
-// Codes of the bank's own errors.
-const (
-	CodeAccountNotFound   = "account_not_found"
-	CodeInsufficientFunds = "insufficient_funds"
+// Codes of the bank's own errors, answered with the status of the kit's
+// code each is declared like.
+var (
+	// CodeAccountNotFound (404) refuses an account that is not among the
+	// user's, or that does not exist.
+	CodeAccountNotFound = agentcap.NewCode("account_not_found", agentcap.CodeNotFound)
+	// CodeInsufficientFunds (409) refuses a transfer that the source
+	// account cannot cover.
+	CodeInsufficientFunds = agentcap.NewCode("insufficient_funds", agentcap.CodeConflict)
 )
 
 // Currency is a currency code. It accepts any letter case when decoded
@@ -134,17 +140,13 @@ const transferSchema = `{
   "additionalProperties": false
 }`
 
-// actsForUser is the visibility of capabilities that act for a user:
-// agents with a user, and hosts linked to one, see them. Other agents
-// are admitted while they execute, so that they get 403 unauthorized
-// rather than a 404 that would suggest a typo.
-var actsForUser = core.VisibleTo(func(_ context.Context, c agentauth.Caller[User]) bool {
-	if c.Session == nil {
-		// A host listing before it has an agent sees them when it is
-		// linked to a user (HostPrincipal).
-		return c.Host != nil && c.Principal.ID != ""
-	}
-	return UserOf(c.Session) != "" || c.Executing()
+// actsForUserVisible is the visibility of capabilities that act for a
+// user: agents with a user, and hosts linked to one (listing with a host
+// JWT before they have an agent), see them. Other agents are admitted
+// while they execute, so that they get 403 unauthorized rather than a
+// 404 that would suggest a typo.
+var actsForUserVisible = core.WithVisibility(func(_ context.Context, id *auth.Identity, executing bool) bool {
+	return userOf(id) != "" || executing && agentauth.SessionOf(id) != nil
 })
 
 // The bank's capabilities.
@@ -153,13 +155,13 @@ var (
 		"List the user's bank accounts with their type and currency.",
 		listAccounts,
 		core.WithApproval(core.ApprovalSession), core.WithRisk(core.RiskLow),
-		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser, core.WithReadOnly())
+		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUserVisible, core.WithReadOnly())
 
 	CheckBalance = core.MustDefine("check_balance",
 		"Read the current balance of one of the user's accounts.",
 		checkBalance,
 		core.WithApproval(core.ApprovalSession), core.WithRisk(core.RiskLow),
-		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser, core.WithReadOnly())
+		core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUserVisible, core.WithReadOnly())
 
 	TransferMoney = core.MustDefine("transfer_money",
 		"Send money from one of the user's accounts to another account. The amount is in the currency the call names, converted at the bank's fixed rates when the accounts hold another; a grant that limits the amount must therefore limit the currency too. Preview it to see the balances it leaves; every transfer must be confirmed, and one of more than 1000 in the source account's currency by the account's owner.",
@@ -172,7 +174,7 @@ var (
 		// most 500" lets 500 GBP through, some 635 USD, if the caller
 		// picks the currency.
 		core.WithUnit("amount", "currency"),
-		core.WithScope("payments:write"), core.WithTags(TagActsForUser), actsForUser)
+		core.WithScope("payments:write"), core.WithTags(TagActsForUser), actsForUserVisible)
 
 	ExchangeRate = core.MustDefine("exchange_rate",
 		"Quote the bank's fixed exchange rate between two currencies (USD, EUR, GBP).",
@@ -186,8 +188,8 @@ func Capabilities() []core.Definer {
 	return []core.Definer{ListAccounts, CheckBalance, TransferMoney, ExchangeRate, StatementExport}
 }
 
-func accountNotFound() *core.AppError {
-	return core.NotFound(CodeAccountNotFound, "no such account among the user's accounts")
+func accountNotFound() *agentcap.Error {
+	return agentcap.NewError(CodeAccountNotFound, "no such account among the user's accounts")
 }
 
 func listAccounts(_ context.Context, app *App, _ NoInput) ([]AccountSummary, error) {
@@ -215,10 +217,10 @@ func checkBalance(ctx context.Context, app *App, in BalanceQuery) (Balance, erro
 func transferAmount(in TransferRequest) (*big.Rat, error) {
 	amount, ok := new(big.Rat).SetString(in.Amount.String())
 	if !ok || amount.Sign() <= 0 {
-		return nil, core.BadRequest(core.WireInvalidRequest, "amount must be a positive number")
+		return nil, agentcap.NewError(agentcap.CodeInvalidRequest, "amount must be a positive number")
 	}
 	if !new(big.Rat).Mul(amount, big.NewRat(100, 1)).IsInt() {
-		return nil, core.BadRequest(core.WireInvalidRequest, "amount has more than two decimals")
+		return nil, agentcap.NewError(agentcap.CodeInvalidRequest, "amount has more than two decimals")
 	}
 	return amount, nil
 }
@@ -228,11 +230,11 @@ func transferAmount(in TransferRequest) (*big.Rat, error) {
 func transferError(err error) error {
 	switch {
 	case errors.Is(err, ErrAccountNotFound):
-		return core.NotFound(CodeAccountNotFound, "no such account")
+		return agentcap.NewError(CodeAccountNotFound, "no such account")
 	case errors.Is(err, ErrInsufficientFunds):
-		return core.Conflict(CodeInsufficientFunds, "the source account does not hold enough money for this transfer")
+		return agentcap.NewError(CodeInsufficientFunds, "the source account does not hold enough money for this transfer")
 	case errors.Is(err, ErrSameAccount):
-		return core.BadRequest(core.WireInvalidRequest, "the source and destination accounts must differ")
+		return agentcap.NewError(agentcap.CodeInvalidRequest, "the source and destination accounts must differ")
 	}
 	return ledgerUnavailable(err)
 }
@@ -320,8 +322,7 @@ func ledgerUnavailable(err error) error {
 	if !errors.Is(err, ErrLedgerUnavailable) {
 		return err
 	}
-	return core.NewAppError(http.StatusServiceUnavailable, "temporarily_unavailable",
-		"the ledger is unavailable; retry later").WithRetryAfter(ledgerRetryAfter).WithCause(err)
+	return agentcap.Unavailable("the ledger is unavailable; retry later", err).WithRetryAfter(ledgerRetryAfter)
 }
 
 func exchangeRate(_ context.Context, _ *App, in RateQuery) (RateQuote, error) {

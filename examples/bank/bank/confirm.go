@@ -27,7 +27,11 @@ func NewConfirmer(ctx context.Context, s Stores) (*confirm.Manager, func() error
 	)
 	switch {
 	case s.Redis != nil:
-		st = confirmredis.New(s.Redis, "bank:confirm:")
+		rst, err := confirmredis.New(ctx, s.Redis, confirmredis.Config{Prefix: "bank:confirm:"})
+		if err != nil {
+			return nil, nil, fmt.Errorf("bank: confirmation store: %w", err)
+		}
+		st = rst
 	case s.Postgres != nil:
 		pst, err := confirmpg.New(ctx, s.Postgres)
 		if err != nil {

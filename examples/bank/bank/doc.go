@@ -1,7 +1,7 @@
 // Package bank is the example bank behind examples/bank: an in-memory
 // store of accounts and a ledger, five capabilities over it, and the
-// Agent Auth wiring that maps a verified agent session to the user it
-// acts for.
+// context function and authorization rule that read the user a verified
+// caller acts for from its identity.
 //
 // Capabilities:
 //
@@ -24,12 +24,15 @@
 // moves the money once (see LongRunning).
 //
 // Capabilities that act for a user refuse agents without one (autonomous
-// agents) with 403 unauthorized, and are listed only to agents with a
-// user. exchange_rate is listed and described to anyone, even without a
-// token, and runs for any agent holding a grant for it.
+// agents) with 403 unauthorized (Authorize, the Authorize of the Agent
+// Auth wiring), and are listed only to agents with a user and to hosts
+// linked to one. exchange_rate is listed and described to anyone, even
+// without a token (the wiring's AllowAnonymousDiscovery), and runs for
+// any agent holding a grant for it.
 //
-// The context resolver never trusts the caller: the user comes from the
-// verified session (the agent's user, else its host's) and the user's
-// accounts are read from the store on every call. Money is kept in
-// integer cents; amounts travel as JSON numbers.
+// The context function (Resolver) never trusts the caller: the user is
+// the one the verified identity acts for (auth.Identity.UserID: the
+// agent's user, else its host's, and none for an autonomous agent) and
+// the user's accounts are read from the store on every call. Money is
+// kept in integer cents; amounts travel as JSON numbers.
 package bank

@@ -75,7 +75,12 @@ func NewLongRunning(ctx context.Context, s Stores) (*LongRunning, error) {
 		if prefix == "" {
 			prefix = "bank:idem:"
 		}
-		is = redisstore.New(s.Redis, prefix)
+		k, err := redisstore.New(ctx, s.Redis, redisstore.Config{Prefix: prefix})
+		if err != nil {
+			_ = l.Close()
+			return nil, fmt.Errorf("bank: idempotency store: %w", err)
+		}
+		is = k
 	case s.Postgres != nil:
 		k, err := idempg.New(ctx, s.Postgres)
 		if err != nil {
@@ -108,10 +113,10 @@ func NewLongRunning(ctx context.Context, s Stores) (*LongRunning, error) {
 	return l, nil
 }
 
-// Apply adds the job runner and the idempotency guard to an httpx
-// configuration made by agentauth.HTTPConfig (or provider.HTTPConfig),
-// whose status URLs live under issuer.
-func (l *LongRunning) Apply(hc *httpx.Config[Caller], issuer string) {
+// Apply adds the job runner and the idempotency guard to the httpx
+// configuration of the bank's capability location, whose status URLs
+// live under issuer.
+func (l *LongRunning) Apply(hc *httpx.Config, issuer string) {
 	hc.LongRunning.Jobs = l.Jobs
 	hc.LongRunning.Idempotency = l.Idempotency
 	hc.LongRunning.BaseURL = issuer + "/"

@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/examples/bank/bank"
+	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/internal/servicetest"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
-type bankServer = agentauthtest.Server[*bank.App, bank.User]
+type bankServer = agentauthtest.Server
 
 // newBankServer serves store's bank through the Agent Auth wiring, with
 // jobs and idempotency keys from lr, and confirmations from confirmer
@@ -27,8 +29,8 @@ func newBankServer(t *testing.T, store *bank.Store, lr *bank.LongRunning, confir
 	if err != nil {
 		t.Fatal(err)
 	}
-	return agentauthtest.NewServer(t, exec, bank.HTTPOptions(),
-		agentauthtest.WithLongRunning(agentauthtest.LongRunning{Jobs: lr.Jobs, Idempotency: lr.Idempotency}))
+	return agentauthtest.NewServer(t, exec, agentauth.Config{Authorize: bank.Authorize, AllowAnonymousDiscovery: true},
+		agentauthtest.Options{LongRunning: httpx.LongRunning{Jobs: lr.Jobs, Idempotency: lr.Idempotency}})
 }
 
 func newLongRunning(t *testing.T, s bank.Stores) *bank.LongRunning {
@@ -42,7 +44,7 @@ func newLongRunning(t *testing.T, s bank.Stores) *bank.LongRunning {
 }
 
 func aliceAgent() *agentauthtest.Agent {
-	return agentauthtest.NewHost("hst_alice", agentauthtest.WithUser("user_alice")).NewAgent("agt_alice").
+	return agentauthtest.NewHost(agentauthtest.Host{ID: "hst_alice", UserID: "user_alice"}).NewAgent(agentauthtest.Agent{ID: "agt_alice"}).
 		Grant("statement_export", nil).Grant("check_balance", nil).
 		Grant("transfer_money", map[string]any{"destination_account": "acc_456"})
 }

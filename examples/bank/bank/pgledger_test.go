@@ -87,8 +87,8 @@ func TestPGLedgerUnavailable(t *testing.T) {
 		"transfer_money": `{"source_account":"acc_123","destination_account":"acc_456","amount":1,"currency":"USD"}`,
 	} {
 		r := captest.Run(t, exec, name, callerFor("user_alice"), args)
-		if r.Status != http.StatusServiceUnavailable || r.Code != "temporarily_unavailable" || r.Err.RetryAfter() <= 0 {
-			t.Errorf("%s on an unreachable ledger: %d %s (retry after %v)", name, r.Status, r.Code, r.Err.RetryAfter())
+		if r.Status != http.StatusServiceUnavailable || r.Code != "temporarily_unavailable" || r.Err.RetryAfter <= 0 {
+			t.Errorf("%s on an unreachable ledger: %d %s (retry after %v)", name, r.Status, r.Code, r.Err.RetryAfter)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/examples/bank/bank"
 	"github.com/agentcap/agentcap/testing/captest"
@@ -23,7 +24,7 @@ func TestTransferPreview(t *testing.T) {
 			exec := execOn(t, store)
 			cases := []struct {
 				name, user, args string
-				code             string
+				code             agentcap.Code
 				want             map[string]any
 			}{
 				{"to another user's account", "user_alice",
@@ -51,9 +52,9 @@ func TestTransferPreview(t *testing.T) {
 					`{"source_account":"acc_123","destination_account":"acc_123","amount":1,"currency":"USD"}`, "invalid_request", nil},
 			}
 			for _, c := range cases {
-				res, err := exec.PreviewDynamic(context.Background(), "transfer_money", callerFor(c.user), []byte(c.args), nil)
+				res, err := exec.Preview(context.Background(), "transfer_money", callerFor(c.user), []byte(c.args))
 				if c.code != "" {
-					if captest.Code(err) != c.code {
+					if agentcap.CodeOf(err) != c.code {
 						t.Errorf("%s: %v, want %s", c.name, err, c.code)
 					}
 					continue
@@ -79,19 +80,19 @@ func TestTransferPreview(t *testing.T) {
 
 			// The token confirms the previewed call, once, and no other.
 			args := `{"source_account":"acc_123","destination_account":"acc_456","amount":100,"currency":"USD"}`
-			res, err := exec.PreviewDynamic(context.Background(), "transfer_money", callerFor("user_alice"), []byte(args), nil)
+			res, err := exec.Preview(context.Background(), "transfer_money", callerFor("user_alice"), []byte(args))
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx := core.WithConfirmationToken(context.Background(), res.Confirmation.Token)
 			other := `{"source_account":"acc_123","destination_account":"acc_456","amount":101,"currency":"USD"}`
-			if _, err := exec.ExecuteDynamic(ctx, "transfer_money", callerFor("user_alice"), []byte(other), nil); captest.Code(err) != "confirmation_mismatch" {
+			if _, err := exec.Execute(ctx, "transfer_money", callerFor("user_alice"), []byte(other)); agentcap.CodeOf(err) != "confirmation_mismatch" {
 				t.Errorf("other amount: %v", err)
 			}
-			if _, err := exec.ExecuteDynamic(ctx, "transfer_money", callerFor("user_alice"), []byte(args), nil); err != nil {
+			if _, err := exec.Execute(ctx, "transfer_money", callerFor("user_alice"), []byte(args)); err != nil {
 				t.Errorf("confirmed transfer: %v", err)
 			}
-			if _, err := exec.ExecuteDynamic(ctx, "transfer_money", callerFor("user_alice"), []byte(args), nil); captest.Code(err) != "confirmation_used" {
+			if _, err := exec.Execute(ctx, "transfer_money", callerFor("user_alice"), []byte(args)); agentcap.CodeOf(err) != "confirmation_used" {
 				t.Errorf("token used twice: %v", err)
 			}
 			if got := balance(t, store, "user_alice", "acc_123"); got != "4900 USD" {
@@ -110,7 +111,7 @@ func TestOwnerConfirmsBigTransfers(t *testing.T) {
 	cases := []struct {
 		name, user, args string
 		owner            bool
-		code             string
+		code             agentcap.Code
 	}{
 		{"1000 USD from dollars", "user_alice", `{"source_account":"acc_123","destination_account":"acc_456","amount":1000,"currency":"USD"}`, false, ""},
 		{"1000.01 USD from dollars", "user_alice", `{"source_account":"acc_123","destination_account":"acc_456","amount":1000.01,"currency":"USD"}`, true, ""},
@@ -122,9 +123,9 @@ func TestOwnerConfirmsBigTransfers(t *testing.T) {
 		{"someone else's account", "user_bob", `{"source_account":"acc_123","destination_account":"acc_456","amount":5000,"currency":"USD"}`, false, "account_not_found"},
 	}
 	for _, c := range cases {
-		pv, err := exec.PreviewDynamic(ctx, "transfer_money", callerFor(c.user), []byte(c.args), nil)
+		pv, err := exec.Preview(ctx, "transfer_money", callerFor(c.user), []byte(c.args))
 		if c.code != "" {
-			if captest.Code(err) != c.code {
+			if agentcap.CodeOf(err) != c.code {
 				t.Errorf("%s: preview %v, want %s", c.name, err, c.code)
 			}
 			continue
@@ -133,9 +134,9 @@ func TestOwnerConfirmsBigTransfers(t *testing.T) {
 			t.Errorf("%s: preview %+v %v, want the owner: %v", c.name, pv, err, c.owner)
 		}
 		r := captest.Run(t, exec, "transfer_money", callerFor(c.user), c.args)
-		want := "confirmation_required"
+		want := agentcap.CodeConfirmationRequired
 		if c.owner {
-			want = "confirmation_pending"
+			want = agentcap.CodeConfirmationPending
 		}
 		if r.Code != want {
 			t.Errorf("%s: execute %s, want %s", c.name, r.Code, want)
@@ -156,10 +157,10 @@ func TestOwnerConfirmsBigTransfers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := confirmed(t, alone, "user_alice", "transfer_money", cases[1].args, nil); r.Status != 403 || r.Code != "unauthorized" {
+	if r := confirmed(t, alone, "user_alice", "transfer_money", cases[1].args); r.Status != 403 || r.Code != "unauthorized" {
 		t.Errorf("a big transfer with no one to ask: %d %s", r.Status, r.Code)
 	}
-	if r := confirmed(t, alone, "user_alice", "transfer_money", cases[0].args, nil); r.Status != 200 {
+	if r := confirmed(t, alone, "user_alice", "transfer_money", cases[0].args); r.Status != 200 {
 		t.Errorf("a small transfer with no one to ask: %d %s", r.Status, r.Code)
 	}
 }

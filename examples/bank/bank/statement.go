@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/core"
 )
 
@@ -117,9 +118,9 @@ var StatementExport = core.MustDefine("statement_export",
 	statementExport,
 	core.WithAsync(),
 	core.WithApproval(core.ApprovalSession), core.WithRisk(core.RiskLow),
-	core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUser, core.WithReadOnly())
+	core.WithScope("accounts:read"), core.WithTags(TagActsForUser), actsForUserVisible, core.WithReadOnly())
 
-func badDates(msg string) *core.AppError { return core.BadRequest(core.WireInvalidRequest, msg) }
+func badDates(msg string) *agentcap.Error { return agentcap.NewError(agentcap.CodeInvalidRequest, msg) }
 
 func statementExport(ctx context.Context, app *App, in StatementRequest) (Statement, error) {
 	from, err1 := time.Parse(time.DateOnly, in.From)

@@ -2,20 +2,21 @@
 // tiny issue tracker with workspaces, members and issues, exposed to agents
 // as create_issue, list_issues and watch_issues (an event stream).
 //
-// The point it demonstrates is the context resolver: the caller's bearer
-// token only says who the user is. Whether that user belongs to the
-// workspace named in the arguments, and with which role, is re-read from
-// the store on every call; nothing the caller sends about roles is
-// trusted.
+// The point it demonstrates is the context function: the caller's bearer
+// token only says who the user is (Verifier makes that the identity's
+// UserID). Whether that user belongs to the workspace named in the
+// arguments, and with which role, is re-read from the store on every
+// call; nothing the caller sends about roles is trusted.
 package issues
 
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 )
@@ -83,17 +84,23 @@ func (s *Store) List(workspace string) []Issue {
 	return append([]Issue{}, s.issues[workspace]...)
 }
 
-// User is the verified principal: who the bearer token belongs to.
-type User struct{ ID string }
-
-// App is the application context of one call, built by the resolver
-// from the store.
+// App is the application context of one call, built by the context
+// function from the store.
 type App struct {
 	User      string
 	Workspace string
 	Role      string
 	Store     *Store
 }
+
+// Codes of the tracker's own refusals, both answered 403 like the kit's
+// unauthorized.
+var (
+	// CodeNotAMember refuses a user who is not a member of the workspace.
+	CodeNotAMember = agentcap.NewCode("not_a_member", agentcap.CodeUnauthorized)
+	// CodeReadOnlyMember refuses a viewer who tries to change something.
+	CodeReadOnlyMember = agentcap.NewCode("read_only_member", agentcap.CodeUnauthorized)
+)
 
 // CreateIssueInput is the input of create_issue.
 type CreateIssueInput struct {
@@ -116,7 +123,7 @@ type IssueList struct {
 var CreateIssue = core.MustDefine("create_issue", "Create an issue in a workspace the user belongs to",
 	func(_ context.Context, app App, in CreateIssueInput) (Issue, error) {
 		if app.Role == RoleViewer {
-			return Issue{}, core.Forbidden("read_only_member", "viewers cannot create issues")
+			return Issue{}, agentcap.NewError(CodeReadOnlyMember, "viewers cannot create issues")
 		}
 		return app.Store.Create(app.Workspace, app.User, in.Title, in.Body), nil
 	},
@@ -144,20 +151,20 @@ func workspaceOf(input any) string {
 	return ""
 }
 
-// NewExecutor returns an executor whose context resolver re-reads the
+// NewExecutor returns an executor whose context function re-reads the
 // user's membership from store on every call.
-func NewExecutor(store *Store) (*core.Executor[App, User], error) {
-	return core.NewExecutor(Registry, core.ExecutorConfig[App, User]{
-		CreateContext: func(_ context.Context, u User, _ *core.Definition, input any) (App, error) {
-			ws := workspaceOf(input)
-			role := store.Role(ws, u.ID)
-			if role == "" {
-				return App{}, core.Forbidden("not_a_member", "the user is not a member of this workspace")
-			}
-			return App{User: u.ID, Workspace: ws, Role: role, Store: store}, nil
-		},
-		Timeout: 10 * time.Second,
-	})
+func NewExecutor(store *Store) (*core.Executor, error) {
+	return core.NewExecutor(Registry, func(_ context.Context, id *auth.Identity, _ *core.Definition, input any) (App, error) {
+		if id == nil {
+			return App{}, core.ErrForbidden // an in-process call for nobody
+		}
+		ws := workspaceOf(input)
+		role := store.Role(ws, id.UserID)
+		if role == "" {
+			return App{}, agentcap.NewError(CodeNotAMember, "the user is not a member of this workspace")
+		}
+		return App{User: id.UserID, Workspace: ws, Role: role, Store: store}, nil
+	}, core.Config{Timeout: 10 * time.Second})
 }
 
 // demoTokens maps the demo bearer tokens to users.
@@ -166,32 +173,36 @@ var demoTokens = map[string]string{
 	"bob-token":   "bob",
 }
 
-// Authenticate maps demo bearer tokens such as "alice-token" to users. A
-// real application verifies a signed token instead (see httpx/oidcauth).
-func Authenticate(_ context.Context, req *httpx.Request) (User, error) {
-	h := req.Header("Authorization")
-	if h == "" {
-		return User{}, httpx.ErrNoCredentials
-	}
-	tok, ok := strings.CutPrefix(h, "Bearer ")
+// Verifier maps demo bearer tokens such as "alice-token" to the identity
+// of their user. A real application verifies a signed token instead (see
+// auth/oidcauth).
+type Verifier struct{}
+
+// errBadToken refuses a bearer token that names no user.
+var errBadToken = agentcap.NewError(agentcap.CodeInvalidJWT, "the credentials are invalid")
+
+// Verify implements auth.Verifier.
+func (Verifier) Verify(_ context.Context, req *auth.Request) (*auth.Identity, error) {
+	tok, ok := auth.BearerToken(req.Authorization)
 	if !ok {
-		return User{}, httpx.ErrNoCredentials
+		return nil, auth.ErrNoCredentials
 	}
-	id, ok := demoTokens[tok]
+	user, ok := demoTokens[tok]
 	if !ok {
-		return User{}, httpx.ErrBadCredentials
+		return nil, errBadToken
 	}
-	return User{ID: id}, nil
+	return &auth.Identity{Subject: user, UserID: user}, nil
 }
 
+// Challenge implements auth.Challenger: the WWW-Authenticate value of
+// every 401 answer.
+func (Verifier) Challenge() string { return `Bearer realm="issues"` }
+
 // NewHandler returns the HTTP surface of the example over a fresh store.
-func NewHandler() (*httpx.Handler[App, User], error) {
+func NewHandler() (*httpx.Handler, error) {
 	exec, err := NewExecutor(NewStore())
 	if err != nil {
 		return nil, err
 	}
-	return httpx.New(exec, httpx.Config[User]{
-		Authenticate: Authenticate,
-		Challenge:    `Bearer realm="issues"`,
-	})
+	return httpx.New(exec, httpx.Config{Verifier: Verifier{}})
 }

@@ -24,6 +24,8 @@ type Call struct {
 	// body must contain.
 	Error string
 	Check string
+	// Challenge is the WWW-Authenticate header a 401 must carry.
+	Challenge string
 }
 
 // Walkthrough is the sequence of examples/README.md. Order matters: the
@@ -43,7 +45,7 @@ var Walkthrough = []Call{
 	{Name: "a sent role is refused", Method: "POST", Path: "/agent/capability/execute", Token: "bob-token", Status: 400,
 		Body: `{"capability":"create_issue","arguments":{"workspace_id":"acme","title":"x","role":"owner"}}`, Error: "invalid_request"},
 	{Name: "no token", Method: "POST", Path: "/agent/capability/execute", Status: 401,
-		Body: `{"capability":"list_issues","arguments":{"workspace_id":"acme"}}`, Error: "authentication_required"},
+		Body: `{"capability":"list_issues","arguments":{"workspace_id":"acme"}}`, Error: "authentication_required", Challenge: `Bearer realm="issues"`},
 	{Name: "batch", Method: "POST", Path: "/agent/capability/batch-execute", Token: "bob-token", Status: 200,
 		Body:  `{"requests":[{"id":"mine","capability":"list_issues","arguments":{"workspace_id":"globex"}},{"id":"theirs","capability":"list_issues","arguments":{"workspace_id":"nowhere"}}]}`,
 		Check: `{"id":"theirs","status":"failed","error":{"code":"not_a_member"`},
@@ -86,6 +88,9 @@ func Run(t *testing.T, base string) {
 			if err := json.Unmarshal(data, &env); err != nil || env.Error != c.Error {
 				t.Errorf("%s: error %q, want %q: %s", c.Name, env.Error, c.Error, data)
 			}
+		}
+		if c.Challenge != "" && resp.Header.Get("WWW-Authenticate") != c.Challenge {
+			t.Errorf("%s: WWW-Authenticate %q, want %q", c.Name, resp.Header.Values("WWW-Authenticate"), c.Challenge)
 		}
 		if c.Check != "" && !strings.Contains(string(data), c.Check) {
 			t.Errorf("%s: body lacks %s: %s", c.Name, c.Check, data)

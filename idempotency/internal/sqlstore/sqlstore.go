@@ -1,7 +1,9 @@
 // Package sqlstore is the idempotency.Store shared by the SQLite and
 // PostgreSQL stores: one table, expiry as Unix milliseconds, claims by one
 // INSERT ... ON CONFLICT DO UPDATE that only takes over an expired row, so
-// that the database decides which of several instances claims a key.
+// that the database decides which of several instances claims a key, and
+// that counts the scope's live keys in the same statement when they are
+// bounded.
 package sqlstore
 
 import (
@@ -32,17 +34,17 @@ type Store struct {
 	close func() error
 	now   func() time.Time
 
-	claim, get, complete, release, sweep string
+	claim, claimBounded, count, get, complete, release, sweep string
 }
 
 var _ idempotency.Store = (*Store)(nil)
 
-// Open creates the table if needed and returns a Store; close, if set, is
-// what Close calls.
-func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Store, error) {
-	t := d.Table
-	schema := []string{
-		`CREATE TABLE IF NOT EXISTS ` + t + ` (
+// Migrations returns the versions of table's schema: the table, then the
+// scope of each key, so that a scope's live keys can be counted (keys
+// stored before it have the empty scope, and are not counted).
+func Migrations(table string) [][]string {
+	return [][]string{
+		{`CREATE TABLE IF NOT EXISTS ` + table + ` (
 	idem_key TEXT PRIMARY KEY,
 	fingerprint TEXT NOT NULL,
 	token TEXT NOT NULL,
@@ -52,9 +54,18 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Sto
 	body TEXT,
 	expires_at BIGINT NOT NULL
 )`,
-		`CREATE INDEX IF NOT EXISTS ` + t + `_expires ON ` + t + ` (expires_at)`,
+			`CREATE INDEX IF NOT EXISTS ` + table + `_expires ON ` + table + ` (expires_at)`},
+		{`ALTER TABLE ` + table + ` ADD COLUMN scope TEXT NOT NULL DEFAULT ''`,
+			`CREATE INDEX IF NOT EXISTS ` + table + `_scope ON ` + table + ` (scope, expires_at)`},
 	}
-	if err := sqlutil.CreateSchema(ctx, db, d.Lock, schema); err != nil {
+}
+
+// Open brings the table up to date (its versions in the table named
+// after it with "_migrations") and returns a Store; close, if set, is
+// what Close calls.
+func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Store, error) {
+	t := d.Table
+	if err := sqlutil.Migrate(ctx, db, d.Lock, t+"_migrations", Migrations(t)); err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}
 	q := func(s string) string {
@@ -63,11 +74,20 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Sto
 		}
 		return s
 	}
+	const upsert = `
+ON CONFLICT (idem_key) DO UPDATE SET scope = excluded.scope, fingerprint = excluded.fingerprint, token = excluded.token, done = 0, status = 0, header = NULL, body = NULL, expires_at = excluded.expires_at
+WHERE `
 	return &Store{
 		db: db, close: close, now: time.Now,
-		claim: q(`INSERT INTO ` + t + ` (idem_key, fingerprint, token, done, status, header, body, expires_at) VALUES (?, ?, ?, 0, 0, NULL, NULL, ?)
-ON CONFLICT (idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, token = excluded.token, done = 0, status = 0, header = NULL, body = NULL, expires_at = excluded.expires_at
-WHERE ` + t + `.expires_at <= ?`),
+		claim: q(`INSERT INTO ` + t + ` (idem_key, scope, fingerprint, token, done, status, header, body, expires_at) VALUES (?, ?, ?, ?, 0, 0, NULL, NULL, ?)` +
+			upsert + t + `.expires_at <= ?`),
+		// The same, unless the scope holds max live keys: counted in the
+		// statement, so that the count and the insert are one step.
+		claimBounded: q(`INSERT INTO ` + t + ` (idem_key, scope, fingerprint, token, done, status, header, body, expires_at)
+SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), 0, 0, NULL, NULL, CAST(? AS BIGINT)
+WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM ` + t + ` WHERE scope = ? AND expires_at > ? LIMIT ?) AS held) < ?` +
+			upsert + t + `.expires_at <= ?`),
+		count:    q(`SELECT COUNT(*) FROM (SELECT 1 FROM ` + t + ` WHERE scope = ? AND expires_at > ? LIMIT ?) AS held`),
 		get:      q(`SELECT fingerprint, token, done, status, header, body FROM ` + t + ` WHERE idem_key = ? AND expires_at > ?`),
 		complete: q(`UPDATE ` + t + ` SET done = 1, status = ?, header = ?, body = ?, expires_at = ? WHERE idem_key = ? AND token = ? AND done = 0 AND expires_at > ?`),
 		release:  q(`DELETE FROM ` + t + ` WHERE idem_key = ? AND token = ? AND done = 0`),
@@ -85,10 +105,19 @@ func (s *Store) Close() error {
 
 // Claim implements idempotency.Store. A key that expired between the
 // failed claim and the read is claimed again.
-func (s *Store) Claim(ctx context.Context, key, fingerprint, token string, lease time.Duration) (bool, *idempotency.Record, error) {
+func (s *Store) Claim(ctx context.Context, scope, key, fingerprint, token string, lease time.Duration, max int) (bool, *idempotency.Record, error) {
 	for range 3 {
 		now := s.now()
-		res, err := s.db.ExecContext(ctx, s.claim, key, fingerprint, token, now.Add(lease).UnixMilli(), now.UnixMilli())
+		var (
+			res sql.Result
+			err error
+		)
+		if max > 0 {
+			res, err = s.db.ExecContext(ctx, s.claimBounded, key, scope, fingerprint, token, now.Add(lease).UnixMilli(),
+				scope, now.UnixMilli(), max, max, now.UnixMilli())
+		} else {
+			res, err = s.db.ExecContext(ctx, s.claim, key, scope, fingerprint, token, now.Add(lease).UnixMilli(), now.UnixMilli())
+		}
 		if err != nil {
 			return false, nil, fmt.Errorf("claiming a key: %w", err)
 		}
@@ -106,6 +135,17 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint, token string, lease
 		)
 		err = s.db.QueryRowContext(ctx, s.get, key, now.UnixMilli()).Scan(&rec.Fingerprint, &rec.Token, &done, &rec.Status, &header, &body)
 		if errors.Is(err, sql.ErrNoRows) {
+			if max > 0 {
+				// Not held: refused for the bound, unless a key of the
+				// scope expired in between.
+				var held int
+				if err := s.db.QueryRowContext(ctx, s.count, scope, now.UnixMilli(), max).Scan(&held); err != nil {
+					return false, nil, fmt.Errorf("counting keys: %w", err)
+				}
+				if held >= max {
+					return false, nil, idempotency.ErrTooManyKeys
+				}
+			}
 			continue
 		}
 		if err != nil {
@@ -126,7 +166,7 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint, token string, lease
 }
 
 // Complete implements idempotency.Store.
-func (s *Store) Complete(ctx context.Context, key, token string, answer idempotency.Record, ttl time.Duration) error {
+func (s *Store) Complete(ctx context.Context, _, key, token string, answer idempotency.Record, ttl time.Duration) error {
 	var header sql.NullString
 	if answer.Header != nil {
 		b, err := json.Marshal(answer.Header)
@@ -143,7 +183,7 @@ func (s *Store) Complete(ctx context.Context, key, token string, answer idempote
 }
 
 // Release implements idempotency.Store.
-func (s *Store) Release(ctx context.Context, key, token string) error {
+func (s *Store) Release(ctx context.Context, _, key, token string) error {
 	if _, err := s.db.ExecContext(ctx, s.release, key, token); err != nil {
 		return fmt.Errorf("releasing a key: %w", err)
 	}

@@ -35,7 +35,7 @@ type Store struct {
 	d     *Dialect
 	close func() error
 
-	insert, get, finish, progress, renew, expire, sweep string
+	insert, get, finish, progress, renew, expire, sweep, count string
 }
 
 var _ jobs.Store = (*Store)(nil)
@@ -59,6 +59,7 @@ func Schema(table string) []string {
 )`,
 		`CREATE INDEX IF NOT EXISTS ` + table + `_lease ON ` + table + ` (state, lease_until)`,
 		`CREATE INDEX IF NOT EXISTS ` + table + `_expires ON ` + table + ` (expires_at)`,
+		`CREATE INDEX IF NOT EXISTS ` + table + `_owner ON ` + table + ` (owner, state)`,
 	}
 }
 
@@ -77,6 +78,7 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Sto
 	s.renew = s.q(`UPDATE ` + t + ` SET lease_until = ? WHERE id = ? AND state = 'pending' AND instance = ?`)
 	s.expire = s.q(`UPDATE ` + t + ` SET state = ?, result = NULL, failure = ?, expires_at = ?, updated_at = ? WHERE state = 'pending' AND lease_until < ?`)
 	s.sweep = s.q(`DELETE FROM ` + t + ` WHERE state <> 'pending' AND expires_at < ?`)
+	s.count = s.q(`SELECT COALESCE(SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END), 0), COUNT(*) FROM ` + t + ` WHERE owner = ? AND (state = 'pending' OR expires_at >= ?)`)
 	return s, nil
 }
 
@@ -283,4 +285,13 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int, error) {
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+// CountOwner implements jobs.Store.
+func (s *Store) CountOwner(ctx context.Context, owner string, now time.Time) (int, int, error) {
+	var pending, kept int
+	if err := s.db.QueryRowContext(ctx, s.count, owner, ms(now)).Scan(&pending, &kept); err != nil {
+		return 0, 0, fmt.Errorf("jobs: counting jobs: %w", err)
+	}
+	return pending, kept, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/internal/sqlutil"
@@ -250,7 +251,7 @@ func (s *Store) UpdateHostStatus(ctx context.Context, id string, from []string, 
 		if _, err := exec(ctx, tx, s.d, `UPDATE agentauth_hosts SET status = ?, updated_at = ? WHERE id = ?`, to, now, id); err != nil {
 			return s.dbErr(err)
 		}
-		if to != agentauth.StatusRevoked && to != agentauth.StatusRejected {
+		if to != agentcap.StatusRevoked && to != agentcap.StatusRejected {
 			return nil
 		}
 		var err error
@@ -509,8 +510,8 @@ func (s *Store) CreateAgent(ctx context.Context, a *store.Agent) error {
 		if err := s.lockHost(ctx, tx, c.HostID, s.d.ForShare, `status`, &status); err != nil {
 			return err
 		}
-		if status == agentauth.StatusRevoked || status == agentauth.StatusRejected {
-			return &store.StatusError{Kind: "host", ID: c.HostID, Status: status, Want: []string{agentauth.StatusActive, agentauth.StatusPending}}
+		if status == agentcap.StatusRevoked || status == agentcap.StatusRejected {
+			return &store.StatusError{Kind: "host", ID: c.HostID, Status: status, Want: []string{agentcap.StatusActive, agentcap.StatusPending}}
 		}
 		var pub any
 		if len(c.PublicKey) > 0 {
@@ -660,7 +661,7 @@ func (s *Store) RotateAgentKey(ctx context.Context, id string, key store.AgentKe
 		if err != nil {
 			return s.dbErr(err)
 		}
-		if err := store.CheckStatus("agent", id, status, []string{agentauth.StatusPending, agentauth.StatusActive, agentauth.StatusExpired}); err != nil {
+		if err := store.CheckStatus("agent", id, status, []string{agentcap.StatusPending, agentcap.StatusActive, agentcap.StatusExpired}); err != nil {
 			return err
 		}
 		var pub any
@@ -750,7 +751,7 @@ func (s *Store) UpdateGrantStatus(ctx context.Context, agentID, capability strin
 			WHERE agent_id = ? AND capability = ?`, g.Status, g.GrantedBy, g.DeniedBy, g.Reason, s.d.t(g.UpdatedAt), agentID, capability); err != nil {
 			return s.dbErr(err)
 		}
-		if c.To == agentauth.StatusActive {
+		if c.To == agentcap.StatusActive {
 			if _, err := exec(ctx, tx, s.d, `UPDATE agentauth_grants SET expires_at = ? WHERE agent_id = ? AND capability = ?`,
 				s.d.tp(g.ExpiresAt), agentID, capability); err != nil {
 				return s.dbErr(err)

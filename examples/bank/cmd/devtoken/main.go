@@ -104,11 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "devtoken: %v\n", err)
 		return 1
 	}
-	var opts []agentauthtest.TokenOption
-	if names != nil {
-		opts = append(opts, agentauthtest.WithCapabilities(names...))
-	}
-	fmt.Fprintln(stdout, agent.Token(*aud, opts...))
+	fmt.Fprintln(stdout, agent.Token(agentauthtest.Token{Audience: *aud, Capabilities: names}))
 	return 0
 }
 
@@ -169,6 +165,6 @@ func loadAgent(path string) (*agentauthtest.Agent, error) {
 	}
 	// The host only stamps the token's iat and jti; its own key, drawn
 	// fresh, signs nothing.
-	host := agentauthtest.NewHost("devtoken")
-	return host.NewAgent(kf.AgentID, agentauthtest.WithKey(key)), nil
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "devtoken"})
+	return host.NewAgent(agentauthtest.Agent{ID: kf.AgentID, Key: key}), nil
 }

@@ -1,4 +1,4 @@
-package client_test
+package endtoend_test
 
 import (
 	"context"
@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/client"
 	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/idempotency"
 	"github.com/agentcap/agentcap/jobs"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
@@ -27,6 +29,15 @@ type tickIn struct {
 
 type tick struct {
 	Seq int `json:"seq"`
+}
+
+type moveIn struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+}
+
+type moveOut struct {
+	OK bool `json:"ok"`
 }
 
 type longWorld struct {
@@ -65,14 +76,14 @@ func (w *longWorld) capabilities() []core.Definer {
 				}
 			}, core.WithAsync()),
 		core.MustDefine("move", "Move money once.",
-			func(_ context.Context, _ struct{}, in transferIn) (transferOut, error) {
+			func(_ context.Context, _ struct{}, in moveIn) (moveOut, error) {
 				w.moved.Add(1)
-				return transferOut{OK: true}, nil
+				return moveOut{OK: true}, nil
 			}),
 	}
 }
 
-func newLongProvider(t *testing.T) (*fakeProvider, *longWorld) {
+func newLongProvider(t *testing.T) (*provider, *longWorld) {
 	t.Helper()
 	w := &longWorld{gate: make(chan struct{}), reportTo: make(chan error, 4)}
 	m, err := jobs.New(jobs.Config{PollInterval: 3 * time.Second})
@@ -84,20 +95,15 @@ func newLongProvider(t *testing.T) (*fakeProvider, *longWorld) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := captest.NewExecutor(t, captest.Static[struct{}, agentauth.Caller[struct{}]](struct{}{}), w.capabilities())
-	loc := agentauthtest.NewServer(t, exec, agentauth.HTTPOptions[struct{}]{},
-		agentauthtest.WithLongRunning(agentauthtest.LongRunning{Jobs: m, Idempotency: guard}))
-	p := newFakeProviderAt(t, loc)
-	p.Caps = append(p.Caps, client.Capability{Name: "ticks", Description: "Emit ticks."},
-		client.Capability{Name: "report", Description: "Build a report, as a job."},
-		client.Capability{Name: "move", Description: "Move money once."})
-	return p, w
+	exec := captest.NewExecutor(t, captest.Static(struct{}{}), core.Config{}, w.capabilities()...)
+	loc := agentauthtest.NewServer(t, exec, agentauth.Config{},
+		agentauthtest.Options{LongRunning: httpx.LongRunning{Jobs: m, Idempotency: guard}})
+	return newProvider(t, loc), w
 }
 
 func TestExecuteStreamAgainstLocation(t *testing.T) {
 	p, w := newLongProvider(t)
-	c, _, _ := newClient(t)
-	a := connect(t, c, p, client.Capabilities("ticks")...)
+	a, _ := connect(t, p, "ticks")
 	res, err := a.Execute(context.Background(), "ticks", map[string]int{"n": 3})
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +130,7 @@ func TestExecuteStreamAgainstLocation(t *testing.T) {
 
 func TestExecuteAsyncAgainstLocation(t *testing.T) {
 	p, w := newLongProvider(t)
-	c, _, sl := newClient(t)
-	a := connect(t, c, p, client.Capabilities("report")...)
+	a, sl := connect(t, p, "report")
 	go func() {
 		// Let the client poll a few times before the job ends.
 		for len(sl.waits()) < 3 {
@@ -156,8 +161,7 @@ func TestExecuteAsyncAgainstLocation(t *testing.T) {
 
 func TestExecuteAsyncCancelDeletesTheJob(t *testing.T) {
 	p, w := newLongProvider(t)
-	c, _, sl := newClient(t)
-	a := connect(t, c, p, client.Capabilities("report")...)
+	a, sl := connect(t, p, "report")
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		for len(sl.waits()) < 2 {
@@ -181,8 +185,7 @@ func TestExecuteAsyncCancelDeletesTheJob(t *testing.T) {
 
 func TestExecuteIdempotentAgainstLocation(t *testing.T) {
 	p, w := newLongProvider(t)
-	c, _, _ := newClient(t)
-	a := connect(t, c, p, client.Capabilities("move")...)
+	a, _ := connect(t, p, "move")
 	for range 3 {
 		res, err := a.Execute(context.Background(), "move", map[string]any{"amount": 5, "currency": "EUR"}, client.WithIdempotencyKey("move-1"))
 		if err != nil {
@@ -196,7 +199,7 @@ func TestExecuteIdempotentAgainstLocation(t *testing.T) {
 		t.Errorf("the handler ran %d times", n)
 	}
 	_, err := a.Execute(context.Background(), "move", map[string]any{"amount": 6, "currency": "EUR"}, client.WithIdempotencyKey("move-1"))
-	if !client.IsCode(err, "idempotency_key_reused") {
+	if !client.IsCode(err, agentcap.CodeIdempotencyKeyReused) {
 		t.Errorf("reused key: %v", err)
 	}
 }

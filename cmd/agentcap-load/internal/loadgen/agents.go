@@ -1,9 +1,9 @@
 // Package loadgen drives a running capability location with Agent Auth
-// traffic, for cmd/agentcap-load and the multi-instance harness: it
-// registers agents through the location's provider (approving them on
-// its approval page, as the example bank's development sign-in allows)
-// or takes them from a directory file, mints a fresh agent JWT for
-// every request ahead of sending it, and sends a mix of requests with
+// traffic, for the agentcap-load command: it registers agents through
+// the location's provider (approving them on its approval page, as the
+// example bank's development sign-in allows) or takes them from a
+// directory file, mints a fresh agent JWT for every request ahead of
+// sending it, and sends a mix of requests with
 // github.com/tsenart/vegeta/v12's attacker, open-loop (a fixed rate) or
 // closed-loop (a fixed concurrency).
 package loadgen
@@ -24,7 +24,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
 )
 
@@ -171,7 +171,7 @@ func register(ctx context.Context, c *client.Client, target string, acc Account,
 	defer cancel()
 	a, st, err := c.Connect(ctx, target, client.ConnectOptions{
 		Name:         "load agent",
-		Mode:         agentauth.ModeDelegated,
+		Mode:         agentcap.ModeDelegated,
 		Capabilities: caps,
 		OnApproval: func(ap client.Approval) {
 			if approveErr = ApprovePage(ctx, hc, target, acc.User, ap.UserCode); approveErr != nil {
@@ -361,7 +361,7 @@ func FromDirectory(path string, keys []DirectoryAgent, target string, acc Accoun
 		// used, so the agent's own stands in for it.
 		a, err := c.Resume(context.Background(), client.Connection{
 			Provider: target, Issuer: target, AgentID: k.ID, HostID: hostID,
-			Mode: agentauth.ModeDelegated, HostKey: name, AgentKey: name,
+			Mode: agentcap.ModeDelegated, HostKey: name, AgentKey: name,
 		})
 		if err != nil {
 			return nil, err
