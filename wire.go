@@ -61,6 +61,15 @@ const (
 	RoutePreview = "capability/preview"
 )
 
+// Event types of an execution answered with an event stream (Agent Auth
+// execute, streaming): data events carry chunks, one error or done event
+// ends the stream.
+const (
+	EventData  = "data"
+	EventError = "error"
+	EventDone  = "done"
+)
+
 // Keys of agentcap's confirmations over MCP, shared by package mcpx and
 // the MCP bridge of the agentcap command, which answer alike (see package
 // mcpx, "Confirmations").

@@ -19,18 +19,18 @@ import (
 // other JSON value (string, number, boolean, null, array) is an exact value.
 var Operators = []string{"eq", "in", "max", "min", "not_in"}
 
-// MaxConstraintDepth bounds the nesting of constraint values and of the
+// maxConstraintDepth bounds the nesting of constraint values and of the
 // arguments compared with them. Grants may come from remote servers, so
 // parsing them must not recurse without limit. An argument nested deeper
 // than this never satisfies a constraint on its field.
-const MaxConstraintDepth = constraint.MaxDepth
+const maxConstraintDepth = constraint.MaxDepth
 
 // UnknownOperatorError reports operator names the server does not know in
 // the constraint on one field. Such a grant can never be satisfied.
 type UnknownOperatorError = constraint.UnknownOperatorError
 
 // ConstraintError reports a constraint that is not well formed: invalid
-// JSON, nesting beyond MaxConstraintDepth, an empty operator object, or an
+// JSON, nesting deeper than 64 levels, an empty operator object, or an
 // operand of the wrong type. Such a grant can never be satisfied.
 type ConstraintError = constraint.ConstraintError
 
@@ -53,7 +53,7 @@ func CheckConstraints(constraints map[string]json.RawMessage, args map[string]js
 }
 
 // ValidateConstraints checks that constraints are well formed: valid JSON
-// within MaxConstraintDepth, only known operators, a non-empty operator
+// nested at most 64 levels deep, only known operators, a non-empty operator
 // object, numeric min and max, array in and not_in. It returns the same
 // errors as CheckConstraints, and is meant for grant time too, so that a
 // grant that could never be satisfied is refused when it is made.

@@ -16,8 +16,8 @@ import (
 	"github.com/agentcap/agentcap"
 )
 
-// MaxDirectoryFileBytes bounds a directory fixture read by ParseDirectory.
-const MaxDirectoryFileBytes = 64 << 20
+// maxDirectoryFileBytes bounds a directory fixture read by ParseDirectory.
+const maxDirectoryFileBytes = 64 << 20
 
 // MemoryDirectory is a Directory held in memory, safe for concurrent use.
 // Put validates every record, so a MemoryDirectory only ever holds hosts
@@ -327,12 +327,12 @@ func LoadDirectoryFile(path string) (*MemoryDirectory, error) {
 // errors, and every record is validated as by PutHost and PutAgent. Errors
 // name the offending host or agent by index and id.
 func ParseDirectory(r io.Reader) (*MemoryDirectory, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxDirectoryFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, maxDirectoryFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("agentauth: directory: %w", err)
 	}
-	if len(data) > MaxDirectoryFileBytes {
-		return nil, fmt.Errorf("agentauth: directory: larger than %d bytes", MaxDirectoryFileBytes)
+	if len(data) > maxDirectoryFileBytes {
+		return nil, fmt.Errorf("agentauth: directory: larger than %d bytes", maxDirectoryFileBytes)
 	}
 	if err := checkNoDuplicates(data); err != nil {
 		return nil, fmt.Errorf("agentauth: directory: %w", err)

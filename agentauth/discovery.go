@@ -14,9 +14,9 @@ import (
 
 // Discovery document defaults.
 const (
-	// DiscoveryCacheControl is the Cache-Control of the discovery document:
+	// discoveryCacheControl is the Cache-Control of the discovery document:
 	// it is the same for every caller and changes rarely.
-	DiscoveryCacheControl = "public, max-age=300"
+	discoveryCacheControl = "public, max-age=300"
 )
 
 // LocationEndpoints returns the endpoints of a capability location whose
@@ -158,7 +158,7 @@ func (e *DiscoveryEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(errDiscoveryMethod)
 		return
 	}
-	h.Set("Cache-Control", DiscoveryCacheControl)
+	h.Set("Cache-Control", discoveryCacheControl)
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		// A write error means the client is gone; there is nobody to tell.

@@ -370,11 +370,11 @@ func ParseHostJWT(token string) (*HostJWT, error) {
 	return tok, nil
 }
 
-// TokenType returns the "typ" header of a compact JWT without verifying
+// tokenType returns the "typ" header of a compact JWT without verifying
 // anything, or "" when the header cannot be read. It tells a host JWT
 // from an agent JWT before either is verified, so that each goes to its
 // own verifier; the verifier then checks typ again.
-func TokenType(token string) string {
+func tokenType(token string) string {
 	head, _, ok := strings.Cut(token, ".")
 	if !ok || len(head) > MaxTokenBytes {
 		return ""

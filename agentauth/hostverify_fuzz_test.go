@@ -14,7 +14,7 @@ import (
 // FuzzVerifyHost feeds host JWTs, valid and mangled, to a HostVerifier:
 // it never panics, accepts only tokens the test minted, and refuses
 // everything else with a *agentcap.Error of the protocol (401, or 403 for
-// a host state), never a server error. TokenType never panics either.
+// a host state), never a server error. tokenType never panics either.
 func FuzzVerifyHost(f *testing.F) {
 	host := htHost(9, agentauthtest.Host{ID: "hst_fuzz", UserID: "user_f"})
 	dir, err := agentauthtest.NewDirectory([]*agentauthtest.Host{host}, nil)

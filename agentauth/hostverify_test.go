@@ -267,7 +267,7 @@ func TestTokenType(t *testing.T) {
 		{"%%%.x.y", ""},
 	} {
 		if got := agentauth.TokenType(tt.token); got != tt.want {
-			t.Errorf("TokenType(%.20s) = %q, want %q", tt.token, got, tt.want)
+			t.Errorf("tokenType(%.20s) = %q, want %q", tt.token, got, tt.want)
 		}
 	}
 }

@@ -19,14 +19,14 @@ import (
 
 // Limits of remote introspection.
 const (
-	// DefaultIntrospectionTimeout bounds an introspection request made
+	// defaultIntrospectionTimeout bounds an introspection request made
 	// with the default HTTP client.
-	DefaultIntrospectionTimeout = 5 * time.Second
-	// MaxIntrospectionResponseBytes bounds an introspection response.
-	MaxIntrospectionResponseBytes = 1 << 20
-	// DefaultIntrospectionConcurrency is IntrospectionConfig.MaxConcurrent
+	defaultIntrospectionTimeout = 5 * time.Second
+	// maxIntrospectionResponseBytes bounds an introspection response.
+	maxIntrospectionResponseBytes = 1 << 20
+	// defaultIntrospectionConcurrency is IntrospectionConfig.MaxConcurrent
 	// when it is zero.
-	DefaultIntrospectionConcurrency = 64
+	defaultIntrospectionConcurrency = 64
 	// introspectionExpLeeway is how far past its exp a token may be, by
 	// this server's clock, and still be sent for introspection: the
 	// provider's clock decides, within the protocol's largest skew.
@@ -62,7 +62,7 @@ type IntrospectionConfig struct {
 	// location's request budget at the provider. A token arriving while
 	// MaxConcurrent requests are under way is refused with 503
 	// temporarily_unavailable and Retry-After, without a request. Zero
-	// means DefaultIntrospectionConcurrency.
+	// means defaultIntrospectionConcurrency.
 	MaxConcurrent int
 	// Replay, when set, records the id of every token the provider
 	// reports active, under the key and for the time a Verifier uses
@@ -143,7 +143,7 @@ func NewIntrospectionSource(cfg IntrospectionConfig) (*IntrospectionSource, erro
 	}
 	switch {
 	case cfg.MaxConcurrent == 0:
-		cfg.MaxConcurrent = DefaultIntrospectionConcurrency
+		cfg.MaxConcurrent = defaultIntrospectionConcurrency
 	case cfg.MaxConcurrent < 0:
 		return nil, fmt.Errorf("agentauth: IntrospectionConfig.MaxConcurrent %d is negative", cfg.MaxConcurrent)
 	}
@@ -155,7 +155,7 @@ func NewIntrospectionSource(cfg IntrospectionConfig) (*IntrospectionSource, erro
 	client := cfg.HTTPClient
 	if client == nil {
 		client = &http.Client{
-			Timeout:       DefaultIntrospectionTimeout,
+			Timeout:       defaultIntrospectionTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
@@ -303,15 +303,15 @@ func (s *IntrospectionSource) introspect(ctx context.Context, token string) (*in
 		return nil, fmt.Errorf("agentauth: introspection: %w", err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxIntrospectionResponseBytes+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxIntrospectionResponseBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("agentauth: introspection: reading response: %w", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, fmt.Errorf("agentauth: introspection: status %s", resp.Status)
 	}
-	if len(data) > MaxIntrospectionResponseBytes {
-		return nil, fmt.Errorf("agentauth: introspection: response larger than %d bytes", MaxIntrospectionResponseBytes)
+	if len(data) > maxIntrospectionResponseBytes {
+		return nil, fmt.Errorf("agentauth: introspection: response larger than %d bytes", maxIntrospectionResponseBytes)
 	}
 	in, err := parseIntrospection(data)
 	if err != nil {

@@ -95,7 +95,7 @@ func FuzzValidateJWKS(f *testing.F) {
 	f.Add(`{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","d":"nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A"}]}`)
 	f.Add(`{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB"}],"x":1}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		if validateJWKS([]byte(body), DefaultFetchMaxKeys) != nil {
+		if validateJWKS([]byte(body), defaultFetchMaxKeys) != nil {
 			return
 		}
 		set, err := decodeObject([]byte(body))
@@ -103,7 +103,7 @@ func FuzzValidateJWKS(f *testing.F) {
 			t.Fatalf("accepted a body that is not an object: %v", err)
 		}
 		var keys []json.RawMessage
-		if err := json.Unmarshal(set["keys"], &keys); err != nil || len(keys) > DefaultFetchMaxKeys {
+		if err := json.Unmarshal(set["keys"], &keys); err != nil || len(keys) > defaultFetchMaxKeys {
 			t.Fatalf("accepted keys %s: %v", set["keys"], err)
 		}
 		for _, raw := range keys {

@@ -175,7 +175,7 @@ func heapInUse() uint64 {
 func TestKeySetsMemoryBounded(t *testing.T) {
 	const (
 		agents   = 24
-		bodySize = DefaultFetchMaxBytes - 1024
+		bodySize = defaultFetchMaxBytes - 1024
 		budget   = 32 << 10
 	)
 	srv := newKSServer(t, bodySize)
@@ -196,7 +196,7 @@ func TestKeySetsMemoryBounded(t *testing.T) {
 		t.Fatalf("%d fetches, want %d", srv.total.Load(), agents)
 	}
 	// One set may pass the bound: the one just fetched is never dropped.
-	if limit := int64(budget + keySetCost(srv.url("/jwks/00.json"), 1024, DefaultFetchMaxKeys)); charged > limit {
+	if limit := int64(budget + keySetCost(srv.url("/jwks/00.json"), 1024, defaultFetchMaxKeys)); charged > limit {
 		t.Errorf("key sets charged %d bytes, bound %d", charged, limit)
 	}
 	if n >= agents {
@@ -224,7 +224,7 @@ func TestKeySetsMemoryBounded(t *testing.T) {
 // charge.
 func TestKeySetCost(t *testing.T) {
 	long := strings.Repeat("k", maxRemoteKIDBytes-3)
-	for _, n := range []int{1, DefaultFetchMaxKeys} {
+	for _, n := range []int{1, defaultFetchMaxKeys} {
 		t.Run(fmt.Sprintf("%d keys", n), func(t *testing.T) {
 			keys := []jose.JSONWebKey{{Key: fuzzKey.Public(), KeyID: "k1"}}
 			for i := 1; i < n; i++ {
@@ -313,14 +313,14 @@ func FuzzCompactJWKS(f *testing.F) {
 	f.Add(`{"keys":[{"kty":"oct","k":"c2VjcmV0"}]}`)
 	f.Add(`{"keys":[{"kty":"OKP","crv":"Ed25519","x":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","kid":1}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		compact, keys, err := compactJWKS([]byte(body), DefaultFetchMaxKeys)
-		if (err == nil) != (validateJWKS([]byte(body), DefaultFetchMaxKeys) == nil) {
+		compact, keys, err := compactJWKS([]byte(body), defaultFetchMaxKeys)
+		if (err == nil) != (validateJWKS([]byte(body), defaultFetchMaxKeys) == nil) {
 			t.Fatalf("compactJWKS error %v disagrees with validateJWKS", err)
 		}
 		if err != nil {
 			return
 		}
-		if err := validateJWKS(compact, DefaultFetchMaxKeys); err != nil {
+		if err := validateJWKS(compact, defaultFetchMaxKeys); err != nil {
 			t.Fatalf("compact set %s refused: %v", compact, err)
 		}
 		var set jose.JSONWebKeySet
@@ -333,7 +333,7 @@ func FuzzCompactJWKS(f *testing.F) {
 				t.Fatalf("key %d: %+v kept as %+v", i, set.Keys[i], k)
 			}
 		}
-		again, _, err := compactJWKS(compact, DefaultFetchMaxKeys)
+		again, _, err := compactJWKS(compact, defaultFetchMaxKeys)
 		if err != nil || string(again) != string(compact) {
 			t.Fatalf("compact set %s compacts to %s, %v", compact, again, err)
 		}

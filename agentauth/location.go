@@ -149,7 +149,7 @@ func (l *location) Verify(ctx context.Context, req *auth.Request) (*auth.Identit
 	if token == "" {
 		return nil, errMalformedBearer
 	}
-	if l.hosts != nil && req.Discovery && TokenType(token) == agentcap.TypeHostJWT {
+	if l.hosts != nil && req.Discovery && tokenType(token) == agentcap.TypeHostJWT {
 		return l.hostIdentity(ctx, token)
 	}
 	s, err := l.sessions.Session(ctx, token)

@@ -103,9 +103,9 @@ func replayRefused(err error, whose string) error {
 // entry, because that would let the evicted token be replayed.
 var ErrReplayCacheFull = errors.New("agentauth: replay cache full")
 
-// DefaultReplayCacheEntries is the bound of a MemoryReplayCache created
+// defaultReplayCacheEntries is the bound of a MemoryReplayCache created
 // with maxEntries <= 0.
-const DefaultReplayCacheEntries = 1 << 20
+const defaultReplayCacheEntries = 1 << 20
 
 // ReplayCacheEntryBytes bounds the memory held per entry of a
 // MemoryReplayCache, independent of key length since keys are stored as
@@ -159,11 +159,11 @@ var _ OwnerReplayCache = (*MemoryReplayCache)(nil)
 type replayHash [2]uint64
 
 // NewMemoryReplayCache returns a cache holding at most maxEntries
-// unexpired entries (DefaultReplayCacheEntries if maxEntries <= 0), about
+// unexpired entries (defaultReplayCacheEntries if maxEntries <= 0), about
 // ReplayCacheEntryBytes each.
 func NewMemoryReplayCache(maxEntries int) *MemoryReplayCache {
 	if maxEntries <= 0 {
-		maxEntries = DefaultReplayCacheEntries
+		maxEntries = defaultReplayCacheEntries
 	}
 	return &MemoryReplayCache{
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},

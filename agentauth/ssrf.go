@@ -18,12 +18,12 @@ import (
 // Defaults and ceilings of a FetchPolicy, from the protocol's URL fetch
 // protections.
 const (
-	DefaultFetchTimeout      = 5 * time.Second
-	DefaultFetchMaxBytes     = 1 << 20
-	DefaultFetchMaxKeys      = 20
-	DefaultFetchMaxRedirects = 3
-	// DefaultFetchCacheBytes is FetchPolicy.CacheBytes when it is zero.
-	DefaultFetchCacheBytes = 8 << 20
+	defaultFetchTimeout      = 5 * time.Second
+	defaultFetchMaxBytes     = 1 << 20
+	defaultFetchMaxKeys      = 20
+	defaultFetchMaxRedirects = 3
+	// defaultFetchCacheBytes is FetchPolicy.CacheBytes when it is zero.
+	defaultFetchCacheBytes = 8 << 20
 )
 
 // maxFetchURLBytes bounds a JWKS URL. Real ones are far shorter; the bound
@@ -49,24 +49,24 @@ type FetchPolicy struct {
 	// only.
 	AllowLoopback bool
 	// Timeout bounds dialing, the TLS handshake, waiting for response
-	// headers and the whole request. Zero means DefaultFetchTimeout.
+	// headers and the whole request. Zero means defaultFetchTimeout.
 	Timeout time.Duration
 	// MaxBytes bounds a response body (after decompression). Zero means
-	// DefaultFetchMaxBytes.
+	// defaultFetchMaxBytes.
 	MaxBytes int64
 	// MaxKeys bounds the number of keys in a fetched JWK Set. Zero means
-	// DefaultFetchMaxKeys.
+	// defaultFetchMaxKeys.
 	MaxKeys int
 	// MaxRedirects bounds the redirects followed. Zero means
-	// DefaultFetchMaxRedirects; a negative value follows none; values
-	// above DefaultFetchMaxRedirects are lowered to it.
+	// defaultFetchMaxRedirects; a negative value follows none; values
+	// above defaultFetchMaxRedirects are lowered to it.
 	MaxRedirects int
 	// CacheBytes bounds the memory a Verifier (or a provider) keeps for
 	// the key sets it fetched, all URLs together: past it, the key sets
 	// used least recently are dropped, and fetched again when next
 	// needed. A key set is kept in a compact form, its Ed25519 keys only,
 	// a few kilobytes at most whatever the size of the body it came in.
-	// Zero means DefaultFetchCacheBytes.
+	// Zero means defaultFetchCacheBytes.
 	CacheBytes int64
 	// Resolver resolves host names. Nil means net.DefaultResolver.
 	Resolver *net.Resolver
@@ -81,20 +81,20 @@ type FetchPolicy struct {
 
 func (p FetchPolicy) withDefaults() FetchPolicy {
 	if p.Timeout <= 0 {
-		p.Timeout = DefaultFetchTimeout
+		p.Timeout = defaultFetchTimeout
 	}
 	if p.MaxBytes <= 0 {
-		p.MaxBytes = DefaultFetchMaxBytes
+		p.MaxBytes = defaultFetchMaxBytes
 	}
 	if p.MaxKeys <= 0 {
-		p.MaxKeys = DefaultFetchMaxKeys
+		p.MaxKeys = defaultFetchMaxKeys
 	}
 	if p.CacheBytes <= 0 {
-		p.CacheBytes = DefaultFetchCacheBytes
+		p.CacheBytes = defaultFetchCacheBytes
 	}
 	switch {
-	case p.MaxRedirects == 0 || p.MaxRedirects > DefaultFetchMaxRedirects:
-		p.MaxRedirects = DefaultFetchMaxRedirects
+	case p.MaxRedirects == 0 || p.MaxRedirects > defaultFetchMaxRedirects:
+		p.MaxRedirects = defaultFetchMaxRedirects
 	case p.MaxRedirects < 0:
 		p.MaxRedirects = 0
 	}

@@ -171,10 +171,10 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		cfg.Replay = NewMemoryReplayCache(0).WithClock(cfg.Now)
 	}
 	if cfg.PerAgent == (ratelimit.Limit{}) {
-		cfg.PerAgent = ratelimit.PerMinute(DefaultPerAgent)
+		cfg.PerAgent = ratelimit.PerMinute(defaultPerAgent)
 	}
 	if cfg.PerHost == (ratelimit.Limit{}) {
-		cfg.PerHost = ratelimit.PerMinute(DefaultPerHost)
+		cfg.PerHost = ratelimit.PerMinute(defaultPerHost)
 	}
 	if err := cfg.PerAgent.Validate(); err != nil {
 		return nil, fmt.Errorf("agentauth: VerifierConfig.PerAgent: %w", err)
@@ -342,8 +342,8 @@ func (v *Verifier) Session(ctx context.Context, token string) (*Session, error) 
 // Defaults of VerifierConfig.PerAgent and PerHost, in requests a minute:
 // a provider's (see package provider's RateLimits).
 const (
-	DefaultPerAgent = 120
-	DefaultPerHost  = 600
+	defaultPerAgent = 120
+	defaultPerHost  = 600
 )
 
 // limit counts a verified token against the Limiter's limits of its agent

@@ -10,7 +10,7 @@ import (
 )
 
 func Example() {
-	trail := audit.NewMemory()
+	trail := audit.NewMemory(nil)
 	ctx := context.Background()
 	at := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	_ = trail.Write(ctx, audit.Record{ID: "1", Time: at, Event: audit.EventAgentRegistered, Outcome: audit.OutcomeOK, UserID: "alice", AgentID: "agt_1"})

@@ -11,7 +11,7 @@ import (
 )
 
 func TestForExecutorKeepsEveryField(t *testing.T) {
-	store := audit.NewMemory()
+	store := audit.NewMemory(nil)
 	at := time.Date(2025, 3, 4, 5, 6, 7, 8000, time.UTC)
 	in := core.AuditRecord{
 		Time: at, Event: "money.transfer", Outcome: "ok", Capability: "transfer_money",

@@ -18,7 +18,7 @@ import (
 // holds only older records.
 func FuzzDecodeCursor(f *testing.F) {
 	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	m := audit.NewMemory()
+	m := audit.NewMemory(nil)
 	ctx := context.Background()
 	for i, id := range []string{"a", "b", "c", "d"} {
 		r := audit.Record{ID: id, Time: base.Add(time.Duration(i%2) * time.Second), Event: "e", Outcome: "ok"}

@@ -8,19 +8,24 @@ import (
 	"time"
 )
 
-// Memory is a Store in memory, for tests and single-process applications
-// that need no durable trail. The zero value is ready to use.
-type Memory struct {
+// memory is the Store of NewMemory.
+type memory struct {
 	mu      sync.RWMutex
 	records []Record // ordered by time, then id, oldest first
-	// Now, when set, replaces time.Now for filling record times.
-	Now func() time.Time
+	now func() time.Time
 }
 
-var _ Store = (*Memory)(nil)
+var _ Store = (*memory)(nil)
 
-// NewMemory returns an empty Memory store.
-func NewMemory() *Memory { return &Memory{} }
+// NewMemory returns an empty Store held in memory, for tests and
+// single-process applications that need no durable trail. It fills
+// record times from now; nil means time.Now.
+func NewMemory(now func() time.Time) Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &memory{now: now}
+}
 
 func compareRecords(a Record, t time.Time, id string) int {
 	if c := a.Time.Compare(t); c != 0 {
@@ -30,12 +35,8 @@ func compareRecords(a Record, t time.Time, id string) int {
 }
 
 // Write implements Sink.
-func (m *Memory) Write(ctx context.Context, r Record) error {
-	now := time.Now
-	if m.Now != nil {
-		now = m.Now
-	}
-	r, err := Prepare(r, now())
+func (m *memory) Write(ctx context.Context, r Record) error {
+	r, err := Prepare(r, m.now())
 	if err != nil {
 		return err
 	}
@@ -51,7 +52,7 @@ func (m *Memory) Write(ctx context.Context, r Record) error {
 }
 
 // Query implements Store.
-func (m *Memory) Query(ctx context.Context, q Query) (Page, error) {
+func (m *memory) Query(ctx context.Context, q Query) (Page, error) {
 	q, after, err := q.Normalize()
 	if err != nil {
 		return Page{}, err
@@ -91,7 +92,7 @@ func matches(r Record, q Query) bool {
 }
 
 // Sweep implements Store.
-func (m *Memory) Sweep(ctx context.Context, before time.Time) (int64, error) {
+func (m *memory) Sweep(ctx context.Context, before time.Time) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	i, _ := slices.BinarySearchFunc(m.records, before, func(a Record, t time.Time) int {
@@ -105,4 +106,4 @@ func (m *Memory) Sweep(ctx context.Context, before time.Time) (int64, error) {
 }
 
 // Close implements Store; it keeps the records.
-func (m *Memory) Close() error { return nil }
+func (m *memory) Close() error { return nil }

@@ -8,5 +8,5 @@ import (
 )
 
 func TestMemoryConformance(t *testing.T) {
-	audittest.Run(t, func(t *testing.T) audit.Store { return audit.NewMemory() })
+	audittest.Run(t, func(t *testing.T) audit.Store { return audit.NewMemory(nil) })
 }

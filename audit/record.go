@@ -244,7 +244,7 @@ func Prepare(r Record, now time.Time) (Record, error) {
 		return r, errors.New("audit: a record needs an event and an outcome")
 	}
 	if r.ID == "" {
-		r.ID = NewID(now)
+		r.ID = newID(now)
 	}
 	if r.Time.IsZero() {
 		r.Time = now
@@ -256,9 +256,9 @@ func Prepare(r Record, now time.Time) (Record, error) {
 	return r, nil
 }
 
-// NewID returns a new record id: the time in hex, so that ids sort like
+// newID returns a new record id: the time in hex, so that ids sort like
 // their times, and 8 random bytes.
-func NewID(t time.Time) string {
+func newID(t time.Time) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%014x", t.UnixMicro()) + hex.EncodeToString(b[:])

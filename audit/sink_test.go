@@ -46,7 +46,7 @@ type failing struct{}
 func (failing) Write(context.Context, audit.Record) error { return errors.New("down") }
 
 func TestTee(t *testing.T) {
-	a, b := audit.NewMemory(), audit.NewMemory()
+	a, b := audit.NewMemory(nil), audit.NewMemory(nil)
 	if err := audit.Tee(a, b).Write(context.Background(), audit.Record{Event: "e", Outcome: "ok"}); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestTee(t *testing.T) {
 	if len(pa.Records) != 1 || len(pb.Records) != 1 || pa.Records[0].ID != pb.Records[0].ID || !pa.Records[0].Time.Equal(pb.Records[0].Time) {
 		t.Fatalf("sinks disagree: %+v %+v", pa.Records, pb.Records)
 	}
-	c := audit.NewMemory()
+	c := audit.NewMemory(nil)
 	err := audit.Tee(failing{}, c).Write(context.Background(), audit.Record{Event: "e", Outcome: "ok"})
 	if err == nil || !strings.Contains(err.Error(), "down") {
 		t.Errorf("a failing sink: %v", err)
@@ -79,7 +79,7 @@ func TestCursor(t *testing.T) {
 }
 
 func TestRetention(t *testing.T) {
-	m := audit.NewMemory()
+	m := audit.NewMemory(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	old := time.Now().Add(-48 * time.Hour)
 	_ = m.Write(ctx, audit.Record{Time: old, Event: "e", Outcome: "ok"})

@@ -27,9 +27,9 @@ var (
 	ErrApprovalExpired = errors.New("client: approval expired")
 )
 
-// DefaultPollInterval is the approval polling interval used when the
+// defaultPollInterval is the approval polling interval used when the
 // provider names none (RFC 8628's default).
-const DefaultPollInterval = 5 * time.Second
+const defaultPollInterval = 5 * time.Second
 
 // slowDownStep is what each slow_down adds to the polling interval (RFC
 // 8628 §3.5).
@@ -157,7 +157,7 @@ func (c *Client) Connect(ctx context.Context, providerURL string, o ConnectOptio
 	if err != nil {
 		return nil, nil, err
 	}
-	register, _ := disc.EndpointURL(EndpointRegister)
+	register, _ := disc.EndpointURL(endpointRegister)
 	var st AgentStatus
 	_, _, err = c.do(ctx, call{
 		method: http.MethodPost,
@@ -322,7 +322,7 @@ func (a *Agent) Status(ctx context.Context) (*AgentStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	ep, _ := d.EndpointURL(EndpointStatus)
+	ep, _ := d.EndpointURL(endpointStatus)
 	var st AgentStatus
 	_, _, err = a.c.do(ctx, call{
 		method: http.MethodGet,
@@ -350,7 +350,7 @@ func (a *Agent) ListCapabilities(ctx context.Context, o ListOptions) (*Capabilit
 	if err != nil {
 		return nil, err
 	}
-	ep, _ := d.EndpointURL(EndpointCapabilities)
+	ep, _ := d.EndpointURL(endpointCapabilities)
 	q := url.Values{}
 	if o.Query != "" {
 		q.Set("query", o.Query)
@@ -411,7 +411,7 @@ func (a *Agent) Describe(ctx context.Context, name string) (*Capability, error) 
 	if err != nil {
 		return nil, err
 	}
-	ep, _ := d.EndpointURL(EndpointDescribeCapability)
+	ep, _ := d.EndpointURL(endpointDescribeCapability)
 	var c Capability
 	err = a.c.doGet(ctx, ep+"?name="+url.QueryEscape(name), a.issuerToken, &c)
 	if err != nil {
@@ -461,7 +461,7 @@ func (a *Agent) RequestCapabilities(ctx context.Context, o RequestOptions) (*Age
 	if err != nil {
 		return nil, err
 	}
-	ep, _ := d.EndpointURL(EndpointRequestCapability)
+	ep, _ := d.EndpointURL(endpointRequestCapability)
 	var st AgentStatus
 	_, _, err = a.c.do(ctx, call{
 		method: http.MethodPost,
@@ -504,7 +504,7 @@ func (a *Agent) RequestCapabilities(ctx context.Context, o RequestOptions) (*Age
 // never waits longer than the larger of MaxPollInterval and the
 // provider's interval.
 func (a *Agent) waitForApproval(ctx context.Context, ap *Approval, onApproval func(Approval), onPoll func(AgentStatus), done func(*AgentStatus) bool) (*AgentStatus, error) {
-	interval := DefaultPollInterval
+	interval := defaultPollInterval
 	var deadline time.Time
 	if ap != nil {
 		if onApproval != nil {
@@ -586,7 +586,7 @@ func (a *Agent) Revoke(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ep, _ := d.EndpointURL(EndpointRevoke)
+	ep, _ := d.EndpointURL(endpointRevoke)
 	_, _, err = a.c.do(ctx, call{
 		method: http.MethodPost,
 		url:    ep,

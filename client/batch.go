@@ -13,9 +13,9 @@ import (
 	"github.com/agentcap/agentcap"
 )
 
-// MaxBatchItems is the largest batch sent in one request; longer groups
+// maxBatchItems is the largest batch sent in one request; longer groups
 // are split.
-const MaxBatchItems = 50
+const maxBatchItems = 50
 
 // BatchCall is one call of a batch.
 type BatchCall struct {
@@ -59,7 +59,7 @@ type batchAnswer struct {
 // BatchExecute runs calls, grouped by the location each capability
 // executes at. Each group goes to the location's batch endpoint (its
 // execute URL with the last segment "execute" replaced by
-// "batch-execute") in requests of at most MaxBatchItems, under one agent
+// "batch-execute") in requests of at most 50 calls, under one agent
 // JWT whose aud is the location and whose capabilities claim lists the
 // capabilities of that request. A location without a batch endpoint (no
 // execute segment, or a 404 or 405 answer) gets single Execute calls
@@ -110,8 +110,8 @@ func (a *Agent) BatchExecute(ctx context.Context, calls []BatchCall) ([]BatchRes
 	for _, loc := range order {
 		idx := groups[loc]
 		batchURL := siblingEndpoint(loc, "batch-execute")
-		for start := 0; start < len(idx); start += MaxBatchItems {
-			chunk := idx[start:min(start+MaxBatchItems, len(idx))]
+		for start := 0; start < len(idx); start += maxBatchItems {
+			chunk := idx[start:min(start+maxBatchItems, len(idx))]
 			if batchURL != "" {
 				err := a.sendBatch(ctx, loc, batchURL, items, chunk, results)
 				if err == nil {

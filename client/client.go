@@ -21,27 +21,27 @@ import (
 
 // Defaults of Config.
 const (
-	// DefaultRequestTimeout bounds one request and its answer, except an
+	// defaultRequestTimeout bounds one request and its answer, except an
 	// event stream, whose events may keep coming for as long as the
 	// caller's context allows.
-	DefaultRequestTimeout = 30 * time.Second
-	// DefaultMaxRetries is how many times a 429 or 503
+	defaultRequestTimeout = 30 * time.Second
+	// defaultMaxRetries is how many times a 429 or 503
 	// temporarily_unavailable answer, or a failed connection of a request
 	// with an Idempotency-Key, is retried.
-	DefaultMaxRetries = 2
-	// DefaultMaxRetryWait is the longest Retry-After the client waits
+	defaultMaxRetries = 2
+	// defaultMaxRetryWait is the longest Retry-After the client waits
 	// for; a longer one is returned to the caller as the error.
-	DefaultMaxRetryWait = 30 * time.Second
-	// DefaultMaxPollInterval caps the backoff between polls of an
+	defaultMaxRetryWait = 30 * time.Second
+	// defaultMaxPollInterval caps the backoff between polls of an
 	// approval or of an async result.
-	DefaultMaxPollInterval = 30 * time.Second
-	// MaxResponseBytes bounds a JSON answer read into memory.
-	MaxResponseBytes = 8 << 20
+	defaultMaxPollInterval = 30 * time.Second
+	// maxResponseBytes bounds a JSON answer read into memory.
+	maxResponseBytes = 8 << 20
 )
 
 // Config configures a Client. Every field has a usable zero value except
 // Keys, whose zero value is a FileKeyStore under the user's configuration
-// directory (see DefaultKeyDir).
+// directory (agentcap/keys under os.UserConfigDir).
 type Config struct {
 	// HTTPClient sends the requests. Nil means a client that follows no
 	// redirects (a redirect could carry a bearer token to another
@@ -62,19 +62,17 @@ type Config struct {
 	HostName string
 
 	// RequestTimeout bounds each request that is not an event stream.
-	// Zero means DefaultRequestTimeout.
+	// Zero means 30 s.
 	RequestTimeout time.Duration
 
 	// MaxRetries bounds the retries of a 429 or 503
 	// temporarily_unavailable answer, and of a request with an
-	// Idempotency-Key whose connection failed; zero means
-	// DefaultMaxRetries, a negative value disables retrying.
+	// Idempotency-Key whose connection failed; zero means 2,
+	// a negative value disables retrying.
 	MaxRetries int
-	// MaxRetryWait is the longest wait for one retry; zero means
-	// DefaultMaxRetryWait.
+	// MaxRetryWait is the longest wait for one retry; zero means 30 s.
 	MaxRetryWait time.Duration
-	// MaxPollInterval caps the wait between polls; zero means
-	// DefaultMaxPollInterval.
+	// MaxPollInterval caps the wait between polls; zero means 30 s.
 	MaxPollInterval time.Duration
 
 	// UserAgent is sent with every request; empty means "agentcap-client".
@@ -102,7 +100,7 @@ type Client struct {
 // New returns a Client for cfg.
 func New(cfg Config) (*Client, error) {
 	if cfg.Keys == nil {
-		dir, err := DefaultKeyDir()
+		dir, err := defaultKeyDir()
 		if err != nil {
 			return nil, err
 		}
@@ -114,22 +112,22 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = DefaultRequestTimeout
+		cfg.RequestTimeout = defaultRequestTimeout
 	}
 	if cfg.RequestTimeout < 0 {
 		return nil, errors.New("client: negative RequestTimeout")
 	}
 	if cfg.MaxRetries == 0 {
-		cfg.MaxRetries = DefaultMaxRetries
+		cfg.MaxRetries = defaultMaxRetries
 	}
 	if cfg.MaxRetries < 0 {
 		cfg.MaxRetries = 0
 	}
 	if cfg.MaxRetryWait <= 0 {
-		cfg.MaxRetryWait = DefaultMaxRetryWait
+		cfg.MaxRetryWait = defaultMaxRetryWait
 	}
 	if cfg.MaxPollInterval <= 0 {
-		cfg.MaxPollInterval = DefaultMaxPollInterval
+		cfg.MaxPollInterval = defaultMaxPollInterval
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "agentcap-client"
@@ -155,7 +153,7 @@ func defaultHTTPClient() *http.Client {
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: DefaultRequestTimeout,
+		ResponseHeaderTimeout: defaultRequestTimeout,
 		IdleConnTimeout:       90 * time.Second,
 		MaxIdleConnsPerHost:   8,
 		ForceAttemptHTTP2:     true,
@@ -392,12 +390,12 @@ func (c *Client) readJSON(resp *http.Response, out any) error {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		return parseError(resp.StatusCode, resp.Header, body, c.cfg.Now())
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		return fmt.Errorf("client: read answer: %w", err)
 	}
-	if len(body) > MaxResponseBytes {
-		return fmt.Errorf("client: answer larger than %d bytes", MaxResponseBytes)
+	if len(body) > maxResponseBytes {
+		return fmt.Errorf("client: answer larger than %d bytes", maxResponseBytes)
 	}
 	if out == nil {
 		return nil

@@ -160,13 +160,13 @@ func TestDiscoverLocations(t *testing.T) {
 		t.Errorf("paths tried (-want +got):\n%s", diff)
 	}
 	got := map[string]string{"location": d.DefaultLocationURL()}
-	for _, name := range []string{client.EndpointStatus, client.EndpointRegister} {
+	for _, name := range []string{"status", "register"} {
 		got[name], _ = d.EndpointURL(name)
 	}
 	want := map[string]string{
-		"location":              srv.URL + "/api/auth/capability/execute",
-		client.EndpointStatus:   srv.URL + "/api/auth/agent/status",
-		client.EndpointRegister: srv.URL + "/api/auth/agent/register",
+		"location": srv.URL + "/api/auth/capability/execute",
+		"status":   srv.URL + "/api/auth/agent/status",
+		"register": srv.URL + "/api/auth/agent/register",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("resolved URLs (-want +got):\n%s", diff)

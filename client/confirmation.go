@@ -265,7 +265,7 @@ func (a *Agent) AwaitConfirmation(ctx context.Context, p *ConfirmationPending, o
 	if onApproval != nil {
 		onApproval(p.Approval)
 	}
-	interval := DefaultPollInterval
+	interval := defaultPollInterval
 	if p.Approval.Interval > 0 {
 		interval = time.Duration(p.Approval.Interval) * time.Second
 	}

@@ -18,17 +18,17 @@ import (
 
 // Discovery cache lifetimes (protocol §5.1, §10.5).
 const (
-	// DefaultDiscoveryAge is how long a document without Cache-Control
+	// defaultDiscoveryAge is how long a document without Cache-Control
 	// is cached.
-	DefaultDiscoveryAge = time.Hour
-	// MaxDiscoveryAge is the longest a document is ever cached, whatever
+	defaultDiscoveryAge = time.Hour
+	// maxDiscoveryAge is the longest a document is ever cached, whatever
 	// its Cache-Control says, and the longest a stale copy stands in for
 	// a provider that cannot be reached.
-	MaxDiscoveryAge = 24 * time.Hour
+	maxDiscoveryAge = 24 * time.Hour
 )
 
-// SupportedMajorVersion is the protocol major version the client speaks.
-const SupportedMajorVersion = 1
+// supportedMajorVersion is the protocol major version the client speaks.
+const supportedMajorVersion = 1
 
 // ErrUnsupportedVersion is wrapped by the error of a discovery document
 // whose version the client does not speak.
@@ -50,38 +50,43 @@ type Discovery struct {
 
 // Endpoint names, as in the document's endpoints object.
 const (
-	EndpointRegister           = "register"
-	EndpointCapabilities       = "capabilities"
-	EndpointDescribeCapability = "describe_capability"
-	EndpointExecute            = "execute"
-	EndpointRequestCapability  = "request_capability"
-	EndpointStatus             = "status"
-	EndpointReactivate         = "reactivate"
-	EndpointRevoke             = "revoke"
-	EndpointRevokeHost         = "revoke_host"
-	EndpointRotateKey          = "rotate_key"
-	EndpointRotateHostKey      = "rotate_host_key"
-	EndpointIntrospect         = "introspect"
+	endpointRegister           = "register"
+	endpointCapabilities       = "capabilities"
+	endpointDescribeCapability = "describe_capability"
+	endpointExecute            = "execute"
+	endpointRequestCapability  = "request_capability"
+	endpointStatus             = "status"
+	endpointReactivate         = "reactivate"
+	endpointRevoke             = "revoke"
+	endpointRevokeHost         = "revoke_host"
+	endpointRotateKey          = "rotate_key"
+	endpointRotateHostKey      = "rotate_host_key"
+	endpointIntrospect         = "introspect"
 )
 
 // standardPaths are the protocol's endpoint paths, used when a document
 // leaves an endpoint out.
 var standardPaths = map[string]string{
-	EndpointRegister:           "/agent/register",
-	EndpointCapabilities:       "/capability/list",
-	EndpointDescribeCapability: "/capability/describe",
-	EndpointExecute:            "/capability/execute",
-	EndpointRequestCapability:  "/agent/request-capability",
-	EndpointStatus:             "/agent/status",
-	EndpointReactivate:         "/agent/reactivate",
-	EndpointRevoke:             "/agent/revoke",
-	EndpointRevokeHost:         "/host/revoke",
-	EndpointRotateKey:          "/agent/rotate-key",
-	EndpointRotateHostKey:      "/host/rotate-key",
-	EndpointIntrospect:         "/agent/introspect",
+	endpointRegister:           "/agent/register",
+	endpointCapabilities:       "/capability/list",
+	endpointDescribeCapability: "/capability/describe",
+	endpointExecute:            "/capability/execute",
+	endpointRequestCapability:  "/agent/request-capability",
+	endpointStatus:             "/agent/status",
+	endpointReactivate:         "/agent/reactivate",
+	endpointRevoke:             "/agent/revoke",
+	endpointRevokeHost:         "/host/revoke",
+	endpointRotateKey:          "/agent/rotate-key",
+	endpointRotateHostKey:      "/host/rotate-key",
+	endpointIntrospect:         "/agent/introspect",
 }
 
-// EndpointURL returns the absolute URL of a named endpoint.
+// EndpointURL returns the absolute URL of the endpoint named as in the
+// document's endpoints object: "register", "capabilities",
+// "describe_capability", "execute", "request_capability", "status",
+// "reactivate", "revoke", "revoke_host", "rotate_key", "rotate_host_key"
+// or "introspect". An endpoint the document leaves out has the protocol's
+// standard path.
 func (d *Discovery) EndpointURL(name string) (string, error) {
 	u, ok := d.endpoints[name]
 	if !ok {
@@ -109,7 +114,7 @@ func (d *Discovery) DefaultLocationURL() string { return d.location }
 // Ed25519 among its algorithms; every URL it names must pass the client's
 // https rule, and absolute endpoint URLs must share the issuer's origin
 // (the host JWT goes to them). When a refresh fails, a stale copy younger
-// than MaxDiscoveryAge is returned instead.
+// than maxDiscoveryAge is returned instead.
 func (c *Client) Discover(ctx context.Context, providerURL string) (*Discovery, error) {
 	key := strings.TrimRight(providerURL, "/")
 	now := c.cfg.Now()
@@ -121,7 +126,7 @@ func (c *Client) Discover(ctx context.Context, providerURL string) (*Discovery, 
 	}
 	doc, err := c.fetchDiscovery(ctx, providerURL)
 	if err != nil {
-		if e != nil && now.Sub(e.fetched) < MaxDiscoveryAge && ctx.Err() == nil {
+		if e != nil && now.Sub(e.fetched) < maxDiscoveryAge && ctx.Err() == nil {
 			return e.doc, nil
 		}
 		return nil, err
@@ -208,18 +213,18 @@ func (c *Client) parseDiscovery(data []byte) (*Discovery, error) {
 	}
 	issuer := strings.TrimRight(doc.Issuer, "/")
 	given := map[string]string{
-		EndpointRegister:           doc.Endpoints.Register,
-		EndpointCapabilities:       doc.Endpoints.Capabilities,
-		EndpointDescribeCapability: doc.Endpoints.DescribeCapability,
-		EndpointExecute:            doc.Endpoints.Execute,
-		EndpointRequestCapability:  doc.Endpoints.RequestCapability,
-		EndpointStatus:             doc.Endpoints.Status,
-		EndpointReactivate:         doc.Endpoints.Reactivate,
-		EndpointRevoke:             doc.Endpoints.Revoke,
-		EndpointRevokeHost:         doc.Endpoints.RevokeHost,
-		EndpointRotateKey:          doc.Endpoints.RotateKey,
-		EndpointRotateHostKey:      doc.Endpoints.RotateHostKey,
-		EndpointIntrospect:         doc.Endpoints.Introspect,
+		endpointRegister:           doc.Endpoints.Register,
+		endpointCapabilities:       doc.Endpoints.Capabilities,
+		endpointDescribeCapability: doc.Endpoints.DescribeCapability,
+		endpointExecute:            doc.Endpoints.Execute,
+		endpointRequestCapability:  doc.Endpoints.RequestCapability,
+		endpointStatus:             doc.Endpoints.Status,
+		endpointReactivate:         doc.Endpoints.Reactivate,
+		endpointRevoke:             doc.Endpoints.Revoke,
+		endpointRevokeHost:         doc.Endpoints.RevokeHost,
+		endpointRotateKey:          doc.Endpoints.RotateKey,
+		endpointRotateHostKey:      doc.Endpoints.RotateHostKey,
+		endpointIntrospect:         doc.Endpoints.Introspect,
 	}
 	doc.endpoints = make(map[string]string, len(given))
 	for name, v := range given {
@@ -234,7 +239,7 @@ func (c *Client) parseDiscovery(data []byte) (*Discovery, error) {
 	}
 	doc.location = doc.DefaultLocation
 	if doc.location == "" {
-		doc.location = doc.endpoints[EndpointExecute]
+		doc.location = doc.endpoints[endpointExecute]
 	}
 	if _, err := c.checkURL(doc.location); err != nil {
 		return nil, fmt.Errorf("default_location: %w", err)
@@ -280,8 +285,8 @@ func checkVersion(v string) error {
 	if n, err := strconv.Atoi(minor); err != nil || n < 0 {
 		return fmt.Errorf("%w: %q", ErrUnsupportedVersion, v)
 	}
-	if m != SupportedMajorVersion {
-		return fmt.Errorf("%w: %q (this client speaks %d.x)", ErrUnsupportedVersion, v, SupportedMajorVersion)
+	if m != supportedMajorVersion {
+		return fmt.Errorf("%w: %q (this client speaks %d.x)", ErrUnsupportedVersion, v, supportedMajorVersion)
 	}
 	return nil
 }
@@ -289,11 +294,11 @@ func checkVersion(v string) error {
 // cacheLifetime reads how long a response may be cached from its
 // Cache-Control (see cachecontrol.MaxAge: no-store, no-cache and a
 // max-age that does not read mean not at all), capped at
-// MaxDiscoveryAge; without any of them, DefaultDiscoveryAge.
+// maxDiscoveryAge; without any of them, defaultDiscoveryAge.
 func cacheLifetime(cacheControl string) time.Duration {
 	age, ok := cachecontrol.MaxAge(cacheControl)
 	if !ok {
-		return DefaultDiscoveryAge
+		return defaultDiscoveryAge
 	}
-	return min(age, MaxDiscoveryAge)
+	return min(age, maxDiscoveryAge)
 }

@@ -6,7 +6,7 @@
 // # Providers and identities
 //
 // Client.Discover fetches a provider's discovery document and caches it as
-// its Cache-Control allows, for at most MaxDiscoveryAge. Every URL the
+// its Cache-Control allows, for at most 24 hours. Every URL the
 // client talks to must use https; plain http is allowed only to loopback
 // hosts, and only with Config.AllowInsecureLoopback.
 //

@@ -30,7 +30,7 @@ func ExampleClient_Discover() {
 	if err != nil {
 		panic(err)
 	}
-	register, _ := d.EndpointURL(client.EndpointRegister)
+	register, _ := d.EndpointURL("register")
 	fmt.Println(d.ProviderName, d.Version)
 	fmt.Println(register == srv.URL+"/agent/register", d.DefaultLocationURL() == srv.URL+"/capability/execute")
 	// Output:

@@ -61,7 +61,7 @@ func FuzzCacheLifetime(f *testing.F) {
 	f.Add(`max-age="99999999999999999999"`)
 	f.Fuzz(func(t *testing.T, cc string) {
 		d := cacheLifetime(cc)
-		if d < 0 || d > MaxDiscoveryAge {
+		if d < 0 || d > maxDiscoveryAge {
 			t.Fatalf("lifetime %v for %q", d, cc)
 		}
 	})
@@ -83,7 +83,7 @@ func TestEventReaderLimits(t *testing.T) {
 	if err != nil || len(ev.Data) != 81 {
 		t.Errorf("event within the limits: %d bytes, %v", len(ev.Data), err)
 	}
-	if newEventReader(strings.NewReader("")).maxData != MaxEventData {
+	if newEventReader(strings.NewReader("")).maxData != maxEventData {
 		t.Error("default data limit")
 	}
 }

@@ -193,9 +193,9 @@ type FileKeyStore struct {
 	Dir string
 }
 
-// DefaultKeyDir returns the directory of the default FileKeyStore:
+// defaultKeyDir returns the directory of the default FileKeyStore:
 // agentcap/keys under the user's configuration directory.
-func DefaultKeyDir() (string, error) {
+func defaultKeyDir() (string, error) {
 	dir, err := os.UserConfigDir()
 	if err != nil {
 		return "", fmt.Errorf("client: no configuration directory: %w", err)

@@ -8,21 +8,16 @@ import (
 	"io"
 	"iter"
 	"sync"
-)
 
-// Event types of an execution stream (protocol §5.11).
-const (
-	EventData  = "data"
-	EventError = "error"
-	EventDone  = "done"
+	"github.com/agentcap/agentcap"
 )
 
 // Limits of an event stream.
 const (
-	// MaxEventLine bounds one line of an event stream.
-	MaxEventLine = 1 << 20
-	// MaxEventData bounds the data of one event.
-	MaxEventData = 8 << 20
+	// maxEventLine bounds one line of an event stream.
+	maxEventLine = 1 << 20
+	// maxEventData bounds the data of one event.
+	maxEventData = 8 << 20
 )
 
 // ErrStreamTruncated is returned by a stream that ended without a done
@@ -32,8 +27,8 @@ var ErrStreamTruncated = errors.New("client: event stream ended without done")
 
 // Event is one server-sent event.
 type Event struct {
-	// Type is the event's type: EventData (also for events without an
-	// event field), EventError, EventDone, or another name the server
+	// Type is the event's type: agentcap.EventData (also for events without an
+	// event field), agentcap.EventError, agentcap.EventDone, or another name the server
 	// used.
 	Type string
 	// Data is the event's data, its data lines joined by newlines. For
@@ -91,14 +86,14 @@ func (s *Stream) Events() iter.Seq2[Event, error] {
 				return
 			}
 			switch ev.Type {
-			case EventError:
+			case agentcap.EventError:
 				e := decodeErrorObject([]byte(ev.Data))
 				if e.Code == "" && e.Message == "" {
 					e.Message = ev.Data
 				}
 				yield(ev, e)
 				return
-			case EventDone:
+			case agentcap.EventDone:
 				yield(ev, nil)
 				return
 			}
@@ -132,13 +127,13 @@ type eventReader struct {
 	// pendingCR is set after a line ended in CR, so that a following LF
 	// is not read as an empty line.
 	pendingCR bool
-	// maxLine and maxData are MaxEventLine and MaxEventData, lowered by
+	// maxLine and maxData are maxEventLine and maxEventData, lowered by
 	// tests.
 	maxLine, maxData int
 }
 
 func newEventReader(r io.Reader) *eventReader {
-	return &eventReader{r: bufio.NewReaderSize(r, 4096), maxLine: MaxEventLine, maxData: MaxEventData}
+	return &eventReader{r: bufio.NewReaderSize(r, 4096), maxLine: maxEventLine, maxData: maxEventData}
 }
 
 // line reads one line without its terminator.
@@ -200,7 +195,7 @@ func (er *eventReader) next() (Event, error) {
 				continue
 			}
 			if ev.Type == "" {
-				ev.Type = EventData
+				ev.Type = agentcap.EventData
 			}
 			ev.Data = data.String()
 			return ev, nil

@@ -224,9 +224,9 @@ func Digest(b core.ConfirmationBinding) string {
 	return d
 }
 
-// Matches reports whether rec is bound as want is, and usable at now:
+// matches reports whether rec is bound as want is, and usable at now:
 // what a store checks before it marks a token used.
-func Matches(rec, want Record, now time.Time) bool {
+func matches(rec, want Record, now time.Time) bool {
 	return !rec.Used && now.Before(rec.ExpiresAt) && rec.Subject == want.Subject &&
 		rec.Capability == want.Capability && rec.Digest == want.Digest && rec.Audience == want.Audience
 }

@@ -60,7 +60,7 @@ func (s *MemoryStore) Consume(_ context.Context, id string, want Record, now tim
 		return nil, false, nil
 	}
 	prev := e.rec
-	if !Matches(prev, want, now) {
+	if !matches(prev, want, now) {
 		return &prev, false, nil
 	}
 	e.rec.Used = true

@@ -79,7 +79,7 @@ func (e *Executor) ExecuteBatch(ctx context.Context, id *auth.Identity, calls []
 }
 
 func (e *Executor) batchItem(ctx context.Context, id *auth.Identity, c BatchCall) BatchResult {
-	if def, ok := e.lookup(ctx, c.Capability, id); ok && def.longRunning() {
+	if def, ok := e.lookup(ctx, c.Capability, id, true); ok && def.longRunning() {
 		return BatchResult{ID: c.ID, Err: newErr(agentcap.CodeBatchUnsupported, agentcap.StageLookup, msgBatchUnsupported, nil)}
 	}
 	if c.ConfirmationToken != "" || confirmationToken(ctx) != "" {

@@ -229,8 +229,8 @@ func WithTags(tags ...string) Option { return func(o *options) { o.tags = append
 func WithLocation(u string) Option { return func(o *options) { o.location = u } }
 
 // WithVisibility sets the predicate that decides which callers see the
-// capability: in listings (executing false) and when they call it
-// (executing true), where a capability a caller may not see is answered
+// capability: in listings and previews (executing false) and when they
+// call it (executing true), where a capability a caller may not see is answered
 // exactly like an unknown one, capability_not_found, before its input is
 // read. id is nil for an anonymous caller. A predicate that hides a
 // capability from some callers' listings may still admit them while they

@@ -289,11 +289,12 @@ var ErrUnknownCapability = &agentcap.Error{Code: agentcap.CodeCapabilityNotFound
 // typedInput marks an in-process call and carries its input value.
 type typedInput struct{ v any }
 
-// lookup finds the capability a caller runs: an unknown name, and one the
-// caller may not see, fail alike.
-func (e *Executor) lookup(ctx context.Context, name string, id *auth.Identity) (*Definition, bool) {
+// lookup finds the capability a caller runs, or previews (executing
+// false: a preview is asked as a listing is, and runs nothing): an
+// unknown name, and one the caller may not see, fail alike.
+func (e *Executor) lookup(ctx context.Context, name string, id *auth.Identity, executing bool) (*Definition, bool) {
 	def, ok := e.reg.byName[name]
-	if !ok || !def.Visible(ctx, id, true) {
+	if !ok || !def.Visible(ctx, id, executing) {
 		return nil, false
 	}
 	return def, true
@@ -306,7 +307,7 @@ func (p *appPipeline[C]) pipeline(ctx context.Context, name string, id *auth.Ide
 	e := p.e
 	start := time.Now()
 	isPreview := preview != nil
-	def, ok := e.lookup(ctx, name, id)
+	def, ok := e.lookup(ctx, name, id, preview == nil)
 	if !ok {
 		err := ErrUnknownCapability
 		ctx, span := e.tel.start(ctx, nil, isPreview)

@@ -837,7 +837,7 @@ func TestHiddenCapabilityIsUnknownToTheExecutor(t *testing.T) {
 	if want.Code != agentcap.CodeCapabilityNotFound || want.Stage != agentcap.StageLookup {
 		t.Fatalf("unknown capability: %+v", want)
 	}
-	same := func(what string, err error, id *auth.Identity) {
+	sameAs := func(what string, err error, id *auth.Identity, executing bool) {
 		t.Helper()
 		ce := coreErr(t, err)
 		if ce.Code != want.Code || ce.Stage != want.Stage || ce.Message != want.Message || ce.HTTPStatus() != want.HTTPStatus() ||
@@ -848,9 +848,13 @@ func TestHiddenCapabilityIsUnknownToTheExecutor(t *testing.T) {
 		if id != nil {
 			subject = id.Subject
 		}
-		if got := vis.take(); len(got) == 0 || got[len(got)-1] != (visibilityCall{Subject: subject, Executing: true}) {
-			t.Errorf("%s: the predicate was asked %+v, want executing true for %q", what, got, subject)
+		if got := vis.take(); len(got) == 0 || got[len(got)-1] != (visibilityCall{Subject: subject, Executing: executing}) {
+			t.Errorf("%s: the predicate was asked %+v, want executing %v for %q", what, got, executing, subject)
 		}
+	}
+	same := func(what string, err error, id *auth.Identity) {
+		t.Helper()
+		sameAs(what, err, id, true)
 	}
 
 	_, err := e.Execute(ctx, "admin.reset", bob, []byte(`{"text":"x"}`))
@@ -860,9 +864,10 @@ func TestHiddenCapabilityIsUnknownToTheExecutor(t *testing.T) {
 	same("bob executes with invalid arguments", err, bob)
 	_, err = e.Execute(ctx, "admin.reset", nil, []byte(`{"text":"x"}`))
 	same("the anonymous caller executes", err, nil)
-	// A hidden capability has no preview to refuse either.
+	// A hidden capability has no preview to refuse either; a preview runs
+	// nothing, so the predicate is asked as for a listing.
 	_, err = e.Preview(ctx, "admin.reset", bob, []byte(`{"text":"x"}`))
-	same("bob previews", err, bob)
+	sameAs("bob previews", err, bob, false)
 	_, err = core.Call(ctx, e, admin, bob, echoIn{Text: "x"})
 	same("bob calls in process", err, bob)
 	res, err := e.ExecuteBatch(ctx, bob, []core.BatchCall{

@@ -115,7 +115,7 @@ type PreviewResult struct {
 // preview fails with preview_not_supported. Every error is an
 // *agentcap.Error.
 func (e *Executor) Preview(ctx context.Context, name string, id *auth.Identity, args []byte) (*PreviewResult, error) {
-	if def, ok := e.lookup(ctx, name, id); ok && def.preview == nil {
+	if def, ok := e.lookup(ctx, name, id, false); ok && def.preview == nil {
 		return nil, newErr(agentcap.CodePreviewNotSupported, agentcap.StageLookup, msgPreviewNotSupported, nil)
 	}
 	var res PreviewResult

@@ -20,7 +20,7 @@ import (
 
 // flakySink fails while down is set, else writes to the store.
 type flakySink struct {
-	store *audit.Memory
+	store audit.Store
 	down  atomic.Bool
 }
 
@@ -35,7 +35,7 @@ func TestAuditRecordsNameTheRequest(t *testing.T) {
 	send := core.MustDefine("send", "Send money",
 		func(_ context.Context, _ struct{}, in sendIn) (sendOut, error) { return sendOut{Sent: in.Amount}, nil },
 		core.WithAuditRequired())
-	store := audit.NewMemory()
+	store := audit.NewMemory(nil)
 	sink := &flakySink{store: store}
 	newServer := func(audited bool, clientIP func(*httpx.Request) string) *httptest.Server {
 		t.Helper()
@@ -167,7 +167,7 @@ func TestAuditRecordsNameTheRequest(t *testing.T) {
 // A streamed answer names its request too, and the stream's record
 // carries that name.
 func TestAuditRecordsNameAStream(t *testing.T) {
-	store := audit.NewMemory()
+	store := audit.NewMemory(nil)
 	exec := core.MustExecutor(core.MustRegistry(pinger), subjectOf,
 		core.Config{Audit: core.AuditConfig{Writer: audit.ForExecutor(store)}})
 	h, err := httpx.New(exec, httpx.Config{Verifier: bearerName})

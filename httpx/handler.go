@@ -63,24 +63,10 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultMaxBodyBytes     = 1 << 20
-	DefaultListCacheControl = "private, max-age=300"
-	DefaultListLimit        = 50
-	DefaultMaxListLimit     = 100
-)
-
-// Routes relative to the mount point.
-const (
-	RouteList     = "capability/list"
-	RouteDescribe = "capability/describe"
-	RouteExecute  = "capability/execute"
-	RouteBatch    = "capability/batch-execute"
-	// RouteStatus is where a job's status_url points: GET polls the job,
-	// DELETE cancels it. It is served only with LongRunning.Jobs.
-	RouteStatus = "capability/status"
-	// RoutePreview runs a capability's preview (see docs/confirmation.md).
-	// It is served only when a registered capability has a preview.
-	RoutePreview = "capability/preview"
+	defaultMaxBodyBytes     = 1 << 20
+	defaultListCacheControl = "private, max-age=300"
+	defaultListLimit        = 50
+	defaultMaxListLimit     = 100
 )
 
 // Handler serves a core executor over HTTP. It is an [http.Handler] for
@@ -159,7 +145,7 @@ func New(src core.Source, cfg Config) (*Handler, error) {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
 	if h.maxBody == 0 {
-		h.maxBody = DefaultMaxBodyBytes
+		h.maxBody = defaultMaxBodyBytes
 	}
 	if h.clientIP == nil {
 		h.clientIP = remoteIP
@@ -169,7 +155,7 @@ func New(src core.Source, cfg Config) (*Handler, error) {
 	// allocates one.
 	listCache := cfg.ListCacheControl
 	if listCache == "" {
-		listCache = DefaultListCacheControl
+		listCache = defaultListCacheControl
 	}
 	h.listCache = []string{listCache}
 	if c := auth.ChallengeOf(cfg.Verifier); c != "" {
@@ -177,11 +163,11 @@ func New(src core.Source, cfg Config) (*Handler, error) {
 	}
 	switch {
 	case h.defLimit == 0 && h.maxLimit == 0:
-		h.defLimit, h.maxLimit = DefaultListLimit, DefaultMaxListLimit
+		h.defLimit, h.maxLimit = defaultListLimit, defaultMaxListLimit
 	case h.maxLimit == 0:
-		h.maxLimit = max(DefaultMaxListLimit, h.defLimit)
+		h.maxLimit = max(defaultMaxListLimit, h.defLimit)
 	case h.defLimit == 0:
-		h.defLimit = min(DefaultListLimit, h.maxLimit)
+		h.defLimit = min(defaultListLimit, h.maxLimit)
 	}
 	if h.defLimit > h.maxLimit {
 		return nil, fmt.Errorf("httpx: DefaultListLimit %d exceeds MaxListLimit %d", h.defLimit, h.maxLimit)
@@ -294,12 +280,12 @@ func renderDefinition(d *core.Definition) (*defInfo, error) {
 // register each one on a router: list, describe, execute and
 // batch-execute, and the job status route when jobs are configured.
 func (h *Handler) Routes() []string {
-	routes := []string{RouteList, RouteDescribe, RouteExecute, RouteBatch}
+	routes := []string{agentcap.RouteList, agentcap.RouteDescribe, agentcap.RouteExecute, agentcap.RouteBatch}
 	if h.long.jobs != nil {
-		routes = append(routes, RouteStatus)
+		routes = append(routes, agentcap.RouteStatus)
 	}
 	if h.previews {
-		routes = append(routes, RoutePreview)
+		routes = append(routes, agentcap.RoutePreview)
 	}
 	return routes
 }
@@ -453,17 +439,17 @@ const (
 
 func matchRoute(path string) route {
 	switch strings.TrimPrefix(path, "/") {
-	case RouteList:
+	case agentcap.RouteList:
 		return routeList
-	case RouteDescribe:
+	case agentcap.RouteDescribe:
 		return routeDescribe
-	case RouteExecute:
+	case agentcap.RouteExecute:
 		return routeExecute
-	case RouteBatch:
+	case agentcap.RouteBatch:
 		return routeBatch
-	case RouteStatus:
+	case agentcap.RouteStatus:
 		return routeStatus
-	case RoutePreview:
+	case agentcap.RoutePreview:
 		return routePreview
 	}
 	return routeNone

@@ -67,10 +67,10 @@ type LongRunning struct {
 
 // Defaults of LongRunning.
 const (
-	DefaultStreamMaxDuration = 15 * time.Minute
-	DefaultRecheckInterval   = time.Minute
-	DefaultKeepAlive         = 15 * time.Second
-	DefaultMaxStreams        = 8
+	defaultStreamMaxDuration = 15 * time.Minute
+	defaultRecheckInterval   = time.Minute
+	defaultKeepAlive         = 15 * time.Second
+	defaultMaxStreams        = 8
 )
 
 // longRunning is the checked LongRunning of a handler.
@@ -118,17 +118,17 @@ func (l *longRunning) configure(c LongRunning, reg *core.Registry) error {
 		return errors.New("httpx: negative AsyncAfter or RecheckInterval")
 	}
 	if l.StreamMaxDuration == 0 {
-		l.StreamMaxDuration = DefaultStreamMaxDuration
+		l.StreamMaxDuration = defaultStreamMaxDuration
 	}
 	if l.RecheckInterval == 0 {
-		l.RecheckInterval = DefaultRecheckInterval
+		l.RecheckInterval = defaultRecheckInterval
 	}
 	if l.KeepAlive == 0 {
-		l.KeepAlive = DefaultKeepAlive
+		l.KeepAlive = defaultKeepAlive
 	}
 	switch {
 	case l.MaxStreamsPerOwner == 0:
-		l.streams = &ownerSlots{max: DefaultMaxStreams, open: make(map[string]int)}
+		l.streams = &ownerSlots{max: defaultMaxStreams, open: make(map[string]int)}
 	case l.MaxStreamsPerOwner > 0:
 		l.streams = &ownerSlots{max: l.MaxStreamsPerOwner, open: make(map[string]int)}
 	}
@@ -137,7 +137,7 @@ func (l *longRunning) configure(c LongRunning, reg *core.Registry) error {
 		if err != nil || !u.IsAbs() || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(u.Path, "/") || u.RawQuery != "" || u.Fragment != "" {
 			return fmt.Errorf("httpx: LongRunning.BaseURL %q must be an absolute http(s) URL ending in / without query", c.BaseURL)
 		}
-		l.statusURL = c.BaseURL + RouteStatus + "?id="
+		l.statusURL = c.BaseURL + agentcap.RouteStatus + "?id="
 	}
 	l.special = make(map[string]bool)
 	for _, d := range reg.All() {

@@ -9,17 +9,16 @@ import (
 // idle client can hold: the request's headers, its body (at most the
 // handler's body limit), and a kept-alive connection between requests.
 const (
-	ServerReadHeaderTimeout = 10 * time.Second
+	serverReadHeaderTimeout = 10 * time.Second
 	ServerReadTimeout       = 30 * time.Second
 	ServerIdleTimeout       = 120 * time.Second
-	ServerMaxHeaderBytes    = 64 << 10
+	serverMaxHeaderBytes    = 64 << 10
 )
 
 // NewServer returns an http.Server for h with time-outs suited to the
-// capability surface: ServerReadHeaderTimeout for the headers,
-// ServerReadTimeout for the whole request, ServerIdleTimeout between the
-// requests of a kept-alive connection, and headers of at most
-// ServerMaxHeaderBytes.
+// capability surface: 10 s for the headers, ServerReadTimeout for the
+// whole request, ServerIdleTimeout between the requests of a kept-alive
+// connection, and headers of at most 64 KiB.
 //
 // It sets no WriteTimeout: a write deadline would also end event streams
 // (core.DefineStream) and waits for long-running answers, which are
@@ -31,9 +30,9 @@ const (
 func NewServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: ServerReadHeaderTimeout,
+		ReadHeaderTimeout: serverReadHeaderTimeout,
 		ReadTimeout:       ServerReadTimeout,
 		IdleTimeout:       ServerIdleTimeout,
-		MaxHeaderBytes:    ServerMaxHeaderBytes,
+		MaxHeaderBytes:    serverMaxHeaderBytes,
 	}
 }

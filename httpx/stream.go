@@ -15,13 +15,6 @@ import (
 	"github.com/agentcap/agentcap/core"
 )
 
-// Event types of an execution stream (Agent Auth execute, streaming).
-const (
-	EventData  = "data"
-	EventError = "error"
-	EventDone  = "done"
-)
-
 var (
 	hdrEventStream = []string{"text/event-stream"}
 	hdrNoCache     = []string{"no-cache"}
@@ -133,7 +126,7 @@ func (s *eventStream) sink(chunk json.RawMessage) error {
 		return context.Cause(s.ctx)
 	}
 	select {
-	case s.events <- streamEvent{typ: EventData, data: chunk}:
+	case s.events <- streamEvent{typ: agentcap.EventData, data: chunk}:
 		return nil
 	case <-s.gone:
 		return errClientGone
@@ -147,7 +140,7 @@ func (s *eventStream) sink(chunk json.RawMessage) error {
 func (s *eventStream) finish(h *handlerBase, ctx context.Context, name string, data []byte, err error) {
 	defer close(s.events)
 	if err == nil {
-		s.send(streamEvent{typ: EventDone, data: data})
+		s.send(streamEvent{typ: agentcap.EventDone, data: data})
 		return
 	}
 	var e *agentcap.Error
@@ -161,8 +154,8 @@ func (s *eventStream) finish(h *handlerBase, ctx context.Context, name string, d
 		e = asError(err)
 		h.logFailure(ctx, name, e)
 	}
-	s.send(streamEvent{typ: EventError, data: h.appendError(ctx, nil, e, agentcap.KeyError)})
-	s.send(streamEvent{typ: EventDone})
+	s.send(streamEvent{typ: agentcap.EventError, data: h.appendError(ctx, nil, e, agentcap.KeyError)})
+	s.send(streamEvent{typ: agentcap.EventDone})
 }
 
 func (s *eventStream) send(ev streamEvent) {

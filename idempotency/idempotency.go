@@ -117,17 +117,17 @@ const MaxKeyLength = 255
 
 // Defaults of Config.
 const (
-	DefaultTTL   = 24 * time.Hour
-	DefaultLease = 5 * time.Minute
-	DefaultWait  = 10 * time.Second
+	defaultTTL   = 24 * time.Hour
+	defaultLease = 5 * time.Minute
+	defaultWait  = 10 * time.Second
 )
 
 // Defaults of Config's bounds: with them one caller holds at most about
 // 160 MiB of answers, and some 15 MiB with answers of a few hundred
 // bytes; MinAnswerBytes is the least MaxAnswerBytes.
 const (
-	DefaultMaxKeysPerScope = 10_000
-	DefaultMaxAnswerBytes  = 16 << 10
+	defaultMaxKeysPerScope = 10_000
+	defaultMaxAnswerBytes  = 16 << 10
 	MinAnswerBytes         = 1 << 10
 )
 
@@ -148,12 +148,12 @@ type Config struct {
 	// not expired) of one scope, one caller: a new key beyond it is
 	// ErrTooManyKeys (httpx: 429 rate_limited) until some expire, so that
 	// one caller cannot fill the store with keys kept for TTL. Zero means
-	// DefaultMaxKeysPerScope; negative, no bound.
+	// defaultMaxKeysPerScope; negative, no bound.
 	MaxKeysPerScope int
 	// MaxAnswerBytes bounds an answer's Body: Claim.Complete refuses a
 	// longer one with ErrAnswerTooLarge and stores nothing, and the
 	// caller stores a short answer in its place (httpx: a refusal saying
-	// the call ran). Zero means DefaultMaxAnswerBytes; negative, no
+	// the call ran). Zero means defaultMaxAnswerBytes; negative, no
 	// bound; a bound under MinAnswerBytes is raised to it, so that such a
 	// short answer always fits.
 	MaxAnswerBytes int
@@ -175,7 +175,7 @@ func New(cfg Config) (*Guard, error) {
 		return nil, errors.New("idempotency: negative TTL or Lease")
 	}
 	g := &Guard{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, wait: cfg.Wait,
-		maxKeys: bound(cfg.MaxKeysPerScope, DefaultMaxKeysPerScope), maxAnswer: bound(cfg.MaxAnswerBytes, DefaultMaxAnswerBytes)}
+		maxKeys: bound(cfg.MaxKeysPerScope, defaultMaxKeysPerScope), maxAnswer: bound(cfg.MaxAnswerBytes, defaultMaxAnswerBytes)}
 	if g.maxAnswer > 0 {
 		g.maxAnswer = max(g.maxAnswer, MinAnswerBytes)
 	}
@@ -183,13 +183,13 @@ func New(cfg Config) (*Guard, error) {
 		g.store = NewMemoryStore()
 	}
 	if g.ttl == 0 {
-		g.ttl = DefaultTTL
+		g.ttl = defaultTTL
 	}
 	if g.lease == 0 {
-		g.lease = DefaultLease
+		g.lease = defaultLease
 	}
 	if g.wait == 0 {
-		g.wait = DefaultWait
+		g.wait = defaultWait
 	}
 	return g, nil
 }
@@ -217,9 +217,9 @@ type Claim struct {
 	token string
 }
 
-// CheckKey reports whether key is usable: 1 to MaxKeyLength printable
+// checkKey reports whether key is usable: 1 to MaxKeyLength printable
 // ASCII characters.
-func CheckKey(key string) error {
+func checkKey(key string) error {
 	if key == "" || len(key) > MaxKeyLength {
 		return ErrInvalidKey
 	}
@@ -243,7 +243,7 @@ func storeKey(scope, key string) string {
 // ErrInProgress (after waiting, see Config.Wait), ErrTooManyKeys (see
 // Config.MaxKeysPerScope), or a store error.
 func (g *Guard) Begin(ctx context.Context, scope, key, fingerprint string) (*Claim, *Record, error) {
-	if err := CheckKey(key); err != nil {
+	if err := checkKey(key); err != nil {
 		return nil, nil, err
 	}
 	sk := storeKey(scope, key)

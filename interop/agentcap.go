@@ -102,7 +102,7 @@ func newAgentcapProvider(location string) (*agentcapProvider, error) {
 		Issuer:       issuer,
 		ProviderName: "agentcap-interop",
 		Description:  "agentcap's provider under the interop suite",
-		Store:        store.NewMemory(),
+		Store:        store.NewMemory(nil),
 		Registry:     reg,
 		Policy: provider.Policy{
 			// As in the reference harness: autonomous hosts get echo

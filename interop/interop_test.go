@@ -243,7 +243,7 @@ func runSuite(t *testing.T, p providerUnderTest) {
 	if err != nil {
 		t.Fatalf("discovery: %v", err)
 	}
-	introspect, err := d.EndpointURL(client.EndpointIntrospect)
+	introspect, err := d.EndpointURL("introspect")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func runSuite(t *testing.T, p providerUnderTest) {
 		if want := p.Issuer() + "/capability/execute"; d.DefaultLocationURL() != want {
 			t.Errorf("default location %s, want %s", d.DefaultLocationURL(), want)
 		}
-		for _, name := range []string{client.EndpointRegister, client.EndpointStatus, client.EndpointRevoke, client.EndpointRequestCapability} {
+		for _, name := range []string{"register", "status", "revoke", "request_capability"} {
 			u, _ := d.EndpointURL(name)
 			if !strings.HasPrefix(u, p.Issuer()+"/") {
 				t.Errorf("endpoint %s = %s, not under the issuer", name, u)

@@ -54,7 +54,7 @@ func entries(m map[string]any) map[string]map[string]any {
 // capability request approved by CIBA (§7.2).
 func runParity(t *testing.T, p providerUnderTest, d *client.Discovery) {
 	ctx := context.Background()
-	listURL, err := d.EndpointURL(client.EndpointCapabilities)
+	listURL, err := d.EndpointURL("capabilities")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func runParity(t *testing.T, p providerUnderTest, d *client.Discovery) {
 	})
 
 	t.Run("status of an active agent while a request waits", func(t *testing.T) {
-		reqURL, err := d.EndpointURL(client.EndpointRequestCapability)
+		reqURL, err := d.EndpointURL("request_capability")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,12 +19,12 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultTimeout          = 15 * time.Minute
-	DefaultRetention        = 24 * time.Hour
-	DefaultLease            = 30 * time.Second
-	DefaultSweepInterval    = time.Minute
-	DefaultPollInterval     = time.Second
-	DefaultProgressInterval = 250 * time.Millisecond
+	defaultTimeout          = 15 * time.Minute
+	defaultRetention        = 24 * time.Hour
+	defaultLease            = 30 * time.Second
+	defaultSweepInterval    = time.Minute
+	defaultPollInterval     = time.Second
+	defaultProgressInterval = 250 * time.Millisecond
 )
 
 // Config configures a Manager. Every field has a usable zero value.
@@ -58,12 +58,12 @@ type Config struct {
 	// their retention: past either, Admit refuses another one with
 	// ErrTooManyJobs (httpx: 429 rate_limited), so that one caller can
 	// neither run any number of jobs at once nor fill the store with
-	// results kept for Retention. Zero means DefaultMaxPendingPerOwner
-	// and DefaultMaxPerOwner; negative, no bound.
+	// results kept for Retention. Zero means 8 pending and 100 in
+	// all; negative, no bound.
 	MaxPendingPerOwner, MaxPerOwner int
 	// MaxResultBytes bounds the result a completed job keeps: a longer
 	// one is not kept, and the job fails with FailureResultTooLarge. Zero
-	// means DefaultMaxResultBytes; negative, no bound.
+	// means 1 MiB; negative, no bound.
 	MaxResultBytes int
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
@@ -75,9 +75,9 @@ type Config struct {
 // Defaults of Config's bounds: with them one owner's finished jobs hold
 // at most about 100 MiB of results.
 const (
-	DefaultMaxPendingPerOwner = 8
-	DefaultMaxPerOwner        = 100
-	DefaultMaxResultBytes     = 1 << 20
+	defaultMaxPendingPerOwner = 8
+	defaultMaxPerOwner        = 100
+	defaultMaxResultBytes     = 1 << 20
 )
 
 // Manager runs calls as jobs: detached from the request that started
@@ -115,19 +115,19 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{
 		store:    cfg.Store,
 		instance: cfg.Instance,
-		timeout:  orDefault(cfg.Timeout, DefaultTimeout),
-		retain:   orDefault(cfg.Retention, DefaultRetention),
-		lease:    orDefault(cfg.Lease, DefaultLease),
-		sweep:    orDefault(cfg.SweepInterval, DefaultSweepInterval),
-		poll:     orDefault(cfg.PollInterval, DefaultPollInterval),
-		progress: orDefault(cfg.ProgressInterval, DefaultProgressInterval),
+		timeout:  orDefault(cfg.Timeout, defaultTimeout),
+		retain:   orDefault(cfg.Retention, defaultRetention),
+		lease:    orDefault(cfg.Lease, defaultLease),
+		sweep:    orDefault(cfg.SweepInterval, defaultSweepInterval),
+		poll:     orDefault(cfg.PollInterval, defaultPollInterval),
+		progress: orDefault(cfg.ProgressInterval, defaultProgressInterval),
 		now:      cfg.Now,
 		logger:   cfg.Logger,
 		running:  make(map[string]*Call),
 
-		maxPending: bound(cfg.MaxPendingPerOwner, DefaultMaxPendingPerOwner),
-		maxKept:    bound(cfg.MaxPerOwner, DefaultMaxPerOwner),
-		maxResult:  bound(cfg.MaxResultBytes, DefaultMaxResultBytes),
+		maxPending: bound(cfg.MaxPendingPerOwner, defaultMaxPendingPerOwner),
+		maxKept:    bound(cfg.MaxPerOwner, defaultMaxPerOwner),
+		maxResult:  bound(cfg.MaxResultBytes, defaultMaxResultBytes),
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 	}

@@ -137,20 +137,19 @@
 // approval for a capability of approval strength none), so sessions are
 // bounded:
 //
-//   - Config.MaxSessionsPerOwner (default DefaultMaxSessionsPerOwner, 8)
-//     live sessions per session owner: an initialize beyond it closes the
-//     owner's least recently used session.
-//   - Config.MaxSessions (default DefaultMaxSessions, 1000) live sessions
-//     in all: beyond it, a request that would open one more is refused
-//     with 503 temporarily_unavailable and Retry-After (an initialize
-//     that raced past that check gets a JSON-RPC error), unless its
-//     owner is at its own limit and gives up its oldest session instead.
-//   - Config.StreamlessTimeout (default DefaultStreamlessTimeout, 5
-//     minutes) closes a session with no request under way, no open
-//     stream (GET) among them, after that long without one.
-//   - Config.SessionTimeout (default DefaultSessionTimeout, 30 minutes)
-//     closes a session that saw no POST for that long, even with its
-//     stream open.
+//   - Config.MaxSessionsPerOwner (default 8) live sessions per session
+//     owner: an initialize beyond it closes the owner's least recently
+//     used session.
+//   - Config.MaxSessions (default 1000) live sessions in all: beyond it,
+//     a request that would open one more is refused with 503
+//     temporarily_unavailable and Retry-After (an initialize that raced
+//     past that check gets a JSON-RPC error), unless its owner is at its
+//     own limit and gives up its oldest session instead.
+//   - Config.StreamlessTimeout (default 5 minutes) closes a session with
+//     no request under way, no open stream (GET) among them, after that
+//     long without one.
+//   - Config.SessionTimeout (default 30 minutes) closes a session that
+//     saw no POST for that long, even with its stream open.
 //
 // A negative value lifts a limit. A client whose session was closed gets
 // 404 and, as the transport specification asks, opens a new one.

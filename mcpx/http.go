@@ -50,13 +50,13 @@ func (s *Server) setupHTTP(cfg Config) error {
 	}
 	maxBody := cfg.MaxBodyBytes
 	if maxBody == 0 {
-		maxBody = DefaultMaxBodyBytes
+		maxBody = defaultMaxBodyBytes
 	}
 	s.maxBody = maxBody
 	timeout := cfg.SessionTimeout
 	switch {
 	case timeout == 0:
-		timeout = DefaultSessionTimeout
+		timeout = defaultSessionTimeout
 	case timeout < 0:
 		timeout = 0
 	}
@@ -72,12 +72,12 @@ func (s *Server) setupHTTP(cfg Config) error {
 	idle := cfg.StreamlessTimeout
 	switch {
 	case idle == 0:
-		idle = DefaultStreamlessTimeout
+		idle = defaultStreamlessTimeout
 	case idle < 0:
 		idle = 0
 	}
-	s.sessions = newSessionTable(limit(cfg.MaxSessions, DefaultMaxSessions),
-		limit(cfg.MaxSessionsPerOwner, DefaultMaxSessionsPerOwner), idle)
+	s.sessions = newSessionTable(limit(cfg.MaxSessions, defaultMaxSessions),
+		limit(cfg.MaxSessionsPerOwner, defaultMaxSessionsPerOwner), idle)
 	srv := s.newMCPServer(nil)
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Logger:              s.logger,
@@ -282,7 +282,7 @@ func (s *Server) Resource() string { return s.resource }
 func (s *Server) MetadataURL() string { return s.metadataURL }
 
 // MetadataPaths returns the paths, at the origin's root, where Metadata
-// must be mounted: WellKnownPath and, for an endpoint with a path, the
+// must be mounted: /.well-known/oauth-protected-resource and, for an endpoint with a path, the
 // path-suffixed form (/.well-known/oauth-protected-resource/mcp for
 // https://host/mcp). Nil without Config.Verifier.
 func (s *Server) MetadataPaths() []string { return s.metadataPath }

@@ -29,8 +29,7 @@ type Config struct {
 	// Instructions tell the client how to use the server; empty sends none.
 	Instructions string
 
-	// PageSize is the number of tools a tools/list page holds; zero means
-	// DefaultPageSize.
+	// PageSize is the number of tools a tools/list page holds; zero means 50.
 	PageSize int
 
 	// Logger receives internal errors with their hidden causes, which are
@@ -63,7 +62,7 @@ type Config struct {
 	ScopesSupported      []string
 	ResourceName         string
 
-	// MaxBodyBytes bounds a request body; zero means DefaultMaxBodyBytes.
+	// MaxBodyBytes bounds a request body; zero means 1 MiB.
 	MaxBodyBytes int64
 	// TrustedOrigins lists the origins ("https://app.example") whose
 	// browser pages may call the endpoint besides its own. Any other
@@ -71,36 +70,35 @@ type Config struct {
 	TrustedOrigins []string
 	// SessionTimeout closes a session that saw no POST for this long,
 	// even one whose stream (GET) is open; zero means
-	// DefaultSessionTimeout, a negative value never closes idle sessions
+	// 30 minutes, a negative value never closes idle sessions
 	// this way.
 	SessionTimeout time.Duration
 	// StreamlessTimeout closes sooner a session with no request under
 	// way, no open stream among them: after this long without one. Zero
-	// means DefaultStreamlessTimeout; a negative value leaves such
+	// means 5 minutes; a negative value leaves such
 	// sessions to SessionTimeout.
 	StreamlessTimeout time.Duration
 	// MaxSessionsPerOwner bounds the live sessions of one session owner
-	// (see SessionOwner): an initialize beyond it closes the owner's
-	// least recently used session. Zero means
-	// DefaultMaxSessionsPerOwner; a negative value sets no bound.
+	// (auth.Identity.Subject): an initialize beyond it closes the owner's
+	// least recently used session. Zero means 8; a negative value sets no bound.
 	MaxSessionsPerOwner int
 	// MaxSessions bounds the live sessions of the endpoint: beyond it a
 	// request that would open one is refused (503
 	// temporarily_unavailable with Retry-After, or a JSON-RPC error for
 	// an initialize that raced past that check). Zero means
-	// DefaultMaxSessions; a negative value sets no bound.
+	// 1000; a negative value sets no bound.
 	MaxSessions int
 }
 
 // Defaults of Config. A session holds some 20 KB in the process, so the
 // defaults keep sessions under about 20 MB.
 const (
-	DefaultPageSize            = 50
-	DefaultSessionTimeout      = 30 * time.Minute
-	DefaultStreamlessTimeout   = 5 * time.Minute
-	DefaultMaxSessionsPerOwner = 8
-	DefaultMaxSessions         = 1000
-	DefaultMaxBodyBytes        = 1 << 20
+	defaultPageSize            = 50
+	defaultSessionTimeout      = 30 * time.Minute
+	defaultStreamlessTimeout   = 5 * time.Minute
+	defaultMaxSessionsPerOwner = 8
+	defaultMaxSessions         = 1000
+	defaultMaxBodyBytes        = 1 << 20
 )
 
 // MetaGrantStatus is the _meta key of a listed tool's grant status.
@@ -110,10 +108,10 @@ const MetaGrantStatus = "agentcap/grant_status"
 // object httpx answers the error with.
 const MetaError = "agentcap/error"
 
-// WellKnownPath is where protected resource metadata is served (RFC 9728
+// wellKnownPath is where protected resource metadata is served (RFC 9728
 // §3), at the origin's root; the resource's own path follows it in the
 // path-suffixed form.
-const WellKnownPath = "/.well-known/oauth-protected-resource"
+const wellKnownPath = "/.well-known/oauth-protected-resource"
 
 // Server serves an executor's capabilities as MCP tools. It is an
 // [http.Handler] for the Streamable HTTP transport, and serves any other
@@ -184,7 +182,7 @@ func New(src core.Source, cfg Config) (*Server, error) {
 		s.impl.Name = "agentcap"
 	}
 	if s.pageSize == 0 {
-		s.pageSize = DefaultPageSize
+		s.pageSize = defaultPageSize
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -323,9 +321,9 @@ func checkResource(resource string) (metadataURL string, paths []string, err err
 		return "", nil, fmt.Errorf("mcpx: Config.Resource %q has a character that cannot appear in a challenge", resource)
 	}
 	path := strings.TrimRight(u.EscapedPath(), "/")
-	paths = []string{WellKnownPath}
+	paths = []string{wellKnownPath}
 	if path != "" {
-		paths = append(paths, WellKnownPath+path)
+		paths = append(paths, wellKnownPath+path)
 	}
-	return u.Scheme + "://" + u.Host + WellKnownPath + path, paths, nil
+	return u.Scheme + "://" + u.Host + wellKnownPath + path, paths, nil
 }

@@ -33,7 +33,7 @@ var olderLink = regexp.MustCompile(`id="older" href="([^"]+)"`)
 // records, newest first, pages through the store's cursor, the shared
 // layout and headers, and refusals.
 func TestActivityPage(t *testing.T) {
-	mem := audit.NewMemory()
+	mem := audit.NewMemory(nil)
 	e := newPageEnv(t, func(c *provider.Config) { c.Audit = mem })
 	seedActivity(t, mem, "alice", 30, e.clock.Now())
 	seedActivity(t, mem, "bob", 3, e.clock.Now())
@@ -85,7 +85,7 @@ func TestActivityPage(t *testing.T) {
 	if _, page, _ := bob.get("/activity"); strings.Count(page, `class="record"`) != 3 {
 		t.Errorf("bob sees %d records", strings.Count(page, `class="record"`))
 	}
-	empty := newPageEnv(t, func(c *provider.Config) { c.Audit = audit.NewMemory() })
+	empty := newPageEnv(t, func(c *provider.Config) { c.Audit = audit.NewMemory(nil) })
 	if _, page, _ := newSignedIn(t, empty, "alice").get("/activity"); !strings.Contains(page, `id="no-activity"`) {
 		t.Error("a user without records is not told so")
 	}
@@ -100,7 +100,7 @@ func TestActivityPage(t *testing.T) {
 
 // TestUserAPIActivity covers GET /user/activity.
 func TestUserAPIActivity(t *testing.T) {
-	mem := audit.NewMemory()
+	mem := audit.NewMemory(nil)
 	e := newUserAPIEnv(t, func(c *provider.Config) { c.Audit = mem })
 	seedActivity(t, mem, "alice", 7, e.clock.Now())
 	seedActivity(t, mem, "bob", 2, e.clock.Now())

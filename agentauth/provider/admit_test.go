@@ -48,7 +48,7 @@ func TestAgentLimitBeforeReplayCache(t *testing.T) {
 	ping := core.MustDefine("ping", "Ping.", func(context.Context, struct{}, struct{}) (struct{}, error) { return struct{}{}, nil })
 	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", UserID: "usr_1", Clock: clock.Now})
 	agent := host.NewAgent(agentauthtest.Agent{ID: "agt_1"}).Grant("ping", nil)
-	st := store.NewMemory()
+	st := store.NewMemory(nil)
 	if err := st.CreateHost(ctx, &store.Host{ID: host.ID, PublicKey: host.PublicJWK(), UserID: "usr_1", Status: agentcap.StatusActive}); err != nil {
 		t.Fatal(err)
 	}

@@ -145,10 +145,10 @@ const userCodeAlphabet = "BCDFGHJKLMNPQRSTVWXZ"
 
 const userCodeLength = 8
 
-// NormalizeUserCode returns a user code as stored: upper case, without
+// normalizeUserCode returns a user code as stored: upper case, without
 // the separators and spaces users type. Lookups use it, so "bcdf-ghjk"
 // finds BCDF-GHJK.
-func NormalizeUserCode(code string) string {
+func normalizeUserCode(code string) string {
 	var b strings.Builder
 	for _, r := range strings.ToUpper(code) {
 		if r == '-' || r == ' ' {
@@ -159,9 +159,9 @@ func NormalizeUserCode(code string) string {
 	return b.String()
 }
 
-// FormatUserCode returns a normalized user code as users read it:
+// formatUserCode returns a normalized user code as users read it:
 // XXXX-XXXX.
-func FormatUserCode(code string) string {
+func formatUserCode(code string) string {
 	if len(code) != userCodeLength {
 		return code
 	}
@@ -236,7 +236,7 @@ func (p *Provider) startApproval(ctx context.Context, rq approvalRequest) (*appr
 		if err != nil {
 			return nil, internalError(err)
 		}
-		formatted := FormatUserCode(code)
+		formatted := formatUserCode(code)
 		ap := &store.Approval{
 			ID:             id,
 			Method:         method,
@@ -287,7 +287,7 @@ func (p *Provider) startApproval(ctx context.Context, rq approvalRequest) (*appr
 // decide it (Approval.UserID for a call to confirm, the user of a linked
 // host), since a call's preview is that user's business.
 func (p *Provider) PendingApproval(ctx context.Context, userCode string) (*Approval, error) {
-	code := NormalizeUserCode(userCode)
+	code := normalizeUserCode(userCode)
 	if code == "" {
 		return nil, ErrApprovalNotFound
 	}
@@ -301,7 +301,7 @@ func (p *Provider) PendingApproval(ctx context.Context, userCode string) (*Appro
 	if ap.Method == store.MethodCIBA {
 		return nil, ErrApprovalNotFound
 	}
-	return p.approvalView(ctx, ap, FormatUserCode(code))
+	return p.approvalView(ctx, ap, formatUserCode(code))
 }
 
 // PendingApprovalByID returns the pending approval request with the id,

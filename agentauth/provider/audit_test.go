@@ -18,7 +18,7 @@ import (
 // trail returns the records written since the last call, oldest first.
 type trail struct {
 	t     *testing.T
-	store *audit.Memory
+	store audit.Store
 	seen  int
 }
 
@@ -64,14 +64,16 @@ func (tr *trail) expect(what string, events ...string) []audit.Record {
 }
 
 func TestProviderAuditTrail(t *testing.T) {
-	mem := audit.NewMemory()
-	e := newUserAPIEnv(t, func(c *provider.Config) {
+	// Records of one test clock instant must sort in writing order.
+	var (
+		e    *env
+		tick time.Duration
+	)
+	mem := audit.NewMemory(func() time.Time { tick += time.Microsecond; return e.clock.Now().Add(tick) })
+	e = newUserAPIEnv(t, func(c *provider.Config) {
 		c.Audit = mem
 		c.Policy.AllowAutonomous = func(context.Context, *store.Host) bool { return true }
 	})
-	// Records of one test clock instant must sort in writing order.
-	var tick time.Duration
-	mem.Now = func() time.Time { tick += time.Microsecond; return e.clock.Now().Add(tick) }
 	tr := &trail{t: t, store: mem}
 
 	h, a := newKey(t), newKey(t)
@@ -208,7 +210,7 @@ func TestProviderAuditTrail(t *testing.T) {
 }
 
 func TestProviderAuditReactivation(t *testing.T) {
-	mem := audit.NewMemory()
+	mem := audit.NewMemory(nil)
 	e := newEnv(t, func(c *provider.Config) {
 		c.Audit = mem
 		c.Lifetimes = store.Policy{SessionTTL: time.Hour, AbsoluteLifetime: 24 * time.Hour}

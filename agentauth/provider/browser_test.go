@@ -303,7 +303,7 @@ func TestAgentsPageInChromium(t *testing.T) {
 // reached through the navigation, lists all of it, newest first.
 func TestActivityPageInChromium(t *testing.T) {
 	ctx := newChromium(t)
-	e := newPageEnv(t, func(c *provider.Config) { c.Audit = audit.NewMemory() })
+	e := newPageEnv(t, func(c *provider.Config) { c.Audit = audit.NewMemory(nil) })
 	h, a := newKey(t), newKey(t)
 	r := e.register(h, a, map[string]any{"name": "Budget helper", "host_name": "alice-laptop", "capabilities": []any{"echo", "check_balance"}})
 	if r.status != http.StatusOK {

@@ -60,9 +60,9 @@ type Notification struct {
 	ReviewURL string
 }
 
-// DefaultNotifyTimeout bounds one Notify call when Config.NotifyTimeout is
+// defaultNotifyTimeout bounds one Notify call when Config.NotifyTimeout is
 // zero.
-const DefaultNotifyTimeout = 30 * time.Second
+const defaultNotifyTimeout = 30 * time.Second
 
 // maxNotifying bounds the Notify calls under way. Hosts are free to make
 // and each may ask for CIBA approvals, so without a bound a slow
@@ -102,12 +102,12 @@ type MethodContext struct {
 	Methods []string
 }
 
-// DefaultApprovalMethod is the method choice when Policy.ApprovalMethod
+// defaultApprovalMethod is the method choice when Policy.ApprovalMethod
 // is nil: CIBA when the client prefers it, the provider offers it, and
 // there is someone to address (a known user, or a login hint, resolved
 // or not); device authorization, the baseline every client supports
 // (§7.1), otherwise.
-func DefaultApprovalMethod(_ context.Context, c MethodContext) string {
+func defaultApprovalMethod(_ context.Context, c MethodContext) string {
 	if c.Preferred == store.MethodCIBA && slices.Contains(c.Methods, store.MethodCIBA) && (c.UserKnown || c.LoginHint != "") {
 		return store.MethodCIBA
 	}
@@ -135,7 +135,7 @@ func (p *Provider) chooseMethod(ctx context.Context, rq approvalRequest) (method
 		Kind: rq.kind, Agent: rq.agent, Host: rq.host, Methods: p.methods()}
 	choose := p.policy.ApprovalMethod
 	if choose == nil {
-		choose = DefaultApprovalMethod
+		choose = defaultApprovalMethod
 	}
 	method = choose(ctx, mc)
 	if method != store.MethodCIBA || p.notifier == nil || (known == "" && mc.LoginHint == "") {

@@ -25,7 +25,7 @@ func ExampleNotifierFunc() {
 	issuer := "http://" + srv.Listener.Addr().String()
 	notified := make(chan provider.Notification, 1)
 	prov, err := provider.New(provider.Config{
-		Issuer: issuer, ProviderName: "bank", Store: store.NewMemory(), Registry: reg,
+		Issuer: issuer, ProviderName: "bank", Store: store.NewMemory(nil), Registry: reg,
 		Notifier: provider.NotifierFunc(func(_ context.Context, n provider.Notification) error {
 			notified <- n // in an application: a push message, an e-mail
 			return nil

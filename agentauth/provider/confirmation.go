@@ -23,16 +23,6 @@ import (
 // issuer: GET with ?id= and a fresh agent JWT.
 const PathConfirmation = "/agent/confirmation"
 
-// Wire codes of PathConfirmation, beyond the polling codes
-// (authorization_pending, slow_down, expired_token).
-const (
-	// CodeConfirmationDenied: the person refused the call.
-	CodeConfirmationDenied = "confirmation_denied"
-	// CodeConfirmationNotFound: no request to confirm a call of this
-	// agent has the id.
-	CodeConfirmationNotFound = "confirmation_not_found"
-)
-
 // KindConfirmation is the Kind of an approval request that asks a person
 // to confirm one call of an agent.
 const KindConfirmation = "confirmation"
@@ -117,7 +107,7 @@ func (h humanConfirmer) RequestHumanConfirmation(ctx context.Context, r core.Hum
 		if p.notifier != nil {
 			p.notify(ctx, approvalRequest{kind: KindConfirmation, agent: agent, host: host, caps: ap.Capabilities}, ap)
 		}
-		formatted := FormatUserCode(code)
+		formatted := formatUserCode(code)
 		return &core.HumanConfirmationPending{
 			Approval: core.ConfirmationApproval{
 				Method:                  store.MethodDeviceAuthorization,

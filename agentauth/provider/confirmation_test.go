@@ -67,7 +67,7 @@ func newConfirmEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler, mo
 	srv := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + srv.Listener.Addr().String()
 	c := &clock{t: time.Now().Truncate(time.Second)}
-	st := store.NewMemory().WithClock(c.Now)
+	st := store.NewMemory(c.Now)
 	reg := core.MustRegistry(payCapability,
 		core.MustDefine("echo", "Return the message.", func(_ context.Context, _ struct{}, in echoIO) (echoIO, error) { return in, nil }))
 	mgr, err := confirm.New(confirm.Config{Now: c.Now})

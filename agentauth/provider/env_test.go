@@ -95,7 +95,7 @@ func newEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler, mods ...f
 	srv := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + srv.Listener.Addr().String()
 	c := &clock{t: time.Now().Truncate(time.Second)}
-	st := store.NewMemory().WithClock(c.Now)
+	st := store.NewMemory(c.Now)
 	reg := testRegistry(t)
 	cfg := provider.Config{
 		Issuer:       issuer,

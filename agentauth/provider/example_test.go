@@ -38,7 +38,7 @@ func ExampleNew() {
 	prov, err := provider.New(provider.Config{
 		Issuer:       issuer,
 		ProviderName: "bank",
-		Store:        store.NewMemory(),
+		Store:        store.NewMemory(nil),
 		Registry:     reg,
 		SignedInUser: dev.SignedInUser,
 		SignInURL:    "/login",

@@ -15,8 +15,8 @@ import (
 	"github.com/agentcap/agentcap/core"
 )
 
-// MaxRequestedCapabilities bounds the capabilities one request may name.
-const MaxRequestedCapabilities = 100
+// maxRequestedCapabilities bounds the capabilities one request may name.
+const maxRequestedCapabilities = 100
 
 // Display text limits (protocol §8.10).
 const (
@@ -43,8 +43,8 @@ func (p *Provider) parseRequested(raw json.RawMessage, required bool) ([]store.R
 	if required && len(items) == 0 {
 		return nil, badRequest("capabilities must name at least one capability")
 	}
-	if len(items) > MaxRequestedCapabilities {
-		return nil, badRequest(fmt.Sprintf("at most %d capabilities may be requested at once", MaxRequestedCapabilities))
+	if len(items) > maxRequestedCapabilities {
+		return nil, badRequest(fmt.Sprintf("at most %d capabilities may be requested at once", maxRequestedCapabilities))
 	}
 	var out []store.RequestedCapability
 	var unknown, unknownOps []string

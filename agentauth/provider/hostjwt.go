@@ -19,11 +19,11 @@ import (
 	"github.com/agentcap/agentcap/auth"
 )
 
-// HostReplayKeyPrefix starts every key the provider records in its
-// ReplayCache for a host JWT, as agentauth.ReplayKey(HostReplayKeyPrefix,
+// hostReplayKeyPrefix starts every key the provider records in its
+// ReplayCache for a host JWT, as agentauth.ReplayKey(hostReplayKeyPrefix,
 // iss, jti). Agent
 // JWTs use agentauth.ReplayKeyPrefix, so the two never collide.
-const HostReplayKeyPrefix = agentauth.HostReplayKeyPrefix
+const hostReplayKeyPrefix = agentauth.HostReplayKeyPrefix
 
 // Public messages of host JWT verification. Every failure before the
 // signature is verified shares msgInvalidHostToken, so that a caller
@@ -358,7 +358,7 @@ func containsString(list []string, s string) bool {
 // shares itself out among owners: past the host's share the token is 429
 // rate_limited, and other hosts are not refused.
 func (p *Provider) recordHostJTI(ctx context.Context, host *store.Host, tok *hostToken) (bool, error) {
-	key, ttl := agentauth.ReplayKey(HostReplayKeyPrefix, tok.iss, tok.jti), p.maxAge+2*p.skew
+	key, ttl := agentauth.ReplayKey(hostReplayKeyPrefix, tok.iss, tok.jti), p.maxAge+2*p.skew
 	var (
 		fresh bool
 		err   error

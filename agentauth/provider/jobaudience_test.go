@@ -43,7 +43,7 @@ func TestJobPollNeedsTheExecutionAudience(t *testing.T) {
 	reg := core.MustRegistry(report, remote)
 	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", UserID: "usr_1"})
 	agent := host.NewAgent(agentauthtest.Agent{ID: "agt_1"})
-	st := store.NewMemory()
+	st := store.NewMemory(nil)
 	if err := st.CreateHost(ctx, &store.Host{ID: host.ID, PublicKey: host.PublicJWK(), UserID: "usr_1", Status: agentcap.StatusActive}); err != nil {
 		t.Fatal(err)
 	}

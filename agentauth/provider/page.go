@@ -199,7 +199,7 @@ func (p *Provider) approvalFor(ctx context.Context, u *User, t approvalTarget) (
 		userCode string
 	)
 	if t.code != "" || t.id == "" {
-		code := NormalizeUserCode(t.code)
+		code := normalizeUserCode(t.code)
 		if code == "" {
 			return nil, ErrApprovalNotFound
 		}
@@ -209,7 +209,7 @@ func (p *Provider) approvalFor(ctx context.Context, u *User, t approvalTarget) (
 		if err == nil && ap.Method == store.MethodCIBA {
 			return nil, ErrApprovalNotFound
 		}
-		userCode = FormatUserCode(code)
+		userCode = formatUserCode(code)
 	} else {
 		ap, err = p.store.GetApproval(ctx, t.id)
 	}
@@ -478,11 +478,11 @@ func (p *Provider) checkPresence(r *http.Request, u *User, ap *Approval) error {
 // binding message ends with). Codes are kept only as digests, so the
 // typed code is looked up and must find this very request.
 func (p *Provider) checkPresenceCode(ctx context.Context, ap *Approval, typed string) error {
-	code := NormalizeUserCode(typed)
+	code := normalizeUserCode(typed)
 	if code == "" {
 		return errors.New("no confirmation code")
 	}
-	if ap.UserCode != "" && code == NormalizeUserCode(ap.UserCode) {
+	if ap.UserCode != "" && code == normalizeUserCode(ap.UserCode) {
 		return nil
 	}
 	got, err := p.store.ApprovalByUserCode(ctx, code)

@@ -52,14 +52,14 @@ const (
 // Defaults of Config.
 const (
 	DefaultApprovalLifetime = 10 * time.Minute
-	DefaultPollInterval     = 5 * time.Second
-	// DefaultFreshAuth is how recently the approving user must have
+	defaultPollInterval     = 5 * time.Second
+	// defaultFreshAuth is how recently the approving user must have
 	// signed in (protocol §8.11: a long-lived session is not enough).
-	DefaultFreshAuth = 10 * time.Minute
+	defaultFreshAuth = 10 * time.Minute
 	// DefaultTouchInterval is Config.TouchInterval when it is zero.
 	DefaultTouchInterval = time.Second
-	// DefaultMaxPendingAgents is Config.MaxPendingAgents when it is zero.
-	DefaultMaxPendingAgents = 20
+	// defaultMaxPendingAgents is Config.MaxPendingAgents when it is zero.
+	defaultMaxPendingAgents = 20
 )
 
 // Config configures a Provider. Issuer, ProviderName, Registry and Store
@@ -107,7 +107,7 @@ type Config struct {
 	// approval at once: a registration of another is refused with 429
 	// rate_limited until one of them is decided or cleaned up. Each
 	// pending agent is a record, an approval request and, for a JWKS
-	// agent, a URL the host chose. Zero means DefaultMaxPendingAgents.
+	// agent, a URL the host chose. Zero means defaultMaxPendingAgents.
 	MaxPendingAgents int
 
 	// VerificationURI is where users approve: the approval page. Empty
@@ -117,7 +117,7 @@ type Config struct {
 	// DefaultApprovalLifetime.
 	ApprovalLifetime time.Duration
 	// PollInterval is the interval clients are told to poll at, in whole
-	// seconds; zero means DefaultPollInterval. A poll sooner than half of
+	// seconds; zero means defaultPollInterval. A poll sooner than half of
 	// it, while approval is pending, is answered slow_down: the half
 	// forgives clients whose timers fire a little early.
 	PollInterval time.Duration
@@ -127,7 +127,7 @@ type Config struct {
 	// asks. An error is answered 500.
 	SignedInUser func(r *http.Request) (*User, error)
 	// FreshAuth is how recently the user must have signed in to approve;
-	// zero means DefaultFreshAuth.
+	// zero means defaultFreshAuth.
 	FreshAuth time.Duration
 	// SignInURL is where the approval page sends a user who is not
 	// signed in (or not recently enough), with the page's URL in the
@@ -150,7 +150,7 @@ type Config struct {
 	// offers device authorization only.
 	Notifier Notifier
 	// NotifyTimeout bounds one Notify call; zero means
-	// DefaultNotifyTimeout.
+	// defaultNotifyTimeout.
 	NotifyTimeout time.Duration
 	// ResolveLoginHint maps a client's login_hint (protocol §5.3) to a
 	// user id, "" for none, for CIBA requests of hosts not yet linked to
@@ -398,7 +398,7 @@ func newProvider(cfg Config) (*Provider, error) {
 	}
 	switch {
 	case p.pollInterval == 0:
-		p.pollInterval = DefaultPollInterval
+		p.pollInterval = defaultPollInterval
 	case p.pollInterval < time.Second || p.pollInterval%time.Second != 0:
 		return nil, fmt.Errorf("provider: Config.PollInterval %v must be whole seconds", p.pollInterval)
 	}
@@ -407,16 +407,16 @@ func newProvider(cfg Config) (*Provider, error) {
 	}
 	switch {
 	case p.maxPending == 0:
-		p.maxPending = DefaultMaxPendingAgents
+		p.maxPending = defaultMaxPendingAgents
 	case p.maxPending < 0:
 		return nil, fmt.Errorf("provider: Config.MaxPendingAgents %d is negative", p.maxPending)
 	}
 	if p.notifyTimeout <= 0 {
-		p.notifyTimeout = DefaultNotifyTimeout
+		p.notifyTimeout = defaultNotifyTimeout
 	}
 	p.notifySlots = make(chan struct{}, maxNotifying)
 	if p.freshAuth <= 0 {
-		p.freshAuth = DefaultFreshAuth
+		p.freshAuth = defaultFreshAuth
 	}
 	switch {
 	case p.skew == 0:

@@ -26,16 +26,6 @@ const (
 // changes something.
 const CSRFHeader = "X-CSRF-Token"
 
-// Wire codes of the user API.
-const (
-	CodeGrantNotFound            = "grant_not_found"
-	CodeApprovalNotFound         = "approval_not_found"
-	CodeApprovalClosed           = "approval_closed"
-	CodePresenceRequired         = "presence_required"
-	CodeReauthenticationRequired = "reauthentication_required"
-	CodeCSRF                     = "csrf_failed"
-)
-
 // userTokenLife is how long a user API CSRF token is accepted.
 const userTokenLife = time.Hour
 

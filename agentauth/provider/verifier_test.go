@@ -54,7 +54,7 @@ func newIdentityEnv(t testing.TB, mods ...func(*provider.Config)) *env {
 	srv := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + srv.Listener.Addr().String()
 	c := &clock{t: time.Now().Truncate(time.Second)}
-	st := store.NewMemory().WithClock(c.Now)
+	st := store.NewMemory(c.Now)
 	reg := core.MustRegistry(
 		core.MustDefine("whoami", "Report the caller.", whoami),
 		core.MustDefine("remote", "Report the caller, elsewhere.", whoami, core.WithLocation(issuer+remotePath)),

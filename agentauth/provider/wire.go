@@ -11,10 +11,10 @@ import (
 	"github.com/agentcap/agentcap"
 )
 
-// MaxBodyBytes bounds the body of every provider request. Registration
+// maxBodyBytes bounds the body of every provider request. Registration
 // bodies are small JSON documents; a megabyte leaves room for long
 // constraint lists without letting a caller make the server buffer more.
-const MaxBodyBytes = 1 << 20
+const maxBodyBytes = 1 << 20
 
 func badRequest(msg string) *agentcap.Error {
 	return agentcap.NewError(agentcap.CodeInvalidRequest, msg)
@@ -75,11 +75,11 @@ func readObject(r *http.Request) (map[string]json.RawMessage, error) {
 	if r.Body == nil {
 		return nil, badRequest("the request needs a JSON object body")
 	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil {
 		return nil, badRequest("the request body could not be read")
 	}
-	if len(data) > MaxBodyBytes {
+	if len(data) > maxBodyBytes {
 		return nil, agentcap.NewError(agentcap.CodeRequestTooLarge, "the request body is too large")
 	}
 	return parseObject(data)

@@ -15,8 +15,8 @@ import (
 // rest, because that would hand the key a fresh burst.
 var ErrFull = errors.New("ratelimit: limiter full")
 
-// DefaultMaxKeys is the bound of a Memory created with maxKeys <= 0.
-const DefaultMaxKeys = 1 << 20
+// defaultMaxKeys is the bound of a Memory created with maxKeys <= 0.
+const defaultMaxKeys = 1 << 20
 
 // Memory is an in-process Limiter, safe for concurrent use. It keeps one
 // timestamp per key in sharded maps. A key whose bucket is full again
@@ -34,10 +34,10 @@ type Memory struct {
 var _ Limiter = (*Memory)(nil)
 
 // NewMemory returns a limiter tracking at most maxKeys keys that are not
-// at rest (DefaultMaxKeys if maxKeys <= 0).
+// at rest (defaultMaxKeys if maxKeys <= 0).
 func NewMemory(maxKeys int) *Memory {
 	if maxKeys <= 0 {
-		maxKeys = DefaultMaxKeys
+		maxKeys = defaultMaxKeys
 	}
 	seed := maphash.MakeSeed()
 	return &Memory{tats: ttlmap.New(ttlmap.Config[string]{

@@ -8,5 +8,5 @@ import (
 )
 
 func BenchmarkMemory(b *testing.B) {
-	storetest.Bench(b, func(b *testing.B) store.Store { return store.NewMemory() })
+	storetest.Bench(b, func(b *testing.B) store.Store { return store.NewMemory(nil) })
 }

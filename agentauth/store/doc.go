@@ -6,7 +6,7 @@
 //
 // # Implementations
 //
-// Memory (this package) holds everything in memory. Package sqlitestore
+// NewMemory (this package) holds everything in memory. Package sqlitestore
 // keeps it in an SQLite file, the embedded default; package pgstore keeps
 // it in PostgreSQL for applications that run on several machines. All
 // three pass the same conformance suite, package storetest.

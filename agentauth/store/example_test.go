@@ -22,7 +22,7 @@ func jwkFromSeed(b byte) []byte {
 // is compare-and-set, so a second approval of the same agent loses.
 func ExampleNewMemory() {
 	ctx := context.Background()
-	s := store.NewMemory()
+	s := store.NewMemory(nil)
 	defer s.Close()
 
 	_ = s.CreateHost(ctx, &store.Host{ID: "hst_1", PublicKey: jwkFromSeed(1), Status: agentcap.StatusActive})
@@ -57,9 +57,9 @@ func ExamplePolicy_Deadline() {
 	// Output: 2030-01-02T00:20:00Z
 }
 
-func ExampleMemory_Sweep() {
+func ExampleNewMemory_sweep() {
 	ctx := context.Background()
-	s := store.NewMemory()
+	s := store.NewMemory(nil)
 	now := time.Date(2030, 1, 10, 0, 0, 0, 0, time.UTC)
 	_ = s.CreateHost(ctx, &store.Host{ID: "hst_1", PublicKey: jwkFromSeed(1), Status: agentcap.StatusActive})
 	used := now.Add(-time.Hour)

@@ -12,11 +12,8 @@ import (
 	"github.com/agentcap/agentcap/agentauth"
 )
 
-// Memory is a Store held in memory, for tests, examples and single-process
-// applications that can lose their state on restart. One lock guards all
-// of it, which makes every method trivially atomic, cascades included;
-// reads share the lock.
-type Memory struct {
+// memory is the Store of NewMemory.
+type memory struct {
 	now func() time.Time
 
 	mu         sync.RWMutex
@@ -37,12 +34,20 @@ type memApproval struct {
 	userHash, deviceHash string
 }
 
-var _ Store = (*Memory)(nil)
+var _ Store = (*memory)(nil)
 
-// NewMemory returns an empty in-memory store.
-func NewMemory() *Memory {
-	return &Memory{
-		now:        time.Now,
+// NewMemory returns an empty Store held in memory, for tests, examples
+// and single-process applications that can lose their state on restart.
+// One lock guards all of it, which makes every method trivially atomic,
+// cascades included; reads share the lock. It reads bookkeeping times
+// (created_at when left zero, updated_at, and the present that Host and
+// Agent compare expiry with) from now; nil means time.Now.
+func NewMemory(now func() time.Time) Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &memory{
+		now:        now,
 		hosts:      make(map[string]*Host),
 		hostByTP:   make(map[string]string),
 		hostByJWKS: make(map[string]string),
@@ -54,26 +59,15 @@ func NewMemory() *Memory {
 	}
 }
 
-// WithClock makes m read bookkeeping times (created_at when left zero,
-// updated_at, and the present that Host and Agent compare expiry with)
-// from now instead of time.Now, and returns m. It must be called before m
-// is first used.
-func (m *Memory) WithClock(now func() time.Time) *Memory {
-	if now != nil {
-		m.now = now
-	}
-	return m
-}
-
 // Close implements Store. Every later call fails.
-func (m *Memory) Close() error {
+func (m *memory) Close() error {
 	m.mu.Lock()
 	m.closed = true
 	m.mu.Unlock()
 	return nil
 }
 
-func (m *Memory) check(ctx context.Context) error {
+func (m *memory) check(ctx context.Context) error {
 	if m.closed {
 		return errClosed
 	}
@@ -91,7 +85,7 @@ func conflict(format string, args ...any) error {
 }
 
 // Host implements agentauth.Directory.
-func (m *Memory) Host(ctx context.Context, id string) (*agentauth.Host, error) {
+func (m *memory) Host(ctx context.Context, id string) (*agentauth.Host, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	h, err := m.hostLocked(ctx, id)
@@ -104,7 +98,7 @@ func (m *Memory) Host(ctx context.Context, id string) (*agentauth.Host, error) {
 // Agent implements agentauth.Directory. It is on the path of every
 // verified request, so it copies the record once, straight into the
 // directory's shape.
-func (m *Memory) Agent(ctx context.Context, id string) (*agentauth.Agent, error) {
+func (m *memory) Agent(ctx context.Context, id string) (*agentauth.Agent, error) {
 	now := m.now()
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -116,7 +110,7 @@ func (m *Memory) Agent(ctx context.Context, id string) (*agentauth.Agent, error)
 }
 
 // CreateHost implements Store.
-func (m *Memory) CreateHost(ctx context.Context, h *Host) error {
+func (m *memory) CreateHost(ctx context.Context, h *Host) error {
 	c, err := PrepareHost(h, m.now())
 	if err != nil {
 		return err
@@ -144,7 +138,7 @@ func (m *Memory) CreateHost(ctx context.Context, h *Host) error {
 }
 
 // GetHost implements Store.
-func (m *Memory) GetHost(ctx context.Context, id string) (*Host, error) {
+func (m *memory) GetHost(ctx context.Context, id string) (*Host, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if err := m.check(ctx); err != nil {
@@ -158,7 +152,7 @@ func (m *Memory) GetHost(ctx context.Context, id string) (*Host, error) {
 }
 
 // HostByThumbprint implements Store.
-func (m *Memory) HostByThumbprint(ctx context.Context, thumbprint string) (*Host, error) {
+func (m *memory) HostByThumbprint(ctx context.Context, thumbprint string) (*Host, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if err := m.check(ctx); err != nil {
@@ -172,7 +166,7 @@ func (m *Memory) HostByThumbprint(ctx context.Context, thumbprint string) (*Host
 }
 
 // HostByKeyThumbprint implements Store.
-func (m *Memory) HostByKeyThumbprint(ctx context.Context, thumbprint string) (*agentauth.Host, error) {
+func (m *memory) HostByKeyThumbprint(ctx context.Context, thumbprint string) (*agentauth.Host, error) {
 	h, err := m.HostByThumbprint(ctx, thumbprint)
 	if err != nil {
 		return nil, err
@@ -181,7 +175,7 @@ func (m *Memory) HostByKeyThumbprint(ctx context.Context, thumbprint string) (*a
 }
 
 // HostByJWKSURL implements Store.
-func (m *Memory) HostByJWKSURL(ctx context.Context, url string) (*Host, error) {
+func (m *memory) HostByJWKSURL(ctx context.Context, url string) (*Host, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if err := m.check(ctx); err != nil {
@@ -195,7 +189,7 @@ func (m *Memory) HostByJWKSURL(ctx context.Context, url string) (*Host, error) {
 }
 
 // UpdateHostStatus implements Store.
-func (m *Memory) UpdateHostStatus(ctx context.Context, id string, from []string, to string) (int, error) {
+func (m *memory) UpdateHostStatus(ctx context.Context, id string, from []string, to string) (int, error) {
 	if err := CheckHostStatus(to); err != nil {
 		return 0, err
 	}
@@ -228,7 +222,7 @@ func (m *Memory) UpdateHostStatus(ctx context.Context, id string, from []string,
 var liveAgentStatuses = []string{agentcap.StatusPending, agentcap.StatusActive, agentcap.StatusExpired}
 
 // LinkHostUser implements Store.
-func (m *Memory) LinkHostUser(ctx context.Context, id, userID string) ([]string, error) {
+func (m *memory) LinkHostUser(ctx context.Context, id, userID string) ([]string, error) {
 	if userID == "" {
 		return nil, invalid("user id is empty")
 	}
@@ -267,7 +261,7 @@ func (m *Memory) LinkHostUser(ctx context.Context, id, userID string) ([]string,
 }
 
 // SetHostDefaultCapabilities implements Store.
-func (m *Memory) SetHostDefaultCapabilities(ctx context.Context, id string, capabilities []string) error {
+func (m *memory) SetHostDefaultCapabilities(ctx context.Context, id string, capabilities []string) error {
 	if err := CheckCapabilityNames(capabilities); err != nil {
 		return err
 	}
@@ -282,7 +276,7 @@ func (m *Memory) SetHostDefaultCapabilities(ctx context.Context, id string, capa
 }
 
 // RotateHostKey implements Store.
-func (m *Memory) RotateHostKey(ctx context.Context, id, fromThumbprint string, publicKey json.RawMessage, thumbprint string) error {
+func (m *memory) RotateHostKey(ctx context.Context, id, fromThumbprint string, publicKey json.RawMessage, thumbprint string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	h, err := m.hostLocked(ctx, id)
@@ -309,7 +303,7 @@ func (m *Memory) RotateHostKey(ctx context.Context, id, fromThumbprint string, p
 }
 
 // TouchHost implements Store.
-func (m *Memory) TouchHost(ctx context.Context, id string, now time.Time) error {
+func (m *memory) TouchHost(ctx context.Context, id string, now time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	h, err := m.hostLocked(ctx, id)
@@ -324,7 +318,7 @@ func (m *Memory) TouchHost(ctx context.Context, id string, now time.Time) error 
 	return nil
 }
 
-func (m *Memory) hostLocked(ctx context.Context, id string) (*Host, error) {
+func (m *memory) hostLocked(ctx context.Context, id string) (*Host, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
@@ -335,7 +329,7 @@ func (m *Memory) hostLocked(ctx context.Context, id string) (*Host, error) {
 	return h, nil
 }
 
-func (m *Memory) agentLocked(ctx context.Context, id string) (*Agent, error) {
+func (m *memory) agentLocked(ctx context.Context, id string) (*Agent, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
@@ -347,7 +341,7 @@ func (m *Memory) agentLocked(ctx context.Context, id string) (*Agent, error) {
 }
 
 // CreateAgent implements Store.
-func (m *Memory) CreateAgent(ctx context.Context, a *Agent) error {
+func (m *memory) CreateAgent(ctx context.Context, a *Agent) error {
 	c, err := PrepareAgent(a, m.now())
 	if err != nil {
 		return err
@@ -380,7 +374,7 @@ func (m *Memory) CreateAgent(ctx context.Context, a *Agent) error {
 }
 
 // GetAgent implements Store.
-func (m *Memory) GetAgent(ctx context.Context, id string) (*Agent, error) {
+func (m *memory) GetAgent(ctx context.Context, id string) (*Agent, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	a, err := m.agentLocked(ctx, id)
@@ -391,7 +385,7 @@ func (m *Memory) GetAgent(ctx context.Context, id string) (*Agent, error) {
 }
 
 // AgentByThumbprint implements Store.
-func (m *Memory) AgentByThumbprint(ctx context.Context, hostID, thumbprint string) (*Agent, error) {
+func (m *memory) AgentByThumbprint(ctx context.Context, hostID, thumbprint string) (*Agent, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if err := m.check(ctx); err != nil {
@@ -405,7 +399,7 @@ func (m *Memory) AgentByThumbprint(ctx context.Context, hostID, thumbprint strin
 }
 
 // ListAgents implements Store.
-func (m *Memory) ListAgents(ctx context.Context, hostID string) ([]*Agent, error) {
+func (m *memory) ListAgents(ctx context.Context, hostID string) ([]*Agent, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if err := m.check(ctx); err != nil {
@@ -423,7 +417,7 @@ func (m *Memory) ListAgents(ctx context.Context, hostID string) ([]*Agent, error
 func compareAgents(a, b *Agent) int { return compareCreated(a.CreatedAt, b.CreatedAt, a.ID, b.ID) }
 
 // UpdateAgentStatus implements Store.
-func (m *Memory) UpdateAgentStatus(ctx context.Context, id string, from []string, to string) error {
+func (m *memory) UpdateAgentStatus(ctx context.Context, id string, from []string, to string) error {
 	if err := CheckAgentStatus(to); err != nil {
 		return err
 	}
@@ -442,7 +436,7 @@ func (m *Memory) UpdateAgentStatus(ctx context.Context, id string, from []string
 
 // changeAgent runs fn on a copy of the agent and keeps the copy when fn
 // succeeds or asks for its change to be kept along with its error.
-func (m *Memory) changeAgent(ctx context.Context, id string, fn func(a *Agent) error) error {
+func (m *memory) changeAgent(ctx context.Context, id string, fn func(a *Agent) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a, err := m.agentLocked(ctx, id)
@@ -460,12 +454,12 @@ func (m *Memory) changeAgent(ctx context.Context, id string, fn func(a *Agent) e
 }
 
 // ActivateAgent implements Store.
-func (m *Memory) ActivateAgent(ctx context.Context, id string, from []string, now time.Time, p Policy) error {
+func (m *memory) ActivateAgent(ctx context.Context, id string, from []string, now time.Time, p Policy) error {
 	return m.changeAgent(ctx, id, func(a *Agent) error { return Activate(a, from, now, p) })
 }
 
 // ReactivateAgent implements Store.
-func (m *Memory) ReactivateAgent(ctx context.Context, id, to string, grants []Grant, now time.Time, p Policy) error {
+func (m *memory) ReactivateAgent(ctx context.Context, id, to string, grants []Grant, now time.Time, p Policy) error {
 	gs, err := PrepareGrants(grants, m.now())
 	if err != nil {
 		return err
@@ -474,12 +468,12 @@ func (m *Memory) ReactivateAgent(ctx context.Context, id, to string, grants []Gr
 }
 
 // TouchAgent implements Store.
-func (m *Memory) TouchAgent(ctx context.Context, id string, now time.Time, p Policy) error {
+func (m *memory) TouchAgent(ctx context.Context, id string, now time.Time, p Policy) error {
 	return m.changeAgent(ctx, id, func(a *Agent) error { return Touch(a, now, p) })
 }
 
 // RotateAgentKey implements Store.
-func (m *Memory) RotateAgentKey(ctx context.Context, id string, key AgentKey) error {
+func (m *memory) RotateAgentKey(ctx context.Context, id string, key AgentKey) error {
 	k, err := PrepareAgentKey(key)
 	if err != nil {
 		return err
@@ -508,7 +502,7 @@ func (m *Memory) RotateAgentKey(ctx context.Context, id string, key AgentKey) er
 }
 
 // PutGrants implements Store.
-func (m *Memory) PutGrants(ctx context.Context, agentID string, grants []Grant) error {
+func (m *memory) PutGrants(ctx context.Context, agentID string, grants []Grant) error {
 	gs, err := PrepareGrants(grants, m.now())
 	if err != nil {
 		return err
@@ -528,7 +522,7 @@ func (m *Memory) PutGrants(ctx context.Context, agentID string, grants []Grant) 
 }
 
 // ReplaceGrants implements Store.
-func (m *Memory) ReplaceGrants(ctx context.Context, agentID string, grants []Grant) error {
+func (m *memory) ReplaceGrants(ctx context.Context, agentID string, grants []Grant) error {
 	gs, err := PrepareGrants(grants, m.now())
 	if err != nil {
 		return err
@@ -540,7 +534,7 @@ func (m *Memory) ReplaceGrants(ctx context.Context, agentID string, grants []Gra
 }
 
 // UpdateGrantStatus implements Store.
-func (m *Memory) UpdateGrantStatus(ctx context.Context, agentID, capability string, c GrantChange) error {
+func (m *memory) UpdateGrantStatus(ctx context.Context, agentID, capability string, c GrantChange) error {
 	if err := CheckGrantChange(c); err != nil {
 		return err
 	}
@@ -554,7 +548,7 @@ func (m *Memory) UpdateGrantStatus(ctx context.Context, agentID, capability stri
 }
 
 // ListGrants implements Store.
-func (m *Memory) ListGrants(ctx context.Context, agentID string) ([]Grant, error) {
+func (m *memory) ListGrants(ctx context.Context, agentID string) ([]Grant, error) {
 	a, err := m.GetAgent(ctx, agentID)
 	if err != nil {
 		return nil, err
@@ -566,7 +560,7 @@ func (m *Memory) ListGrants(ctx context.Context, agentID string) ([]Grant, error
 }
 
 // CreateApproval implements Store.
-func (m *Memory) CreateApproval(ctx context.Context, a *Approval) error {
+func (m *memory) CreateApproval(ctx context.Context, a *Approval) error {
 	c, err := PrepareApproval(a, m.now())
 	if err != nil {
 		return err
@@ -608,7 +602,7 @@ func (m *Memory) CreateApproval(ctx context.Context, a *Approval) error {
 }
 
 // GetApproval implements Store.
-func (m *Memory) GetApproval(ctx context.Context, id string) (*Approval, error) {
+func (m *memory) GetApproval(ctx context.Context, id string) (*Approval, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	a, err := m.approvalLocked(ctx, id)
@@ -618,7 +612,7 @@ func (m *Memory) GetApproval(ctx context.Context, id string) (*Approval, error) 
 	return cloneApproval(&a.Approval), nil
 }
 
-func (m *Memory) approvalLocked(ctx context.Context, id string) (*memApproval, error) {
+func (m *memory) approvalLocked(ctx context.Context, id string) (*memApproval, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
@@ -630,16 +624,16 @@ func (m *Memory) approvalLocked(ctx context.Context, id string) (*memApproval, e
 }
 
 // ApprovalByUserCode implements Store.
-func (m *Memory) ApprovalByUserCode(ctx context.Context, code string) (*Approval, error) {
+func (m *memory) ApprovalByUserCode(ctx context.Context, code string) (*Approval, error) {
 	return m.approvalByCode(ctx, "u:", code)
 }
 
 // ApprovalByDeviceCode implements Store.
-func (m *Memory) ApprovalByDeviceCode(ctx context.Context, code string) (*Approval, error) {
+func (m *memory) ApprovalByDeviceCode(ctx context.Context, code string) (*Approval, error) {
 	return m.approvalByCode(ctx, "d:", code)
 }
 
-func (m *Memory) approvalByCode(ctx context.Context, prefix, code string) (*Approval, error) {
+func (m *memory) approvalByCode(ctx context.Context, prefix, code string) (*Approval, error) {
 	h := HashCode(code)
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -655,7 +649,7 @@ func (m *Memory) approvalByCode(ctx context.Context, prefix, code string) (*Appr
 }
 
 // ListApprovals implements Store.
-func (m *Memory) ListApprovals(ctx context.Context, agentID string) ([]*Approval, error) {
+func (m *memory) ListApprovals(ctx context.Context, agentID string) ([]*Approval, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if err := m.check(ctx); err != nil {
@@ -672,7 +666,7 @@ func (m *Memory) ListApprovals(ctx context.Context, agentID string) ([]*Approval
 }
 
 // PollApproval implements Store.
-func (m *Memory) PollApproval(ctx context.Context, id string, now time.Time) (*Approval, bool, error) {
+func (m *memory) PollApproval(ctx context.Context, id string, now time.Time) (*Approval, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a, err := m.approvalLocked(ctx, id)
@@ -685,7 +679,7 @@ func (m *Memory) PollApproval(ctx context.Context, id string, now time.Time) (*A
 }
 
 // DecideApproval implements Store.
-func (m *Memory) DecideApproval(ctx context.Context, id, to, userID string, now time.Time) error {
+func (m *memory) DecideApproval(ctx context.Context, id, to, userID string, now time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a, err := m.approvalLocked(ctx, id)
@@ -703,7 +697,7 @@ func (m *Memory) DecideApproval(ctx context.Context, id, to, userID string, now 
 }
 
 // Sweep implements Store.
-func (m *Memory) Sweep(ctx context.Context, now time.Time, p Policy) (SweepResult, error) {
+func (m *memory) Sweep(ctx context.Context, now time.Time, p Policy) (SweepResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var r SweepResult
@@ -747,7 +741,7 @@ func (m *Memory) Sweep(ctx context.Context, now time.Time, p Policy) (SweepResul
 	return r, nil
 }
 
-func (m *Memory) deleteAgentLocked(id string) {
+func (m *memory) deleteAgentLocked(id string) {
 	a := m.agents[id]
 	delete(m.agents, id)
 	if a.Thumbprint != "" {
@@ -764,7 +758,7 @@ func (m *Memory) deleteAgentLocked(id string) {
 	}
 }
 
-func (m *Memory) deleteHostLocked(id string) {
+func (m *memory) deleteHostLocked(id string) {
 	h := m.hosts[id]
 	delete(m.hosts, id)
 	delete(m.hostByTP, h.Thumbprint)
@@ -778,7 +772,7 @@ func (m *Memory) deleteHostLocked(id string) {
 	}
 }
 
-func (m *Memory) deleteApprovalLocked(id string) {
+func (m *memory) deleteApprovalLocked(id string) {
 	a := m.approvals[id]
 	delete(m.approvals, id)
 	if a.userHash != "" {

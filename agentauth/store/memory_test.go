@@ -9,7 +9,7 @@ import (
 
 func TestMemoryConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s := store.NewMemory()
+		s := store.NewMemory(nil)
 		t.Cleanup(func() { s.Close() })
 		return s
 	})

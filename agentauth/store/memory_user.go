@@ -7,7 +7,7 @@ import (
 )
 
 // forUser runs read under the read lock for a non-empty user id.
-func (m *Memory) forUser(ctx context.Context, userID string, read func()) error {
+func (m *memory) forUser(ctx context.Context, userID string, read func()) error {
 	if err := CheckUserID(userID); err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func compareCreated(a, b time.Time, aID, bID string) int {
 }
 
 // ListUserHosts implements Store.
-func (m *Memory) ListUserHosts(ctx context.Context, userID string) ([]*Host, error) {
+func (m *memory) ListUserHosts(ctx context.Context, userID string) ([]*Host, error) {
 	out := []*Host{}
 	err := m.forUser(ctx, userID, func() {
 		for _, h := range m.hosts {
@@ -43,7 +43,7 @@ func (m *Memory) ListUserHosts(ctx context.Context, userID string) ([]*Host, err
 }
 
 // ListUserAgents implements Store.
-func (m *Memory) ListUserAgents(ctx context.Context, userID string) ([]*Agent, error) {
+func (m *memory) ListUserAgents(ctx context.Context, userID string) ([]*Agent, error) {
 	out := []*Agent{}
 	err := m.forUser(ctx, userID, func() {
 		for _, a := range m.agents {
@@ -57,7 +57,7 @@ func (m *Memory) ListUserAgents(ctx context.Context, userID string) ([]*Agent, e
 }
 
 // ListUserApprovals implements Store.
-func (m *Memory) ListUserApprovals(ctx context.Context, userID string) ([]*Approval, error) {
+func (m *memory) ListUserApprovals(ctx context.Context, userID string) ([]*Approval, error) {
 	out := []*Approval{}
 	err := m.forUser(ctx, userID, func() {
 		for _, a := range m.approvals {
@@ -86,7 +86,7 @@ func compareApprovals(a, b *Approval) int {
 }
 
 // SetHostName implements Store.
-func (m *Memory) SetHostName(ctx context.Context, id, name string) error {
+func (m *memory) SetHostName(ctx context.Context, id, name string) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (m *Memory) SetHostName(ctx context.Context, id, name string) error {
 }
 
 // SetAgentName implements Store.
-func (m *Memory) SetAgentName(ctx context.Context, id, name string) error {
+func (m *memory) SetAgentName(ctx context.Context, id, name string) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}

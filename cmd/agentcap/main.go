@@ -204,8 +204,8 @@ func (c *cli) discover(ctx context.Context, fs *flag.FlagSet, args []string) err
 		return err
 	}
 	endpoints := map[string]string{}
-	for _, name := range []string{client.EndpointRegister, client.EndpointCapabilities, client.EndpointDescribeCapability,
-		client.EndpointExecute, client.EndpointRequestCapability, client.EndpointStatus, client.EndpointRevoke, client.EndpointIntrospect} {
+	for _, name := range []string{"register", "capabilities", "describe_capability",
+		"execute", "request_capability", "status", "revoke", "introspect"} {
 		endpoints[name], _ = d.EndpointURL(name)
 	}
 	if c.json {

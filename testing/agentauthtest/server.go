@@ -161,7 +161,7 @@ func (s *Server) Close() { s.srv.Close() }
 
 // Audience returns the server's default location, URL +
 // "/capability/execute": the aud of the tokens Token mints.
-func (s *Server) Audience() string { return s.URL + "/" + httpx.RouteExecute }
+func (s *Server) Audience() string { return s.URL + "/" + agentcap.RouteExecute }
 
 // Add puts the records of agents and of their hosts in the directory,
 // replacing earlier records with the same ids. Change an agent (a grant,
@@ -196,7 +196,7 @@ func (s *Server) Execute(t TB, token, capability string, args any) Response {
 	t.Helper()
 	body := appendCall([]byte{'{'}, t, "", capability, args)
 	body = append(body, '}')
-	return s.Do(t, http.MethodPost, httpx.RouteExecute, token, body)
+	return s.Do(t, http.MethodPost, agentcap.RouteExecute, token, body)
 }
 
 // BatchRequest is one request of a batch. An empty ID is left out, so the
@@ -221,7 +221,7 @@ func (s *Server) BatchExecute(t TB, token string, requests []BatchRequest) Respo
 		body = append(body, '}')
 	}
 	body = append(body, ']', '}')
-	return s.Do(t, http.MethodPost, httpx.RouteBatch, token, body)
+	return s.Do(t, http.MethodPost, agentcap.RouteBatch, token, body)
 }
 
 // appendCall appends the members of one call. The arguments are copied
