@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,7 +230,7 @@ func FailureOf(err error) Failure {
 		}
 		return f
 	}
-	return Failure{Code: string(agentcap.CodeInternalError), Message: "internal error", Status: http.StatusInternalServerError}
+	return Failure{Code: string(agentcap.CodeInternalError), Message: "internal error", Status: agentcap.CodeInternalError.HTTPStatus()}
 }
 
 // Call is one execution that may become a job. [Manager.Call] starts it;
