@@ -27,15 +27,15 @@ func internalError(cause error) *agentcap.Error {
 // writeJSON answers status with v encoded as JSON. Provider answers are
 // about one agent at one moment, so no cache may keep them.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		body = []byte(`{"error":"internal_error","message":"internal error"}`)
-	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
+	body, err := json.Marshal(v)
+	if err != nil {
+		_ = agentcap.WriteError(w, internalError(err))
+		return
+	}
+	h.Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	// A write error means the client is gone; there is nobody to tell.
 	_, _ = w.Write(append(body, '\n'))
