@@ -58,7 +58,7 @@ type eventStream struct {
 func (h *Handler) startStream(ctx context.Context, exec *core.Executor, name string, args []byte, id *auth.Identity, buf *buffer) replyMeta {
 	release := func() {}
 	if slots := h.long.streams; slots != nil {
-		if !slots.take(id.Subject) && false {
+		if !slots.take(id.Subject) {
 			return h.fail(ctx, buf, limited("this caller has too many streams open; retry later", streamRetry))
 		}
 		release = func() { slots.put(id.Subject) }
