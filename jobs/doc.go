@@ -32,7 +32,9 @@
 // caller may hold is bounded: before a transport starts a call that is to
 // be a job it asks [Manager.Admit], which refuses an owner with
 // Config.MaxPendingPerOwner jobs running or Config.MaxPerOwner jobs in
-// all (8 and 100 by default; httpx answers 429 rate_limited), and a
+// all (8 and 100 by default; httpx answers 429 rate_limited). Calls
+// still attached to their request count as running, so a burst through
+// one instance cannot pass a bound. A
 // result longer than Config.MaxResultBytes (1 MiB) is not kept: the job
 // fails with FailureResultTooLarge instead.
 //

@@ -99,6 +99,10 @@ type Manager struct {
 
 	mu      sync.Mutex
 	running map[string]*Call
+	// owners holds, per owner, the places Admit granted and the calls
+	// not yet in the store, which Admit counts beside the store's
+	// figures (see ownerUse).
+	owners map[string]*ownerUse
 
 	stop   chan struct{}
 	done   chan struct{}
@@ -123,6 +127,7 @@ func New(cfg Config) (*Manager, error) {
 		now:      cfg.Now,
 		logger:   cfg.Logger,
 		running:  make(map[string]*Call),
+		owners:   make(map[string]*ownerUse),
 
 		maxPending: bound(cfg.MaxPendingPerOwner, defaultMaxPendingPerOwner),
 		maxKept:    bound(cfg.MaxPerOwner, defaultMaxPerOwner),
@@ -199,24 +204,100 @@ var ErrTooManyJobs = errors.New("jobs: the owner has too many jobs")
 var errCancelled = errors.New("jobs: cancelled by the owner")
 
 // Admit reports whether owner may start another job: ErrTooManyJobs when
-// it has MaxPendingPerOwner jobs running or MaxPerOwner jobs in all
-// (counted in the Store, so across every instance sharing it), or the
-// Store's error. A transport asks before it starts a call that is to be
-// a job; calls admitted together may pass a bound together.
+// it has MaxPendingPerOwner jobs running or MaxPerOwner jobs in all, or
+// the Store's error. A transport asks before it starts a call that is to
+// be a job, and starts it with [Manager.Call] right away.
+//
+// Jobs are counted in the Store, so across every instance sharing it,
+// and this manager adds what the Store cannot see yet: the calls it
+// started that are not recorded (still attached to their request) and
+// the places it granted whose Call has not come (each held for at most
+// grantHold). A burst of calls through one instance therefore cannot
+// pass a bound together; calls admitted at the same moment by different
+// instances still can, by at most one each.
 func (m *Manager) Admit(ctx context.Context, owner string) error {
 	if m.maxPending == 0 && m.maxKept == 0 {
 		return nil
 	}
 	pending, kept, err := m.store.CountOwner(ctx, owner, m.now())
-	switch {
-	case err != nil:
+	if err != nil {
 		return fmt.Errorf("jobs: counting the owner's jobs: %w", err)
-	case m.maxPending > 0 && pending >= m.maxPending:
-		return fmt.Errorf("%w: %d running", ErrTooManyJobs, pending)
-	case m.maxKept > 0 && kept >= m.maxKept:
-		return fmt.Errorf("%w: %d kept", ErrTooManyJobs, kept)
 	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.owners[owner]
+	if u == nil {
+		u = &ownerUse{}
+	}
+	u.expire(now)
+	local := len(u.grants) + u.unrecorded
+	switch {
+	case m.maxPending > 0 && pending+local >= m.maxPending:
+		m.forget(owner, u)
+		return fmt.Errorf("%w: %d running", ErrTooManyJobs, pending+local)
+	case m.maxKept > 0 && kept+local >= m.maxKept:
+		m.forget(owner, u)
+		return fmt.Errorf("%w: %d kept", ErrTooManyJobs, kept+local)
+	}
+	u.grants = append(u.grants, now.Add(grantHold))
+	m.owners[owner] = u
 	return nil
+}
+
+// grantHold is how long a place granted by Admit is held for the Call
+// that is to follow it.
+const grantHold = 5 * time.Second
+
+// ownerUse is what a manager knows of an owner's jobs beyond the Store:
+// the expiry times of places granted by Admit and not yet taken by a
+// Call (oldest first), and the calls started and not yet recorded.
+type ownerUse struct {
+	grants     []time.Time
+	unrecorded int
+}
+
+// expire drops the grants past their hold.
+func (u *ownerUse) expire(now time.Time) {
+	i := 0
+	for i < len(u.grants) && !now.Before(u.grants[i]) {
+		i++
+	}
+	u.grants = u.grants[i:]
+}
+
+// forget removes an owner's entry once it holds nothing. m.mu is held.
+func (m *Manager) forget(owner string, u *ownerUse) {
+	if len(u.grants) == 0 && u.unrecorded == 0 {
+		delete(m.owners, owner)
+	}
+}
+
+// started counts a call of owner as not yet recorded, taking the oldest
+// place Admit granted it, if any.
+func (m *Manager) started(owner string) {
+	m.mu.Lock()
+	u := m.owners[owner]
+	if u == nil {
+		u = &ownerUse{}
+		m.owners[owner] = u
+	}
+	if len(u.grants) > 0 {
+		u.grants = u.grants[1:]
+	}
+	u.unrecorded++
+	m.mu.Unlock()
+}
+
+// settled ends the count of a call started by owner: it is recorded in
+// the Store, failed to be, or ended without becoming a job.
+func (m *Manager) settled(owner string) {
+	m.mu.Lock()
+	if u := m.owners[owner]; u != nil {
+		u.unrecorded--
+		m.forget(owner, u)
+	}
+	m.mu.Unlock()
 }
 
 // FailureOf turns a call's error into the public failure of a job: the
@@ -284,6 +365,7 @@ func (m *Manager) Call(ctx context.Context, owner, capability string, run func(c
 	c.cancel = func(cause error) { cancel(cause); tcancel() }
 	tctx = core.OnHandlerStart(tctx, func() { c.startOnce.Do(func() { close(c.started) }) })
 	c.ctx = core.WithProgress(tctx, c.report)
+	m.started(owner)
 	go c.run(run)
 	return c
 }
@@ -295,6 +377,11 @@ func (c *Call) run(run func(ctx context.Context) (json.RawMessage, error)) {
 	detached := c.detached
 	close(c.done)
 	c.mu.Unlock()
+	if !detached {
+		// A call that ends attached is either no job or recorded whole
+		// by a later Detach; either way it is no longer unrecorded.
+		c.m.settled(c.owner)
+	}
 	if detached {
 		<-c.created
 		if c.createErr == nil {
@@ -375,6 +462,7 @@ func (c *Call) Detach(ctx context.Context) (*Record, error) {
 		c.createErr = err
 		c.cancel(err)
 	}
+	m.settled(c.owner)
 	close(c.created)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: recording job: %w", err)
