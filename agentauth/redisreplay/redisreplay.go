@@ -28,6 +28,10 @@
 // bucket it started in: an owner may be refused a little early, never
 // late.
 //
+// Recording an id charges it to its agent and host in one script over
+// keys that need not share a hash slot, so the Cache runs on one Redis
+// primary (with or without replicas), not on Redis Cluster.
+//
 // # Keys
 //
 // A recorded token id is the Redis string key prefix + key, holding "1",

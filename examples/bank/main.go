@@ -46,6 +46,9 @@
 //
 //	go run ./examples/bank -addr 127.0.0.1:8080 -issuer http://127.0.0.1:8080 -directory agents.json
 //
+// There it limits each agent to 120 requests a minute and each host's
+// agents together to 600 (-limits agent=N,host=N, or -limits off).
+//
 // Either way it serves, relative to the issuer,
 //
 //	GET  /capability/list
@@ -152,9 +155,9 @@ rate limits, idempotency keys, confirmation tokens) and -secret-file
 (sign-in and approval page keys), with -forwarded-for when the balancer
 adds X-Forwarded-For.
 
-With -directory, -limits agent=N,host=N limits each agent's requests, and
-those of a host's agents together, at the resource server (zero: 120 and
-600 a minute); without it nothing limits them.
+With -directory, the bank limits each agent's requests, and those of a
+host's agents together, to 120 and 600 a minute; -limits agent=N,host=N
+sets other limits, and -limits off none.
 
 `
 
@@ -305,12 +308,12 @@ func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*ht
 		Audiences: []string{location, cfg.issuer},
 		KeyFetch:  agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
 	}
-	// No provider limits this resource server's agents: -limits does,
-	// each token counted before its jti is recorded.
-	if cfg.limits != (limitsFlag{}) && !cfg.limits.off {
-		vc.Limiter = ratelimit.NewMemory(0)
-		vc.PerAgent, vc.PerHost = cfg.limits.agent, cfg.limits.host
-	}
+	// No provider limits this resource server's agents, so the bank
+	// does (-limits, 120 and 600 a minute unless set; off turns it off),
+	// each token counted before its jti is recorded, on execute and MCP
+	// together.
+	limiter := directoryLimiter(cfg)
+	limitVerifier(&vc, limiter, cfg)
 	sessions, err := agentauth.NewVerifier(vc)
 	if err != nil {
 		return nil, nil, err
@@ -344,7 +347,7 @@ func newServer(ctx context.Context, cfg config, logger, debug *slog.Logger) (*ht
 	if err != nil {
 		return nil, lr.Close, err
 	}
-	mcpServer, err := directoryMCP(dir, exec, cfg, debug)
+	mcpServer, err := directoryMCP(dir, exec, cfg, limiter, debug)
 	if err != nil {
 		return nil, lr.Close, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/examples/bank/bank"
@@ -58,15 +59,37 @@ func directoryVerifier(sessions agentauth.SessionSource, hosts agentauth.HostSou
 	})
 }
 
+// directoryLimiter is the limiter of a bank that trusts a directory:
+// nil with -limits off.
+func directoryLimiter(cfg config) ratelimit.Limiter {
+	if cfg.limits.off {
+		return nil
+	}
+	return ratelimit.NewMemory(0)
+}
+
+// limitVerifier has vc count each agent's and each host's requests in
+// limiter, at -limits' agent= and host= (zero: the verifier's defaults,
+// 120 and 600 a minute). A nil limiter limits nothing.
+func limitVerifier(vc *agentauth.VerifierConfig, limiter ratelimit.Limiter, cfg config) {
+	if limiter == nil {
+		return
+	}
+	vc.Limiter = limiter
+	vc.PerAgent, vc.PerHost = cfg.limits.agent, cfg.limits.host
+}
+
 // directoryMCP is the MCP endpoint of a bank that trusts a directory: the
 // same agents, verified by a verifier of its own whose only audience is
-// the endpoint.
-func directoryMCP(dir agentauth.Directory, exec *core.Executor, cfg config, debug *slog.Logger) (*mcpx.Server, error) {
-	sessions, err := agentauth.NewVerifier(agentauth.VerifierConfig{
+// the endpoint, its agents limited with those of execute by limiter.
+func directoryMCP(dir agentauth.Directory, exec *core.Executor, cfg config, limiter ratelimit.Limiter, debug *slog.Logger) (*mcpx.Server, error) {
+	vc := agentauth.VerifierConfig{
 		Directory: dir,
 		Audiences: []string{mcpResource(cfg.issuer)},
 		KeyFetch:  agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
-	})
+	}
+	limitVerifier(&vc, limiter, cfg)
+	sessions, err := agentauth.NewVerifier(vc)
 	if err != nil {
 		return nil, err
 	}

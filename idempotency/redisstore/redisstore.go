@@ -11,7 +11,9 @@
 // (idempotency.Config.MaxKeysPerScope), its live keys are also the
 // members of the sorted set prefix + "scope:" + scope, by expiry, which
 // the claim counts in the same step; a scoped key starts with a digit, so
-// the two never meet.
+// the two never meet. The two keys need not share a hash slot, so the
+// Store runs on one Redis primary (with or without replicas), not on
+// Redis Cluster.
 //
 // Redis must keep each key until its TTL ends: under a maxmemory-policy
 // that evicts (volatile-* and allkeys-*, the default of several managed
