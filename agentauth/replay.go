@@ -78,6 +78,11 @@ type OwnerReplayCache interface {
 // as they expire.
 var ErrReplayShare = errors.New("agentauth: the agent or its host holds its share of the replay cache")
 
+// ErrReplayHostShare is ErrReplayShare when it is the host whose agents
+// hold the host's share: errors.Is matches both, and the verifiers' 429
+// then names the agent's host rather than the agent.
+var ErrReplayHostShare = fmt.Errorf("%w (the host's)", ErrReplayShare)
+
 // checkAndSet records key in c for the verified agentID and hostID,
 // through CheckAndSetFor when c shares itself out among owners.
 func checkAndSet(ctx context.Context, c ReplayCache, key string, ttl time.Duration, agentID, hostID string) (bool, error) {
@@ -88,9 +93,13 @@ func checkAndSet(ctx context.Context, c ReplayCache, key string, ttl time.Durati
 }
 
 // replayRefused answers a token the replay cache did not record: 429
-// rate_limited for an owner beyond its share (the agent's message says
-// whose), else 503 temporarily_unavailable (fail closed).
+// rate_limited for an owner beyond its share (the message says whose:
+// whose, or whose host when the host is beyond its share), else 503
+// temporarily_unavailable (fail closed).
 func replayRefused(err error, whose string) error {
+	if errors.Is(err, ErrReplayHostShare) && whose != "host" {
+		whose += "'s host"
+	}
 	if errors.Is(err, ErrReplayShare) {
 		return ratelimit.Error(ratelimit.Decision{RetryAfter: agentcap.UnavailableRetryAfter},
 			"too many unexpired tokens of this "+whose+"; retry later").WithCause(err)
@@ -238,7 +247,7 @@ func (c *MemoryReplayCache) CheckAndSetFor(ctx context.Context, key string, ttl 
 		if agentID != "" {
 			c.agents.refund(agentID, until)
 		}
-		return false, fmt.Errorf("%w: the agents of host %q hold %d of %d entries", ErrReplayShare, hostID, hostLimit, c.entries.Max())
+		return false, fmt.Errorf("%w: the agents of host %q hold %d of %d entries", ErrReplayHostShare, hostID, hostLimit, c.entries.Max())
 	}
 	fresh, err := c.CheckAndSet(ctx, key, ttl)
 	if err != nil || !fresh {

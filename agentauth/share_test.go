@@ -112,7 +112,11 @@ func TestVerifierReplayShares(t *testing.T) {
 	shRateLimited(t, "agt_b beyond its share", w.send("agt_b"), "too many unexpired tokens of this agent; retry later")
 	// agt_a's host holds more than its share: its other agent is refused
 	// too, a third host's agent is not.
-	shRateLimited(t, "agt_a2", w.send("agt_a2"), "too many unexpired tokens of this agent; retry later")
+	refusal = w.send("agt_a2")
+	shRateLimited(t, "agt_a2", refusal, "too many unexpired tokens of this agent's host; retry later")
+	if !errors.Is(refusal, agentauth.ErrReplayHostShare) || !errors.Is(refusal, agentauth.ErrReplayShare) {
+		t.Errorf("agt_a2's refusal's cause is %v, not ErrReplayHostShare", refusal)
+	}
 	if err := w.send("agt_c"); err != nil {
 		t.Fatalf("agt_c: %v", err)
 	}

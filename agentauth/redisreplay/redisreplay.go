@@ -219,7 +219,7 @@ func (c *Cache) CheckAndSetFor(ctx context.Context, key string, ttl time.Duratio
 	case -1:
 		return false, fmt.Errorf("%w: agent %q holds %d unexpired token ids", agentauth.ErrReplayShare, agentID, c.perAgent)
 	case -2:
-		return false, fmt.Errorf("%w: the agents of host %q hold %d unexpired token ids", agentauth.ErrReplayShare, hostID, c.perHost)
+		return false, fmt.Errorf("%w: the agents of host %q hold %d unexpired token ids", agentauth.ErrReplayHostShare, hostID, c.perHost)
 	}
 	return false, fmt.Errorf("redisreplay: the script answered %d", res)
 }

@@ -291,7 +291,7 @@ func TestCacheShares(t *testing.T) {
 		}
 		clock.Add(3 * time.Second)
 	}
-	if fresh, err := record("a5", "agt_a", "hst_1"); fresh || !errors.Is(err, agentauth.ErrReplayShare) {
+	if fresh, err := record("a5", "agt_a", "hst_1"); fresh || !errors.Is(err, agentauth.ErrReplayShare) || errors.Is(err, agentauth.ErrReplayHostShare) {
 		t.Fatalf("agt_a beyond its share: %v, %v", fresh, err)
 	}
 	if n, _ := client.Exists(ctx, prefix+"a5").Result(); n != 0 {
@@ -310,8 +310,8 @@ func TestCacheShares(t *testing.T) {
 			t.Fatalf("agt_b's id %d: %v, %v", i, fresh, err)
 		}
 	}
-	if _, err := record("b3", "agt_b", "hst_1"); !errors.Is(err, agentauth.ErrReplayShare) {
-		t.Fatalf("hst_1 beyond its share: %v", err)
+	if _, err := record("b3", "agt_b", "hst_1"); !errors.Is(err, agentauth.ErrReplayHostShare) {
+		t.Fatalf("hst_1 beyond its share: %v; want ErrReplayHostShare", err)
 	}
 	if fresh, err := record("c0", "agt_c", "hst_2"); !fresh || err != nil {
 		t.Fatalf("another host's agent: %v, %v", fresh, err)
