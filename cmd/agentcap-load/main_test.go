@@ -153,7 +153,7 @@ func TestDirectoryMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	directory := filepath.Join(dir, "directory.example.json")
-	url := startBank(t, "-directory", directory)
+	url := startBank(t, "-directory", directory, "-limits", "off")
 	s := load(t, "-target", url, "-directory", directory, "-key", "agt_alice="+filepath.Join(dir, "alice-agent.key.json"),
 		"-concurrency", "4", "-duration", "2s", "-mix", "read=4,transfer=2,invalid=1,replay=1")
 	if s.Mode != "concurrency" || s.Concurrency != 4 {

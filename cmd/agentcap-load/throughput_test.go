@@ -48,7 +48,7 @@ func TestThroughput(t *testing.T) {
 		return loadgen.Register(context.Background(), loadgen.RegisterConfig{Target: url, Agents: 16})
 	}
 	modes := []mode{
-		{"memory (-directory)", []string{"-directory", directory}, func(url string) ([]*loadgen.Agent, error) {
+		{"memory (-directory)", []string{"-directory", directory, "-limits", "off"}, func(url string) ([]*loadgen.Agent, error) {
 			return loadgen.FromDirectory(directory, []loadgen.DirectoryAgent{{ID: "agt_alice", KeyFile: filepath.Join(testdata, "alice-agent.key.json")}},
 				url, loadgen.DemoAccounts[0], "500")
 		}},
