@@ -62,7 +62,7 @@ type IntrospectionConfig struct {
 	// location's request budget at the provider. A token arriving while
 	// MaxConcurrent requests are under way is refused with 503
 	// temporarily_unavailable and Retry-After, without a request. Zero
-	// means defaultIntrospectionConcurrency.
+	// means 64.
 	MaxConcurrent int
 	// Replay, when set, records the id of every token the provider
 	// reports active, under the key and for the time a Verifier uses

@@ -168,7 +168,7 @@ var _ OwnerReplayCache = (*MemoryReplayCache)(nil)
 type replayHash [2]uint64
 
 // NewMemoryReplayCache returns a cache holding at most maxEntries
-// unexpired entries (defaultReplayCacheEntries if maxEntries <= 0), about
+// unexpired entries (1,048,576 if maxEntries <= 0), about
 // ReplayCacheEntryBytes each.
 func NewMemoryReplayCache(maxEntries int) *MemoryReplayCache {
 	if maxEntries <= 0 {

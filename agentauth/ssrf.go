@@ -49,24 +49,23 @@ type FetchPolicy struct {
 	// only.
 	AllowLoopback bool
 	// Timeout bounds dialing, the TLS handshake, waiting for response
-	// headers and the whole request. Zero means defaultFetchTimeout.
+	// headers and the whole request. Zero means 5 s.
 	Timeout time.Duration
 	// MaxBytes bounds a response body (after decompression). Zero means
-	// defaultFetchMaxBytes.
+	// 1 MiB.
 	MaxBytes int64
 	// MaxKeys bounds the number of keys in a fetched JWK Set. Zero means
-	// defaultFetchMaxKeys.
+	// 20.
 	MaxKeys int
 	// MaxRedirects bounds the redirects followed. Zero means
-	// defaultFetchMaxRedirects; a negative value follows none; values
-	// above defaultFetchMaxRedirects are lowered to it.
+	// 3; a negative value follows none; values above 3 are lowered to 3.
 	MaxRedirects int
 	// CacheBytes bounds the memory a Verifier (or a provider) keeps for
 	// the key sets it fetched, all URLs together: past it, the key sets
 	// used least recently are dropped, and fetched again when next
 	// needed. A key set is kept in a compact form, its Ed25519 keys only,
 	// a few kilobytes at most whatever the size of the body it came in.
-	// Zero means defaultFetchCacheBytes.
+	// Zero means 8 MiB.
 	CacheBytes int64
 	// Resolver resolves host names. Nil means net.DefaultResolver.
 	Resolver *net.Resolver

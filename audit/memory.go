@@ -12,7 +12,7 @@ import (
 type memory struct {
 	mu      sync.RWMutex
 	records []Record // ordered by time, then id, oldest first
-	now func() time.Time
+	now     func() time.Time
 }
 
 var _ Store = (*memory)(nil)

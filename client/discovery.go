@@ -114,7 +114,7 @@ func (d *Discovery) DefaultLocationURL() string { return d.location }
 // Ed25519 among its algorithms; every URL it names must pass the client's
 // https rule, and absolute endpoint URLs must share the issuer's origin
 // (the host JWT goes to them). When a refresh fails, a stale copy younger
-// than maxDiscoveryAge is returned instead.
+// than 24 hours is returned instead.
 func (c *Client) Discover(ctx context.Context, providerURL string) (*Discovery, error) {
 	key := strings.TrimRight(providerURL, "/")
 	now := c.cfg.Now()

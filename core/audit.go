@@ -165,7 +165,7 @@ type AuditConfig struct {
 	// names are the caller's). Nil: no audit trail, and NewExecutor
 	// refuses a registry holding a capability defined WithAuditRequired.
 	Writer AuditWriter
-	// Timeout bounds each write (default defaultAuditTimeout). Writes do
+	// Timeout bounds each write (default 5 s). Writes do
 	// not end with the call's context: a record of a canceled call is
 	// still written.
 	Timeout time.Duration

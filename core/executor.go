@@ -37,7 +37,7 @@ const (
 // Config configures an executor. Every field has a usable zero value.
 type Config struct {
 	// Timeout bounds each execution unless the capability sets its own.
-	// Zero means defaultTimeout; a negative value disables the default.
+	// Zero means 15 minutes; a negative value disables the default.
 	Timeout time.Duration
 
 	// Hooks observe every execution. See Hook.

@@ -148,12 +148,12 @@ type Config struct {
 	// not expired) of one scope, one caller: a new key beyond it is
 	// ErrTooManyKeys (httpx: 429 rate_limited) until some expire, so that
 	// one caller cannot fill the store with keys kept for TTL. Zero means
-	// defaultMaxKeysPerScope; negative, no bound.
+	// 10,000; negative, no bound.
 	MaxKeysPerScope int
 	// MaxAnswerBytes bounds an answer's Body: Claim.Complete refuses a
 	// longer one with ErrAnswerTooLarge and stores nothing, and the
 	// caller stores a short answer in its place (httpx: a refusal saying
-	// the call ran). Zero means defaultMaxAnswerBytes; negative, no
+	// the call ran). Zero means 16 KiB; negative, no
 	// bound; a bound under MinAnswerBytes is raised to it, so that such a
 	// short answer always fits.
 	MaxAnswerBytes int

@@ -54,7 +54,7 @@
 // Device authorization is always offered. With Config.Notifier set, CIBA
 // is offered too (protocol §7.2): Policy.ApprovalMethod picks the method
 // of each request from the client's preferred_method and what the
-// provider knows (§7.5; defaultApprovalMethod: CIBA when preferred and
+// provider knows (§7.5; by default, CIBA when preferred and
 // there is a user or login hint to address). A CIBA request is addressed
 // to the host's user, or to the user Config.ResolveLoginHint finds; the
 // client gets {method: "ciba", binding_message, expires_in, interval},

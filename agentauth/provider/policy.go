@@ -76,7 +76,9 @@ type Policy struct {
 	AutoApprove func(ctx context.Context, host *store.Host, def *core.Definition) bool
 
 	// ApprovalMethod chooses how the user is asked (protocol §7.5) when a
-	// request needs approval. Nil means defaultApprovalMethod. The choice
+	// request needs approval. Nil means CIBA when the client prefers it,
+	// the provider offers it and there is someone to address (a known
+	// user, or a login hint), device authorization otherwise. The choice
 	// is honoured when it is a method the provider offers and, for CIBA,
 	// when there is someone to address; otherwise device authorization
 	// is used. A policy that looks at anything that depends on whether a

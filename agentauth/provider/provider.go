@@ -107,7 +107,7 @@ type Config struct {
 	// approval at once: a registration of another is refused with 429
 	// rate_limited until one of them is decided or cleaned up. Each
 	// pending agent is a record, an approval request and, for a JWKS
-	// agent, a URL the host chose. Zero means defaultMaxPendingAgents.
+	// agent, a URL the host chose. Zero means 20.
 	MaxPendingAgents int
 
 	// VerificationURI is where users approve: the approval page. Empty
@@ -117,7 +117,7 @@ type Config struct {
 	// DefaultApprovalLifetime.
 	ApprovalLifetime time.Duration
 	// PollInterval is the interval clients are told to poll at, in whole
-	// seconds; zero means defaultPollInterval. A poll sooner than half of
+	// seconds; zero means 5 s. A poll sooner than half of
 	// it, while approval is pending, is answered slow_down: the half
 	// forgives clients whose timers fire a little early.
 	PollInterval time.Duration
@@ -127,7 +127,7 @@ type Config struct {
 	// asks. An error is answered 500.
 	SignedInUser func(r *http.Request) (*User, error)
 	// FreshAuth is how recently the user must have signed in to approve;
-	// zero means defaultFreshAuth.
+	// zero means 10 minutes.
 	FreshAuth time.Duration
 	// SignInURL is where the approval page sends a user who is not
 	// signed in (or not recently enough), with the page's URL in the
@@ -149,8 +149,7 @@ type Config struct {
 	// and Policy.ApprovalMethod chooses between them per request. Nil
 	// offers device authorization only.
 	Notifier Notifier
-	// NotifyTimeout bounds one Notify call; zero means
-	// defaultNotifyTimeout.
+	// NotifyTimeout bounds one Notify call; zero means 30 s.
 	NotifyTimeout time.Duration
 	// ResolveLoginHint maps a client's login_hint (protocol §5.3) to a
 	// user id, "" for none, for CIBA requests of hosts not yet linked to

@@ -34,7 +34,7 @@ type Memory struct {
 var _ Limiter = (*Memory)(nil)
 
 // NewMemory returns a limiter tracking at most maxKeys keys that are not
-// at rest (defaultMaxKeys if maxKeys <= 0).
+// at rest (1,048,576 if maxKeys <= 0).
 func NewMemory(maxKeys int) *Memory {
 	if maxKeys <= 0 {
 		maxKeys = defaultMaxKeys
