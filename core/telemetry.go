@@ -125,7 +125,7 @@ func (t *telemetry) start(ctx context.Context, def *Definition, preview bool) (c
 }
 
 // finish closes the span and records metrics. Only bounded attributes are
-// recorded: never the principal, arguments or results.
+// recorded: never the identity, arguments or results.
 func (t *telemetry) finish(ctx context.Context, span trace.Span, def *Definition, took time.Duration, err *agentcap.Error, preview bool) {
 	secs := took.Seconds()
 	if err == nil {

@@ -237,7 +237,7 @@ func storeKey(scope, key string) string {
 	return strconv.Itoa(len(scope)) + ":" + scope + ":" + key
 }
 
-// Begin looks key up for scope (the caller: an agent id, a principal)
+// Begin looks key up for scope (the caller: an identity's Subject)
 // and a call with fingerprint. It returns a Claim when the call should
 // run, or the stored answer to replay; or ErrInvalidKey, ErrKeyReused,
 // ErrInProgress (after waiting, see Config.Wait), ErrTooManyKeys (see
