@@ -57,6 +57,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
+	sqlutil.SQLitePool(db)
 	s, err := sqlstore.Open(ctx, db, dialect, db.Close)
 	if err != nil {
 		db.Close()

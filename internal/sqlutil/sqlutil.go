@@ -82,6 +82,19 @@ func SQLiteDSN(path string) (string, error) {
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)", nil
 }
 
+// SQLiteConns is the number of idle connections an SQLite store keeps.
+const SQLiteConns = 8
+
+// SQLitePool has db keep up to SQLiteConns idle connections.
+// database/sql keeps two by default, so after a burst of more concurrent
+// calls it closes the others as they are handed back, and the next burst
+// opens new ones, each with its WAL setup and pragmas to run and every
+// statement to parse and prepare again. It does not bound the open
+// connections: the store that wants a bound sets one.
+func SQLitePool(db *sql.DB) {
+	db.SetMaxIdleConns(SQLiteConns)
+}
+
 // Migrate brings a schema up to date: steps[i] is migration version i+1,
 // a list of statements. The versions applied are recorded in table
 // (created if needed); the missing ones run in order, all in one

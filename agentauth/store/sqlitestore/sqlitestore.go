@@ -24,18 +24,19 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/agentauth/store/internal/sqlstore"
+	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// BusyTimeout is how long a writer waits for another process's write
-// transaction before failing.
-const BusyTimeout = 10 * time.Second
-
 // maxOpenConns bounds the connections: WAL readers run in parallel, and
 // writers are serialized anyway.
 const maxOpenConns = 8
+
+// BusyTimeout is how long a writer waits for another process's write
+// transaction before failing.
+const BusyTimeout = 10 * time.Second
 
 // Store is a store.Store in an SQLite file.
 type Store struct {
@@ -94,6 +95,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	db.SetMaxOpenConns(maxOpenConns)
+	sqlutil.SQLitePool(db)
 	if err := sqlstore.Migrate(ctx, db, dialect); err != nil {
 		db.Close()
 		return nil, err
