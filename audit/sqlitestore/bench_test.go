@@ -29,3 +29,27 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWriteParallel is BenchmarkWrite from 16 goroutines at once,
+// as a busy location writes the records of its calls.
+func BenchmarkWriteParallel(b *testing.B) {
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	r := audit.Record{Event: "execution", Outcome: "ok", AgentID: "agt_1", HostID: "hst_1", UserID: "usr_1",
+		Capability: "check_balance", RequestID: "req_1", ClientIP: "127.0.0.1", Duration: time.Millisecond,
+		Arguments: []byte(`{"account_id":"acc_1"}`)}
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := s.Write(ctx, r); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -7,6 +7,14 @@
 // apart from the provider store's own migrations table, so that either
 // can move on without the other. A trigger refuses every UPDATE: records
 // are only ever appended, and deleted by age by Sweep.
+//
+// SQLite has one writer at a time, so the Store commits the records of
+// concurrent Writes together (group commit): a Write that finds no
+// commit under way writes its record at once; the records that arrive
+// meanwhile wait for it and are then written in one transaction, at most
+// 256 at a time. Each Write returns once its own record is committed, or
+// with the error that kept it from being (a record whose id is taken
+// fails alone).
 package sqlitestore
 
 import (
@@ -42,7 +50,8 @@ var dialect = &sqlstore.Dialect{
 		var se *sqlite.Error
 		return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
 	},
-	Prepare: true,
+	Prepare:     true,
+	GroupCommit: true,
 }
 
 // Open opens (creating if needed) the SQLite file at path, which may be

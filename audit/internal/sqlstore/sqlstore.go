@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentcap/agentcap/audit"
@@ -35,6 +36,10 @@ type Dialect struct {
 	// drivers that would parse its SQL text on every write (SQLite); pgx
 	// caches its statements itself.
 	Prepare bool
+	// GroupCommit writes the records of concurrent Writes together, in
+	// one transaction, for databases with a single writer (SQLite),
+	// where each transaction costs its own lock and log write.
+	GroupCommit bool
 }
 
 // Columns, in the order of inserts and selects.
@@ -78,7 +83,31 @@ type Store struct {
 	insert   string
 	sweep    string
 	numbered bool
+
+	// group is the queue of a group commit (Dialect.GroupCommit).
+	group groupQueue
 }
+
+// groupQueue holds the records waiting for a group commit. A Write that
+// finds no commit under way leads: it writes its own record, then
+// commits what was queued meanwhile, a group at a time, until the queue
+// is empty; the Writes that find a commit under way queue their record
+// and wait for the commit that holds it. No Write waits for company: one
+// alone is written at once.
+type groupQueue struct {
+	mu      sync.Mutex
+	queue   []*pending
+	leading bool
+}
+
+// pending is a record waiting for its commit, and where its outcome goes.
+type pending struct {
+	r    audit.Record
+	done chan error
+}
+
+// maxGroup bounds the records of one transaction.
+const maxGroup = 256
 
 var _ audit.Store = (*Store)(nil)
 
@@ -124,18 +153,111 @@ func (s *Store) Close() error {
 	return err
 }
 
-// Write implements audit.Sink.
+// Write implements audit.Sink. It returns once the record is committed,
+// or with the error that kept it from being; under Dialect.GroupCommit,
+// a Write that returns ctx's error may still have its record committed
+// with the others of its group.
 func (s *Store) Write(ctx context.Context, r audit.Record) error {
 	r, err := audit.Prepare(r, s.now())
 	if err != nil {
 		return err
 	}
-	var args sql.NullString
-	if r.Arguments != nil {
-		args = sql.NullString{String: string(r.Arguments), Valid: true}
+	if !s.d.GroupCommit {
+		return s.insertRecord(ctx, r)
 	}
-	_, err = s.stmts.Exec(ctx, nil, s.insert, r.ID, r.Time.UnixMicro(), r.Event, r.Outcome, r.AgentID, r.HostID, r.UserID,
-		r.Capability, r.ArgumentsDigest, r.ConfirmationID, r.RequestID, r.TraceID, r.ClientIP, int64(r.Duration), r.Detail, args)
+	g := &s.group
+	g.mu.Lock()
+	if !g.leading {
+		// No commit under way: this record is written at once, and the
+		// records queued meanwhile after it.
+		g.leading = true
+		g.mu.Unlock()
+		err := s.insertRecord(ctx, r)
+		s.lead(ctx)
+		return err
+	}
+	p := &pending{r: r, done: make(chan error, 1)}
+	g.queue = append(g.queue, p)
+	g.mu.Unlock()
+	select {
+	case err := <-p.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// lead commits the queued records, a group at a time, until none is
+// left. The commits do not end with the leader's context: other Writes
+// wait on them.
+func (s *Store) lead(ctx context.Context) {
+	g := &s.group
+	detached := false
+	for {
+		g.mu.Lock()
+		n := min(len(g.queue), maxGroup)
+		if n == 0 {
+			g.leading = false
+			g.mu.Unlock()
+			return
+		}
+		batch := g.queue[:n:n]
+		g.queue = g.queue[n:]
+		if len(g.queue) == 0 {
+			g.queue = nil
+		}
+		g.mu.Unlock()
+		if !detached {
+			ctx, detached = context.WithoutCancel(ctx), true
+		}
+		s.commitGroup(ctx, batch)
+	}
+}
+
+// commitGroup writes batch in one transaction. When that fails, each
+// record is written on its own, so that one record's fault (a duplicate
+// id) is its own Write's error only.
+func (s *Store) commitGroup(ctx context.Context, batch []*pending) {
+	if len(batch) > 1 {
+		if err := s.insertAll(ctx, batch); err == nil {
+			for _, p := range batch {
+				p.done <- nil
+			}
+			return
+		}
+	}
+	for _, p := range batch {
+		p.done <- s.insertRecord(ctx, p.r)
+	}
+}
+
+// insertAll inserts the records of batch in one transaction, through
+// one statement.
+func (s *Store) insertAll(ctx context.Context, batch []*pending) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	exec := func(args ...any) (sql.Result, error) { return tx.ExecContext(ctx, s.insert, args...) }
+	if st, err := s.stmts.Prepared(ctx, s.insert); err == nil && st != nil {
+		tst := tx.StmtContext(ctx, st)
+		defer tst.Close()
+		exec = func(args ...any) (sql.Result, error) { return tst.ExecContext(ctx, args...) }
+	}
+	var a [16]any
+	for _, p := range batch {
+		if _, err := exec(recordArgs(p.r, &a)...); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// insertRecord inserts a prepared record on its own.
+func (s *Store) insertRecord(ctx context.Context, r audit.Record) error {
+	var a [16]any
+	_, err := s.stmts.Exec(ctx, nil, s.insert, recordArgs(r, &a)...)
 	if err != nil {
 		if s.d.IsUnique != nil && s.d.IsUnique(err) {
 			return fmt.Errorf("%w %q", audit.ErrDuplicateID, r.ID)
@@ -143,6 +265,18 @@ func (s *Store) Write(ctx context.Context, r audit.Record) error {
 		return fmt.Errorf("audit: writing a record: %w", err)
 	}
 	return nil
+}
+
+// recordArgs fills a with the values of r's columns, in the order of
+// columns, and returns it as a slice (a lives on the caller's stack).
+func recordArgs(r audit.Record, a *[16]any) []any {
+	var args sql.NullString
+	if r.Arguments != nil {
+		args = sql.NullString{String: string(r.Arguments), Valid: true}
+	}
+	*a = [16]any{r.ID, r.Time.UnixMicro(), r.Event, r.Outcome, r.AgentID, r.HostID, r.UserID,
+		r.Capability, r.ArgumentsDigest, r.ConfirmationID, r.RequestID, r.TraceID, r.ClientIP, int64(r.Duration), r.Detail, args}
+	return a[:]
 }
 
 // Query implements audit.Store.
