@@ -11,10 +11,11 @@
 // SQLite has one writer at a time, so the Store commits the records of
 // concurrent Writes together (group commit): a Write that finds no
 // commit under way writes its record at once; the records that arrive
-// meanwhile wait for it and are then written in one transaction, at most
-// 256 at a time. Each Write returns once its own record is committed, or
-// with the error that kept it from being (a record whose id is taken
-// fails alone).
+// meanwhile queue, and when a commit ends the first of them commits the
+// queue's next group, at most 256 records, in one transaction. Each
+// Write returns once its own record is committed, or with the error that
+// kept it from being (a record whose id is taken fails alone); a queued
+// record is committed whatever becomes of its Write's context.
 package sqlitestore
 
 import (

@@ -89,21 +89,25 @@ type Store struct {
 }
 
 // groupQueue holds the records waiting for a group commit. A Write that
-// finds no commit under way leads: it writes its own record, then
-// commits what was queued meanwhile, a group at a time, until the queue
-// is empty; the Writes that find a commit under way queue their record
-// and wait for the commit that holds it. No Write waits for company: one
-// alone is written at once.
+// finds no commit under way writes its record at once; the Writes that
+// find one under way queue their records. When a commit ends, the Write
+// heading the queue commits the queue's first group (its own record and
+// those behind it, up to maxGroup) in one transaction, and so on until
+// the queue is empty. Each Write commits at most once, so none is held
+// up by the others' records for longer than one group; none waits for
+// company either: one alone is written at once.
 type groupQueue struct {
 	mu      sync.Mutex
 	queue   []*pending
 	leading bool
 }
 
-// pending is a record waiting for its commit, and where its outcome goes.
+// pending is a record waiting for its commit: its outcome goes to done,
+// and lead tells its Write that it heads the queue and commits next.
 type pending struct {
 	r    audit.Record
 	done chan error
+	lead chan struct{}
 }
 
 // maxGroup bounds the records of one transaction.
@@ -154,9 +158,9 @@ func (s *Store) Close() error {
 }
 
 // Write implements audit.Sink. It returns once the record is committed,
-// or with the error that kept it from being; under Dialect.GroupCommit,
-// a Write that returns ctx's error may still have its record committed
-// with the others of its group.
+// or with the error that kept it from being. Under Dialect.GroupCommit a
+// record that waits for a group is committed with it whatever becomes of
+// ctx, and its Write waits for that commit.
 func (s *Store) Write(ctx context.Context, r audit.Record) error {
 	r, err := audit.Prepare(r, s.now())
 	if err != nil {
@@ -168,50 +172,45 @@ func (s *Store) Write(ctx context.Context, r audit.Record) error {
 	g := &s.group
 	g.mu.Lock()
 	if !g.leading {
-		// No commit under way: this record is written at once, and the
-		// records queued meanwhile after it.
+		// No commit under way: this record is written at once.
 		g.leading = true
 		g.mu.Unlock()
 		err := s.insertRecord(ctx, r)
-		s.lead(ctx)
+		s.handOff()
 		return err
 	}
-	p := &pending{r: r, done: make(chan error, 1)}
+	p := &pending{r: r, done: make(chan error, 1), lead: make(chan struct{}, 1)}
 	g.queue = append(g.queue, p)
 	g.mu.Unlock()
 	select {
 	case err := <-p.done:
 		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-p.lead:
 	}
+	// This Write heads the queue: it commits the queue's first group,
+	// its own record among them, and hands the lead on.
+	g.mu.Lock()
+	n := min(len(g.queue), maxGroup)
+	batch := g.queue[:n:n]
+	g.queue = g.queue[n:]
+	g.mu.Unlock()
+	s.commitGroup(context.WithoutCancel(ctx), batch)
+	s.handOff()
+	return <-p.done
 }
 
-// lead commits the queued records, a group at a time, until none is
-// left. The commits do not end with the leader's context: other Writes
-// wait on them.
-func (s *Store) lead(ctx context.Context) {
+// handOff ends a commit: the Write heading the queue leads the next one,
+// or, with nothing queued, the next Write writes at once.
+func (s *Store) handOff() {
 	g := &s.group
-	detached := false
-	for {
-		g.mu.Lock()
-		n := min(len(g.queue), maxGroup)
-		if n == 0 {
-			g.leading = false
-			g.mu.Unlock()
-			return
-		}
-		batch := g.queue[:n:n]
-		g.queue = g.queue[n:]
-		if len(g.queue) == 0 {
-			g.queue = nil
-		}
-		g.mu.Unlock()
-		if !detached {
-			ctx, detached = context.WithoutCancel(ctx), true
-		}
-		s.commitGroup(ctx, batch)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queue) == 0 {
+		g.queue = nil
+		g.leading = false
+		return
 	}
+	g.queue[0].lead <- struct{}{}
 }
 
 // commitGroup writes batch in one transaction. When that fails, each
