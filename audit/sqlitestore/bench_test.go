@@ -13,15 +13,8 @@ import (
 // BenchmarkWrite measures the record of one execution written to the
 // trail, as the executor writes one for every call.
 func BenchmarkWrite(b *testing.B) {
-	s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s, r := benchStore(b)
 	ctx := context.Background()
-	r := audit.Record{Event: "execution", Outcome: "ok", AgentID: "agt_1", HostID: "hst_1", UserID: "usr_1",
-		Capability: "check_balance", RequestID: "req_1", ClientIP: "127.0.0.1", Duration: time.Millisecond,
-		Arguments: []byte(`{"account_id":"acc_1"}`)}
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := s.Write(ctx, r); err != nil {
@@ -33,15 +26,8 @@ func BenchmarkWrite(b *testing.B) {
 // BenchmarkWriteParallel is BenchmarkWrite from 16 goroutines at once,
 // as a busy location writes the records of its calls.
 func BenchmarkWriteParallel(b *testing.B) {
-	s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s, r := benchStore(b)
 	ctx := context.Background()
-	r := audit.Record{Event: "execution", Outcome: "ok", AgentID: "agt_1", HostID: "hst_1", UserID: "usr_1",
-		Capability: "check_balance", RequestID: "req_1", ClientIP: "127.0.0.1", Duration: time.Millisecond,
-		Arguments: []byte(`{"account_id":"acc_1"}`)}
 	b.ReportAllocs()
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
@@ -52,4 +38,16 @@ func BenchmarkWriteParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchStore is a new store, and the record of an execution to write.
+func benchStore(b *testing.B) (*sqlitestore.Store, audit.Record) {
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s, audit.Record{Event: "execution", Outcome: "ok", AgentID: "agt_1", HostID: "hst_1", UserID: "usr_1",
+		Capability: "check_balance", RequestID: "req_1", ClientIP: "127.0.0.1", Duration: time.Millisecond,
+		Arguments: []byte(`{"account_id":"acc_1"}`)}
 }

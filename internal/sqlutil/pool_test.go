@@ -42,23 +42,11 @@ func heldConns(t *testing.T, db *sql.DB, n int) sql.DBStats {
 // opened again (with its pragmas and prepared statements); database/sql's
 // default pool would have closed all but two.
 func TestSQLitePool(t *testing.T) {
-	open := func(t *testing.T) *sql.DB {
-		dsn, err := sqlutil.SQLiteDSN(filepath.Join(t.TempDir(), "t.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, err := sql.Open("sqlite", dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
 	// The default pool, for contrast: the burst is what it is said to be.
-	if st := heldConns(t, open(t), sqlutil.SQLiteConns); st.MaxIdleClosed != sqlutil.SQLiteConns-2 {
+	if st := heldConns(t, openFile(t), sqlutil.SQLiteConns); st.MaxIdleClosed != sqlutil.SQLiteConns-2 {
 		t.Fatalf("default pool: %d connections closed as idle, want %d", st.MaxIdleClosed, sqlutil.SQLiteConns-2)
 	}
-	db := open(t)
+	db := openFile(t)
 	sqlutil.SQLitePool(db)
 	st := heldConns(t, db, sqlutil.SQLiteConns)
 	if st.MaxIdleClosed != 0 || st.Idle != sqlutil.SQLiteConns {

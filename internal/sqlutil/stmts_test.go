@@ -14,7 +14,8 @@ import (
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 
-func openSQLite(t *testing.T) *sql.DB {
+// openFile opens a new SQLite file with database/sql's default pool.
+func openFile(t *testing.T) *sql.DB {
 	t.Helper()
 	dsn, err := sqlutil.SQLiteDSN(filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
@@ -25,6 +26,12 @@ func openSQLite(t *testing.T) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func openSQLite(t *testing.T) *sql.DB {
+	t.Helper()
+	db := openFile(t)
 	db.SetMaxOpenConns(4)
 	if _, err := db.Exec(`CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL)`); err != nil {
 		t.Fatal(err)
