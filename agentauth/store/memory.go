@@ -26,6 +26,8 @@ type memory struct {
 	hostAgents map[string]map[string]bool // host id -> agent ids
 	approvals  map[string]*memApproval
 	approvalBy map[string]string // "u:"+user code digest or "d:"+device code digest -> approval id
+	passkeys   map[string]*Passkey  // credential id -> passkey
+	nonces     map[string]time.Time // UseNonce key -> expiry
 }
 
 // memApproval is an approval with the digests of its codes.
@@ -56,6 +58,8 @@ func NewMemory(now func() time.Time) Store {
 		hostAgents: make(map[string]map[string]bool),
 		approvals:  make(map[string]*memApproval),
 		approvalBy: make(map[string]string),
+		passkeys:   make(map[string]*Passkey),
+		nonces:     make(map[string]time.Time),
 	}
 }
 
@@ -736,6 +740,12 @@ func (m *memory) Sweep(ctx context.Context, now time.Time, p Policy) (SweepResul
 		if !now.Before(a.ExpiresAt) {
 			m.deleteApprovalLocked(id)
 			r.ApprovalsDeleted++
+		}
+	}
+	for k, exp := range m.nonces {
+		if !now.Before(exp) {
+			delete(m.nonces, k)
+			r.NoncesDeleted++
 		}
 	}
 	return r, nil

@@ -238,3 +238,27 @@ func (a *Agent) DirectoryAgent(now time.Time) *agentauth.Agent {
 	}
 	return d
 }
+
+// Passkey is a WebAuthn credential a user registered with the provider:
+// the proof of presence that approvals and confirmations of approval
+// strength webauthn ask for.
+type Passkey struct {
+	// ID is the credential id the authenticator chose, base64url without
+	// padding. It is unique across users.
+	ID string
+	// UserID is the user who registered it.
+	UserID string
+	// UserHandle is the WebAuthn user handle it was registered under,
+	// base64url without padding: random, and the same for every passkey
+	// of one user.
+	UserHandle string
+	// Name is what the user calls it ("laptop", "phone").
+	Name string
+	// Credential is the credential as the WebAuthn library records it
+	// (public key, signature counter, flags, transports), as JSON.
+	Credential json.RawMessage
+	// CreatedAt is when it was registered; LastUsedAt when it last
+	// proved presence, nil before its first use.
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+}

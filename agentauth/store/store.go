@@ -180,6 +180,29 @@ type Store interface {
 	// SweepResult for what it changes.
 	Sweep(ctx context.Context, now time.Time, p Policy) (SweepResult, error)
 
+	// CreatePasskey stores a user's new passkey. It needs an id, a user
+	// id, a user handle and a credential; a credential id already stored,
+	// for any user, is ErrConflict. CreatedAt is set when zero.
+	CreatePasskey(ctx context.Context, p *Passkey) error
+	// ListPasskeys returns the user's passkeys, oldest first; none is
+	// an empty slice.
+	ListPasskeys(ctx context.Context, userID string) ([]*Passkey, error)
+	// UsePasskey records that the user's passkey id proved presence at
+	// now: credential is the credential as that assertion left it (its
+	// signature counter, its flags). Another user's passkey is
+	// ErrNotFound.
+	UsePasskey(ctx context.Context, userID, id string, credential json.RawMessage, now time.Time) error
+	// RenamePasskey and DeletePasskey change one of the user's passkeys;
+	// another user's is ErrNotFound.
+	RenamePasskey(ctx context.Context, userID, id, name string) error
+	DeletePasskey(ctx context.Context, userID, id string) error
+
+	// UseNonce records key as used until expires, for values that must
+	// be accepted once (the nonces of presence challenges). A key
+	// recorded before and not yet expired is ErrConflict; Sweep forgets
+	// expired keys.
+	UseNonce(ctx context.Context, key string, expires time.Time) error
+
 	// Close releases the store's resources.
 	Close() error
 }
@@ -274,4 +297,6 @@ type SweepResult struct {
 	// ApprovalsDeleted are approval requests past their expiry, in any
 	// status.
 	ApprovalsDeleted int
+	// NoncesDeleted are single-use keys (UseNonce) past their expiry.
+	NoncesDeleted int
 }

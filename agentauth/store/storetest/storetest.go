@@ -73,6 +73,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"HostVerifierReadsTheStore", testHostVerifier},
 		{"GrantChangeExpiry", testGrantChangeExpiry},
 		{"UserViews", testUserViews},
+		{"Passkeys", testPasskeys},
+		{"Nonces", testNonces},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -984,7 +984,10 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, p store.Policy) (store
 				return err
 			}
 		}
-		return count(&r.ApprovalsDeleted, `DELETE FROM agentauth_approvals WHERE expires_at <= ?`, s.d.t(now))
+		if err := count(&r.ApprovalsDeleted, `DELETE FROM agentauth_approvals WHERE expires_at <= ?`, s.d.t(now)); err != nil {
+			return err
+		}
+		return count(&r.NoncesDeleted, `DELETE FROM agentauth_nonces WHERE expires_at <= ?`, s.d.t(now))
 	})
 	if err != nil {
 		return store.SweepResult{}, err
