@@ -25,7 +25,7 @@ type memory struct {
 	agentByTP  map[[2]string]string       // host id, thumbprint -> agent id
 	hostAgents map[string]map[string]bool // host id -> agent ids
 	approvals  map[string]*memApproval
-	approvalBy map[string]string // "u:"+user code digest or "d:"+device code digest -> approval id
+	approvalBy map[string]string    // "u:"+user code digest or "d:"+device code digest -> approval id
 	passkeys   map[string]*Passkey  // credential id -> passkey
 	nonces     map[string]time.Time // UseNonce key -> expiry
 }
