@@ -1,6 +1,7 @@
 // Package constraint is the grammar of Agent Auth grant constraints
 // (protocol §2.13) and their strict evaluation, on the standard library
-// alone, so that the verifier (package agentauth, which publishes it as
+// and internal/jsonvalue alone (its escape decoding and exact decimals),
+// so that the verifier (package agentauth, which publishes it as
 // CheckConstraints and ValidateConstraints) and the command-line client,
 // which checks the constraints a user proposes before sending them, read
 // constraints by the one set of rules.
@@ -23,12 +24,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
 // MaxDepth bounds the nesting of constraint values and of the
@@ -584,65 +585,36 @@ func (p *jparser) str() ([]byte, error) {
 	return nil, p.fail("unterminated string")
 }
 
+// escape decodes the escape sequence at p.pos (jsonvalue reads it) and
+// appends its text to out. A surrogate escape that is not half of a pair
+// is kept as its own three bytes.
 func (p *jparser) escape(out []byte) ([]byte, error) {
-	if p.pos+1 >= len(p.data) {
-		return nil, p.fail("unterminated escape")
-	}
-	c := p.data[p.pos+1]
-	p.pos += 2
-	switch c {
-	case '"', '\\', '/':
-		return append(out, c), nil
-	case 'b':
-		return append(out, '\b'), nil
-	case 'f':
-		return append(out, '\f'), nil
-	case 'n':
-		return append(out, '\n'), nil
-	case 'r':
-		return append(out, '\r'), nil
-	case 't':
-		return append(out, '\t'), nil
-	case 'u':
-		r, ok := p.hex4()
-		if !ok {
-			return nil, p.fail("invalid \\u escape")
+	r, n, fail, _ := jsonvalue.ReadEscape(p.data, p.pos)
+	switch fail {
+	case jsonvalue.EscapeTruncated:
+		if p.pos+1 >= len(p.data) {
+			return nil, p.fail("unterminated escape")
 		}
-		if r >= 0xD800 && r < 0xDC00 && p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
-			save := p.pos
-			p.pos += 2
-			if lo, ok := p.hex4(); ok && lo >= 0xDC00 && lo < 0xE000 {
-				return utf8.AppendRune(out, 0x10000+(r-0xD800)<<10+(lo-0xDC00)), nil
-			}
-			p.pos = save
-		}
-		if r >= 0xD800 && r < 0xE000 {
-			return append(out, 0xE0|byte(r>>12), 0x80|byte(r>>6)&0x3F, 0x80|byte(r)&0x3F), nil
-		}
-		return utf8.AppendRune(out, r), nil
+		p.pos += 2
+		return nil, p.fail("invalid \\u escape")
+	case jsonvalue.EscapeBadHex:
+		p.pos += 2
+		return nil, p.fail("invalid \\u escape")
+	case jsonvalue.EscapeBadChar:
+		p.pos += 2
+		return nil, p.fail("invalid escape")
 	}
-	return nil, p.fail("invalid escape")
-}
-
-func (p *jparser) hex4() (rune, bool) {
-	if p.pos+4 > len(p.data) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range p.data[p.pos : p.pos+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
+	p.pos += n
+	if jsonvalue.IsHighSurrogate(r) {
+		if pair, n2, ok := jsonvalue.ReadSurrogatePair(p.data, r, p.pos); ok {
+			p.pos += n2
+			return utf8.AppendRune(out, pair), nil
 		}
 	}
-	p.pos += 4
-	return r, true
+	if r >= 0xD800 && r < 0xE000 {
+		return append(out, 0xE0|byte(r>>12), 0x80|byte(r>>6)&0x3F, 0x80|byte(r)&0x3F), nil
+	}
+	return utf8.AppendRune(out, r), nil
 }
 
 func (p *jparser) number() (jval, error) {
@@ -686,166 +658,9 @@ func (p *jparser) digits() int {
 	return n
 }
 
-// ---- exact decimal comparison ----
-
-// decimal views a JSON number's text as sign × 0.D × 10^adj, where D are
-// the significant digits (no leading or trailing zeros). It never converts
-// through float64, so 0.1 stays 0.1 and 5 equals 5.0 and 50e-1.
-type decimal struct {
-	neg    bool
-	zero   bool
-	whole  []byte // digits before the point
-	frac   []byte // digits after the point
-	lead   int    // leading zeros of whole+frac
-	n      int    // significant digits
-	adj    int64
-	adjBig *big.Int // set instead of adj when the exponent is huge
-}
-
-// exponentDigitsLimit keeps the adjusted exponent well inside int64; longer
-// exponents take the math/big path.
-const exponentDigitsLimit = 15
-
-// parseDecimal reads text, which must be a valid JSON number.
-func parseDecimal(text []byte) decimal {
-	var d decimal
-	i := 0
-	if i < len(text) && text[i] == '-' {
-		d.neg = true
-		i++
-	}
-	s := i
-	for i < len(text) && text[i] >= '0' && text[i] <= '9' {
-		i++
-	}
-	d.whole = text[s:i]
-	if i < len(text) && text[i] == '.' {
-		i++
-		s = i
-		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
-			i++
-		}
-		d.frac = text[s:i]
-	}
-	expNeg := false
-	var exp []byte
-	if i < len(text) && (text[i] == 'e' || text[i] == 'E') {
-		i++
-		if i < len(text) && (text[i] == '+' || text[i] == '-') {
-			expNeg = text[i] == '-'
-			i++
-		}
-		exp = text[i:]
-		for len(exp) > 1 && exp[0] == '0' {
-			exp = exp[1:]
-		}
-	}
-
-	total := len(d.whole) + len(d.frac)
-	for d.lead < total && d.digitAt(d.lead) == '0' {
-		d.lead++
-	}
-	if d.lead == total {
-		d.zero = true
-		return d
-	}
-	trail := 0
-	for d.digitAt(total-1-trail) == '0' {
-		trail++
-	}
-	d.n = total - d.lead - trail
-	pointPos := int64(len(d.whole) - d.lead)
-
-	if len(exp) > exponentDigitsLimit {
-		e := new(big.Int)
-		e.SetString(string(exp), 10)
-		if expNeg {
-			e.Neg(e)
-		}
-		d.adjBig = e.Add(e, big.NewInt(pointPos))
-		return d
-	}
-	var e int64
-	for _, c := range exp {
-		e = e*10 + int64(c-'0')
-	}
-	if expNeg {
-		e = -e
-	}
-	d.adj = pointPos + e
-	return d
-}
-
-// digitAt returns the i-th digit of whole+frac.
-func (d *decimal) digitAt(i int) byte {
-	if i < len(d.whole) {
-		return d.whole[i]
-	}
-	return d.frac[i-len(d.whole)]
-}
-
-func (d *decimal) sign() int {
-	switch {
-	case d.zero:
-		return 0
-	case d.neg:
-		return -1
-	}
-	return 1
-}
-
-func (d *decimal) bigAdj() *big.Int {
-	if d.adjBig != nil {
-		return d.adjBig
-	}
-	return big.NewInt(d.adj)
-}
-
 // compareNumbers compares two valid JSON number texts by exact value.
 func compareNumbers(a, b []byte) int {
-	da, db := parseDecimal(a), parseDecimal(b)
-	sa, sb := da.sign(), db.sign()
-	if sa != sb {
-		if sa < sb {
-			return -1
-		}
-		return 1
-	}
-	if sa == 0 {
-		return 0
-	}
-	m := compareMagnitude(&da, &db)
-	if sa < 0 {
-		return -m
-	}
-	return m
-}
-
-func compareMagnitude(a, b *decimal) int {
-	if a.adjBig != nil || b.adjBig != nil {
-		if c := a.bigAdj().Cmp(b.bigAdj()); c != 0 {
-			return c
-		}
-	} else if a.adj != b.adj {
-		if a.adj < b.adj {
-			return -1
-		}
-		return 1
-	}
-	for i := 0; i < a.n && i < b.n; i++ {
-		x, y := a.digitAt(a.lead+i), b.digitAt(b.lead+i)
-		if x != y {
-			if x < y {
-				return -1
-			}
-			return 1
-		}
-	}
-	switch {
-	case a.n < b.n:
-		return -1
-	case a.n > b.n:
-		return 1
-	}
-	return 0
+	da, _ := jsonvalue.ParseDecimal(string(a))
+	db, _ := jsonvalue.ParseDecimal(string(b))
+	return jsonvalue.CompareDecimals(da, db)
 }

@@ -522,83 +522,59 @@ func (p *parser) escapedStr(start, i int) (string, error) {
 			continue
 		}
 		// Backslash.
-		if i+1 >= len(s) {
+		r, n, fail, at := ReadEscape(s, i)
+		switch fail {
+		case EscapeTruncated:
 			return "", p.eof()
+		case EscapeBadChar:
+			return "", p.errAt(at, "invalid escape character "+describe(s[at])+" in string")
+		case EscapeBadHex:
+			return "", p.errAt(at, "invalid character "+describe(s[at])+" in \\u escape")
 		}
-		esc := s[i+1]
-		switch esc {
-		case '"', '\\', '/':
-			b = append(b, esc)
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			r, err := p.hex4(i + 2)
+		switch {
+		case IsLowSurrogate(r):
+			return "", p.errAt(i, MsgSurrogate)
+		case IsHighSurrogate(r):
+			// A high surrogate must be followed at once by a \u
+			// escape holding a low surrogate.
+			r, n, err := p.lowSurrogate(r, i)
 			if err != nil {
 				return "", err
 			}
-			switch {
-			case r >= 0xDC00 && r <= 0xDFFF:
-				return "", p.errAt(i, MsgSurrogate)
-			case r >= 0xD800 && r <= 0xDBFF:
-				// A high surrogate must be followed at once by a
-				// \u escape holding a low surrogate.
-				for k, want := range [2]byte{'\\', 'u'} {
-					if i+6+k >= len(s) {
-						return "", p.eof()
-					}
-					if s[i+6+k] != want {
-						return "", p.errAt(i, MsgSurrogate)
-					}
-				}
-				lo, err := p.hex4(i + 8)
-				if err != nil {
-					return "", err
-				}
-				if lo < 0xDC00 || lo > 0xDFFF {
-					return "", p.errAt(i, MsgSurrogate)
-				}
-				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
-				i += 6
-			}
 			b = utf8.AppendRune(b, r)
-			i += 6
+			i += n
 			continue
-		default:
-			return "", p.errAt(i+1, "invalid escape character "+describe(esc)+" in string")
 		}
-		i += 2
+		b = utf8.AppendRune(b, r)
+		i += n
 	}
 	return "", p.eof()
 }
 
-// hex4 decodes the four hex digits of a \u escape starting at i.
-func (p *parser) hex4(i int) (rune, error) {
-	var r rune
-	for k := i; k < i+4; k++ {
-		if k >= len(p.s) {
-			return 0, p.eof()
+// lowSurrogate reads the escape of a low surrogate that must follow at
+// once the escape of the high surrogate hi at s[i], and returns the
+// character of the pair and the length of both escapes.
+func (p *parser) lowSurrogate(hi rune, i int) (rune, int, error) {
+	s := p.s
+	for k, want := range [2]byte{'\\', 'u'} {
+		if i+6+k >= len(s) {
+			return 0, 0, p.eof()
 		}
-		c := p.s[k]
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, p.errAt(k, "invalid character "+describe(c)+" in \\u escape")
+		if s[i+6+k] != want {
+			return 0, 0, p.errAt(i, MsgSurrogate)
 		}
 	}
-	return r, nil
+	lo, _, fail, at := ReadEscape(s, i+6)
+	switch fail {
+	case EscapeTruncated:
+		return 0, 0, p.eof()
+	case EscapeBadHex:
+		return 0, 0, p.errAt(at, "invalid character "+describe(s[at])+" in \\u escape")
+	}
+	if !IsLowSurrogate(lo) {
+		return 0, 0, p.errAt(i, MsgSurrogate)
+	}
+	return 0x10000 + (hi-0xD800)<<10 + (lo - 0xDC00), 12, nil
 }
 
 func (p *parser) number() (json.Number, error) {

@@ -100,11 +100,11 @@ func (n *nativeNode) check(r *run, v any) {
 		r.add(msgNotAllowed)
 		return
 	}
-	var num decimal
+	var num jsonvalue.Decimal
 	t := typeInvalid
 	if text, ok := v.(json.Number); ok {
 		// The common case, read once for the type and the keywords.
-		if num, ok = parseDecimal(string(text)); ok {
+		if num, ok = jsonvalue.ParseDecimal(string(text)); ok {
 			t = typeNumber
 		}
 	} else if t = typeOfValue(v); t == typeNumber {
@@ -114,7 +114,7 @@ func (n *nativeNode) check(r *run, v any) {
 		r.report(&kind.InvalidJsonValue{Value: v})
 		return
 	}
-	if n.types != 0 && n.types&t == 0 && !(t == typeNumber && n.types&typeInteger != 0 && num.isInteger()) {
+	if n.types != 0 && n.types&t == 0 && !(t == typeNumber && n.types&typeInteger != 0 && num.IsInteger()) {
 		r.report(&kind.Type{Got: t.String(), Want: n.typeNames})
 		return
 	}
@@ -151,7 +151,7 @@ func (n *nativeNode) check(r *run, v any) {
 	}
 }
 
-func (n *nativeNode) inEnum(v any, t jsonType, num decimal) bool {
+func (n *nativeNode) inEnum(v any, t jsonType, num jsonvalue.Decimal) bool {
 	switch t {
 	case typeString:
 		return n.inEnumString(v.(string))
@@ -181,12 +181,12 @@ func (n *nativeNode) inEnumString(s string) bool {
 	return false
 }
 
-func (n *nativeNode) inEnumNumber(num decimal) bool {
+func (n *nativeNode) inEnumNumber(num jsonvalue.Decimal) bool {
 	if n.enumTypes&typeNumber == 0 {
 		return false
 	}
 	for _, item := range n.enum {
-		if typeOfValue(item) == typeNumber && compareDecimals(num, decimalOf(item)) == 0 {
+		if typeOfValue(item) == typeNumber && jsonvalue.CompareDecimals(num, decimalOf(item)) == 0 {
 			return true
 		}
 	}
@@ -284,20 +284,20 @@ func (n *nativeNode) checkString(r *run, s string) {
 
 // checkNumber applies the numeric keywords to num. got gives the number
 // as the library's messages take it; it is called only for a violation.
-func (n *nativeNode) checkNumber(r *run, num decimal, got func() *big.Rat) {
-	if b := n.minimum; b != nil && compareDecimals(num, b.dec) < 0 {
+func (n *nativeNode) checkNumber(r *run, num jsonvalue.Decimal, got func() *big.Rat) {
+	if b := n.minimum; b != nil && jsonvalue.CompareDecimals(num, b.dec) < 0 {
 		r.report(&kind.Minimum{Got: got(), Want: b.rat})
 	}
-	if b := n.maximum; b != nil && compareDecimals(num, b.dec) > 0 {
+	if b := n.maximum; b != nil && jsonvalue.CompareDecimals(num, b.dec) > 0 {
 		r.report(&kind.Maximum{Got: got(), Want: b.rat})
 	}
-	if b := n.exclMinimum; b != nil && compareDecimals(num, b.dec) <= 0 {
+	if b := n.exclMinimum; b != nil && jsonvalue.CompareDecimals(num, b.dec) <= 0 {
 		r.report(&kind.ExclusiveMinimum{Got: got(), Want: b.rat})
 	}
-	if b := n.exclMaximum; b != nil && compareDecimals(num, b.dec) >= 0 {
+	if b := n.exclMaximum; b != nil && jsonvalue.CompareDecimals(num, b.dec) >= 0 {
 		r.report(&kind.ExclusiveMaximum{Got: got(), Want: b.rat})
 	}
-	if b := n.multipleOf; b != nil && !num.isMultipleOf(b.dec) {
+	if b := n.multipleOf; b != nil && !num.IsMultipleOf(b.dec) {
 		r.report(&kind.MultipleOf{Got: got(), Want: b.rat})
 	}
 }
@@ -371,11 +371,7 @@ func hashValue(v any) uint64 {
 			h.WriteByte('?')
 			break
 		}
-		d := decimalOf(v)
-		h.WriteByte('0' + byte(d.sign()+1))
-		writeUint64(&h, uint64(d.point))
-		h.WriteString(d.hi)
-		h.WriteString(d.lo)
+		decimalOf(v).WriteHash(&h)
 	}
 	return h.Sum64()
 }

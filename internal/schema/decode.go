@@ -571,3 +571,5 @@ func isJSONNumber(s string) bool {
 	}
 	return i == len(s)
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+
+	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
 // The native validator runs the schemas For derives, and hand-written ones
@@ -124,7 +126,7 @@ type nativeProperty struct {
 // bound is a numeric keyword's value, exact for comparisons and as a
 // rational for the library's message types.
 type bound struct {
-	dec decimal
+	dec jsonvalue.Decimal
 	rat *big.Rat
 }
 
@@ -218,7 +220,7 @@ func (n *nativeNode) keyword(key string, value any, root bool, doc map[string]an
 			n.exclMaximum = b
 		case "multipleOf":
 			n.multipleOf = b
-			ok = ok && b.dec.sign() > 0
+			ok = ok && b.dec.Sign() > 0
 		}
 	case "items":
 		n.items, ok = compileNode(value, false)
@@ -327,7 +329,7 @@ func compileBound(value any) (*bound, bool) {
 	if !ok {
 		return nil, false
 	}
-	d, ok := parseDecimal(string(num))
+	d, ok := jsonvalue.ParseDecimal(string(num))
 	if !ok {
 		return nil, false
 	}
@@ -371,7 +373,7 @@ func typeOfValue(v any) jsonType {
 	case []any:
 		return typeArray
 	case json.Number:
-		if _, ok := parseDecimal(string(v)); !ok {
+		if _, ok := jsonvalue.ParseDecimal(string(v)); !ok {
 			return typeInvalid
 		}
 		return typeNumber
@@ -427,8 +429,8 @@ func numberText(v any) string {
 }
 
 // decimalOf reads a number that typeOfValue accepted.
-func decimalOf(v any) decimal {
-	d, _ := parseDecimal(numberText(v))
+func decimalOf(v any) jsonvalue.Decimal {
+	d, _ := jsonvalue.ParseDecimal(numberText(v))
 	return d
 }
 
@@ -471,5 +473,5 @@ func equalValues(a, b any) bool {
 	if typeOfValue(a) != typeNumber || typeOfValue(b) != typeNumber {
 		return false
 	}
-	return compareDecimals(decimalOf(a), decimalOf(b)) == 0
+	return jsonvalue.CompareDecimals(decimalOf(a), decimalOf(b)) == 0
 }

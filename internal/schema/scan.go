@@ -141,9 +141,9 @@ func (n *nativeNode) scan(r *run, st *scanState) error {
 		if err != nil {
 			return err
 		}
-		num, _ := parseDecimal(string(text))
+		num, _ := jsonvalue.ParseDecimal(string(text))
 		switch {
-		case n.types != 0 && n.types&typeNumber == 0 && !(n.types&typeInteger != 0 && num.isInteger()):
+		case n.types != 0 && n.types&typeNumber == 0 && !(n.types&typeInteger != 0 && num.IsInteger()):
 			r.report(&kind.Type{Got: t.String(), Want: n.typeNames})
 		case n.hasEnum && !n.inEnumNumber(num):
 			r.report(&kind.Enum{Got: text, Want: n.enum})
@@ -172,7 +172,7 @@ func (n *nativeNode) checkLiteral(r *run, t jsonType, v any) {
 		r.report(&kind.Type{Got: t.String(), Want: n.typeNames})
 		return
 	}
-	if n.hasEnum && !n.inEnum(v, t, decimal{}) {
+	if n.hasEnum && !n.inEnum(v, t, jsonvalue.Decimal{}) {
 		r.report(&kind.Enum{Got: v, Want: n.enum})
 	}
 }

@@ -1,11 +1,9 @@
-package schema
+package jsonvalue
 
 import (
 	"encoding/json"
 	"math/big"
 	"testing"
-
-	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
 func TestParseDecimal(t *testing.T) {
@@ -38,14 +36,14 @@ func TestParseDecimal(t *testing.T) {
 		{in: "NaN", ok: false},
 	}
 	for _, tt := range tests {
-		d, ok := parseDecimal(tt.in)
+		d, ok := ParseDecimal(tt.in)
 		if ok != tt.ok {
-			t.Errorf("parseDecimal(%q) ok = %v, want %v", tt.in, ok, tt.ok)
+			t.Errorf("ParseDecimal(%q) ok = %v, want %v", tt.in, ok, tt.ok)
 			continue
 		}
-		want := decimal{hi: tt.hi, lo: tt.lo, point: tt.point, neg: tt.neg}
+		want := Decimal{hi: tt.hi, lo: tt.lo, point: tt.point, neg: tt.neg}
 		if ok && d != want {
-			t.Errorf("parseDecimal(%q) = %+v, want %+v", tt.in, d, want)
+			t.Errorf("ParseDecimal(%q) = %+v, want %+v", tt.in, d, want)
 		}
 	}
 }
@@ -68,28 +66,28 @@ func TestDecimalArithmetic(t *testing.T) {
 // the same operations on exact rationals.
 func checkAgainstRat(t *testing.T, a, b string) {
 	t.Helper()
-	da, okA := parseDecimal(a)
-	db, okB := parseDecimal(b)
+	da, okA := ParseDecimal(a)
+	db, okB := ParseDecimal(b)
 	ra, okRA := new(big.Rat).SetString(a)
 	rb, okRB := new(big.Rat).SetString(b)
 	if !okA || !okB || !okRA || !okRB {
 		t.Fatalf("%q or %q does not parse", a, b)
 	}
-	if got, want := compareDecimals(da, db), ra.Cmp(rb); got != want {
+	if got, want := CompareDecimals(da, db), ra.Cmp(rb); got != want {
 		t.Errorf("compare(%s, %s) = %d, want %d", a, b, got, want)
 	}
-	if got, want := da.isInteger(), ra.IsInt(); got != want {
+	if got, want := da.IsInteger(), ra.IsInt(); got != want {
 		t.Errorf("isInteger(%s) = %v, want %v", a, got, want)
 	}
 	if rb.Sign() > 0 {
-		if got, want := da.isMultipleOf(db), new(big.Rat).Quo(ra, rb).IsInt(); got != want {
+		if got, want := da.IsMultipleOf(db), new(big.Rat).Quo(ra, rb).IsInt(); got != want {
 			t.Errorf("isMultipleOf(%s, %s) = %v, want %v", a, b, got, want)
 		}
 	}
 }
 
 // FuzzDecimal checks the exact decimal operations on any two numbers
-// jsonvalue.Parse accepts against big.Rat.
+// Parse accepts against big.Rat.
 func FuzzDecimal(f *testing.F) {
 	f.Add("0.3", "0.1")
 	f.Add("-12.5e3", "2.5")
@@ -97,8 +95,8 @@ func FuzzDecimal(f *testing.F) {
 	f.Add("1e400", "3e-5")
 	f.Add("0.00000000000000000000000000001", "1e-30")
 	f.Fuzz(func(t *testing.T, a, b string) {
-		na, errA := jsonvalue.Parse([]byte(a))
-		nb, errB := jsonvalue.Parse([]byte(b))
+		na, errA := Parse([]byte(a))
+		nb, errB := Parse([]byte(b))
 		if errA != nil || errB != nil {
 			return
 		}
@@ -109,4 +107,55 @@ func FuzzDecimal(f *testing.F) {
 		}
 		checkAgainstRat(t, string(sa), string(sb))
 	})
+}
+
+// TestDecimalHugeExponents checks exponents beyond int64 arithmetic,
+// which texts not from Parse (grant constraints) may hold: they compare
+// exactly, never capped.
+func TestDecimalHugeExponents(t *testing.T) {
+	const big1, big2 = "1e99999999999999999999", "1e99999999999999999998"
+	for _, tt := range []struct {
+		a, b string
+		want int
+	}{
+		{big1, big2, 1},
+		{big2, big1, -1},
+		{"10e99999999999999999998", big1, 0},
+		{"0.1e000000000000000000000000001", "1", 0},
+		{big1, "1e400", 1},
+		{"-" + big1, "-1e400", -1},
+		{"1e-99999999999999999999", "0", 1},
+		{"1e-99999999999999999999", "1e-99999999999999999998", -1},
+		{"0e99999999999999999999", "0", 0},
+	} {
+		a, okA := ParseDecimal(tt.a)
+		b, okB := ParseDecimal(tt.b)
+		if !okA || !okB {
+			t.Fatalf("%s or %s does not parse", tt.a, tt.b)
+		}
+		if got := CompareDecimals(a, b); got != tt.want {
+			t.Errorf("CompareDecimals(%s, %s) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		d, m            string
+		integer, divide bool
+	}{
+		{big1, "2", true, true},
+		{"7" + big1[1:], "7", true, true},
+		{big1, "7", true, false},
+		{"1e-99999999999999999999", "1", false, false},
+		{"1e-99999999999999999999", "1e-99999999999999999999", false, true},
+		{"3", "1e-99999999999999999999", true, true},
+		{"3", big1, true, false},
+	} {
+		d, _ := ParseDecimal(tt.d)
+		m, _ := ParseDecimal(tt.m)
+		if got := d.IsInteger(); got != tt.integer {
+			t.Errorf("IsInteger(%s) = %v", tt.d, got)
+		}
+		if got := d.IsMultipleOf(m); got != tt.divide {
+			t.Errorf("IsMultipleOf(%s, %s) = %v", tt.d, tt.m, got)
+		}
+	}
 }
