@@ -2,13 +2,12 @@ package httpx
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
 // The envelope parsers below read only the top level of a request body,
@@ -20,7 +19,7 @@ import (
 
 // maxDepth is encoding/json's nesting limit. The scanner keeps it so that
 // it accepts exactly the bodies that encoding/json.Valid accepts.
-const maxDepth = 10000
+const maxDepth = jsonvalue.ScanMaxDepth
 
 // objectScanner walks the members of one JSON object and checks the
 // syntax of everything it passes, up to and including the whitespace
@@ -129,18 +128,6 @@ func (s *objectScanner) fail() (key, val []byte, dup, ok bool) {
 	return nil, nil, false, false
 }
 
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
 // isJSON reports whether data is exactly one JSON text, in UTF-8, with
 // nothing but whitespace around it.
 func isJSON(data []byte) bool {
@@ -149,244 +136,19 @@ func isJSON(data []byte) bool {
 	return end >= 0 && skipSpace(data, end) == len(data)
 }
 
-// containers remembers, for each open array or object, which of the two
-// it is. The first 64 levels live in one word; only a document nested
-// deeper than that costs an allocation.
-type containers struct {
-	n    int
-	low  uint64
-	high []uint64
-}
-
-func (c *containers) push(object bool) {
-	var bit uint64
-	if object {
-		bit = 1
-	}
-	if c.n < 64 {
-		c.low = c.low&^(1<<c.n) | bit<<c.n
-	} else {
-		w, b := (c.n-64)/64, uint(c.n-64)%64
-		if w == len(c.high) {
-			c.high = append(c.high, 0)
-		}
-		c.high[w] = c.high[w]&^(1<<b) | bit<<b
-	}
-	c.n++
-}
-
-// inObject reports whether the innermost open container is an object.
-func (c *containers) inObject() bool {
-	top := c.n - 1
-	if top < 64 {
-		return c.low>>top&1 == 1
-	}
-	top -= 64
-	return c.high[top/64]>>(uint(top)%64)&1 == 1
-}
-
-// scanValue checks the JSON value that starts at data[i] and returns the
-// index just past it, or -1 when the bytes there are not a value. depth
-// is the number of containers already open around it, which counts
-// towards maxDepth.
-func scanValue(data []byte, i, depth int) int {
-	var open containers
-	for {
-		// A value starts at i.
-		if i >= len(data) {
-			return -1
-		}
-		switch c := data[i]; c {
-		case '{', '[':
-			if depth+open.n >= maxDepth {
-				return -1
-			}
-			open.push(c == '{')
-			i = skipSpace(data, i+1)
-			if i < len(data) && (c == '{' && data[i] == '}' || c == '[' && data[i] == ']') {
-				open.n--
-				i++
-				break
-			}
-			if c == '{' {
-				if i = scanKey(data, i); i < 0 {
-					return -1
-				}
-			}
-			continue
-		case '"':
-			if i, _ = scanString(data, i); i < 0 {
-				return -1
-			}
-		case 't':
-			if i = scanLiteral(data, i, "true"); i < 0 {
-				return -1
-			}
-		case 'f':
-			if i = scanLiteral(data, i, "false"); i < 0 {
-				return -1
-			}
-		case 'n':
-			if i = scanLiteral(data, i, "null"); i < 0 {
-				return -1
-			}
-		default:
-			if i = scanNumber(data, i); i < 0 {
-				return -1
-			}
-		}
-		// A value ended at i: close containers until another value is due.
-		for {
-			if open.n == 0 {
-				return i
-			}
-			i = skipSpace(data, i)
-			if i >= len(data) {
-				return -1
-			}
-			object := open.inObject()
-			c := data[i]
-			if c == ',' {
-				i = skipSpace(data, i+1)
-				if object {
-					if i = scanKey(data, i); i < 0 {
-						return -1
-					}
-				}
-				break
-			}
-			if object && c != '}' || !object && c != ']' {
-				return -1
-			}
-			open.n--
-			i++
-		}
-	}
-}
-
-// scanKey checks a member name and its colon at data[i] and returns the
-// index of the member's value.
-func scanKey(data []byte, i int) int {
-	if i >= len(data) || data[i] != '"' {
-		return -1
-	}
-	i, _ = scanString(data, i)
-	if i < 0 {
-		return -1
-	}
-	i = skipSpace(data, i)
-	if i >= len(data) || data[i] != ':' {
-		return -1
-	}
-	return skipSpace(data, i+1)
-}
-
-// scanString checks the string that starts at data[i], a quote, and
-// returns the index just past it, or -1. escaped reports a backslash in
-// it. Control characters and invalid UTF-8 are refused.
-func scanString(data []byte, i int) (end int, escaped bool) {
-	for i++; i < len(data); {
-		c := data[i]
-		switch {
-		case c == '"':
-			return i + 1, escaped
-		case c == '\\':
-			escaped = true
-			if i+1 >= len(data) {
-				return -1, escaped
-			}
-			switch data[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(data) || !isHex(data[i+2]) || !isHex(data[i+3]) || !isHex(data[i+4]) || !isHex(data[i+5]) {
-					return -1, escaped
-				}
-				i += 6
-			default:
-				return -1, escaped
-			}
-		case c < 0x20:
-			return -1, escaped
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			r, size := utf8.DecodeRune(data[i:])
-			if r == utf8.RuneError && size == 1 {
-				return -1, escaped
-			}
-			i += size
-		}
-	}
-	return -1, escaped
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-// scanLiteral checks that lit starts at data[i].
-func scanLiteral(data []byte, i int, lit string) int {
-	if len(data)-i < len(lit) || string(data[i:i+len(lit)]) != lit {
-		return -1
-	}
-	return i + len(lit)
-}
-
-// scanNumber checks the number that starts at data[i]:
-// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func scanNumber(data []byte, i int) int {
-	if i < len(data) && data[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(data) && data[i] == '0':
-		i++
-	case i < len(data) && '1' <= data[i] && data[i] <= '9':
-		i = digits(data, i+1)
-	default:
-		return -1
-	}
-	if i < len(data) && data[i] == '.' {
-		j := digits(data, i+1)
-		if j == i+1 {
-			return -1
-		}
-		i = j
-	}
-	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			i++
-		}
-		j := digits(data, i)
-		if j == i {
-			return -1
-		}
-		i = j
-	}
-	return i
-}
-
-func digits(data []byte, i int) int {
-	for i < len(data) && '0' <= data[i] && data[i] <= '9' {
-		i++
-	}
-	return i
-}
-
-// unquote decodes a JSON string token. Only tokens with escapes go through
-// encoding/json.
+// unquote decodes a JSON string token the scanner has checked.
 func unquote(tok []byte) string {
-	if bytes.IndexByte(tok, '\\') < 0 {
-		return string(tok[1 : len(tok)-1])
-	}
-	var s string
-	if err := json.Unmarshal(tok, &s); err != nil {
-		return ""
-	}
+	s, _ := jsonvalue.Unquote(tok)
 	return s
 }
+
+// skipSpace, scanValue and scanString are the grammar of encoding/json,
+// which jsonvalue keeps.
+func skipSpace(data []byte, i int) int { return jsonvalue.SkipSpace(data, i) }
+
+func scanValue(data []byte, i, depth int) int { return jsonvalue.ScanValue(data, i, depth) }
+
+func scanString(data []byte, i int) (end int, escaped bool) { return jsonvalue.ScanString(data, i) }
 
 // pointer appends a JSON Pointer (RFC 6901) segment to base.
 func pointer(base, segment string) string {

@@ -209,14 +209,9 @@ func canonValue(dst, data []byte, i, depth int) ([]byte, int, bool) {
 	}
 }
 
-// unescape decodes a JSON string with escapes, quotes included.
-func unescape(quoted []byte) (string, bool) {
-	var s string
-	if json.Unmarshal(quoted, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
+// unescape decodes a JSON string with escapes, quotes included, as
+// encoding/json does (see jsonvalue.Unquote).
+func unescape(quoted []byte) (string, bool) { return jsonvalue.Unquote(quoted) }
 
 // stringEnd returns the index after the string starting at data[i] and
 // whether it holds escapes.
