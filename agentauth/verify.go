@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
+	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
 // Limits and defaults of agent JWT verification.
@@ -1086,75 +1087,32 @@ func (c *jsonCursor) escaped(start, j int, decode bool) (string, error) {
 		if j+1 >= len(s) {
 			break
 		}
-		var r rune
-		switch e := s[j+1]; e {
-		case '"', '\\', '/':
-			r = rune(e)
-		case 'b':
-			r = '\b'
-		case 'f':
-			r = '\f'
-		case 'n':
-			r = '\n'
-		case 'r':
-			r = '\r'
-		case 't':
-			r = '\t'
-		case 'u':
-			var ok bool
-			if r, ok = hex4(s, j+2); !ok {
-				c.i = j
-				return "", c.fail(`invalid \u escape`)
-			}
-			if utf16.IsSurrogate(r) {
-				// Only a high surrogate directly followed by an escaped
-				// low one is a character.
-				var lo rune
-				if r < 0xDC00 && j+7 < len(s) && s[j+6] == '\\' && s[j+7] == 'u' {
-					lo, ok = hex4(s, j+8)
-				} else {
-					ok = false
-				}
-				if !ok || lo < 0xDC00 || lo > 0xDFFF {
-					c.i = j
-					return "", c.fail("invalid surrogate escape")
-				}
-				r = utf16.DecodeRune(r, lo)
-				j += 6
-			}
-			j += 4
-		default:
+		r, n, fail, _ := jsonvalue.ReadEscape(s, j)
+		switch {
+		case fail == jsonvalue.EscapeBadChar:
 			c.i = j
 			return "", c.fail("invalid escape")
+		case fail != 0:
+			c.i = j
+			return "", c.fail(`invalid \u escape`)
+		case utf16.IsSurrogate(r):
+			// Only a high surrogate directly followed by an escaped
+			// low one is a character.
+			pair, n2, ok := jsonvalue.ReadSurrogatePair(s, r, j+n)
+			if !jsonvalue.IsHighSurrogate(r) || !ok {
+				c.i = j
+				return "", c.fail("invalid surrogate escape")
+			}
+			r = pair
+			n += n2
 		}
 		if decode {
 			out = utf8.AppendRune(out, r)
 		}
-		j += 2
+		j += n
 	}
 	c.i = len(s)
 	return "", c.fail("unterminated string")
-}
-
-// hex4 decodes the four hex digits at s[i:i+4].
-func hex4(s string, i int) (rune, bool) {
-	if i+4 > len(s) {
-		return 0, false
-	}
-	var r rune
-	for _, b := range []byte(s[i : i+4]) {
-		switch {
-		case b >= '0' && b <= '9':
-			r = r<<4 | rune(b-'0')
-		case b >= 'a' && b <= 'f':
-			r = r<<4 | rune(b-'a'+10)
-		case b >= 'A' && b <= 'F':
-			r = r<<4 | rune(b-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 // number reads a number and returns its text.
