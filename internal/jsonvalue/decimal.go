@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math/big"
 	"math/bits"
+	"strings"
 )
 
 // Decimal is a JSON number read exactly from its text, without converting
@@ -105,11 +106,7 @@ func ParseDecimal(s string) (Decimal, bool) {
 	}
 	shift := int64(len(intPart)) - int64(first)
 	if len(exp) > maxExponentDigits {
-		e, _ := new(big.Int).SetString(exp, 10)
-		if negExp {
-			e.Neg(e)
-		}
-		d.bigPoint = e.Add(e, big.NewInt(shift))
+		d.bigPoint = bigPoint(exp, negExp, shift)
 	} else {
 		var e int64
 		for k := 0; k < len(exp); k++ {
@@ -129,6 +126,17 @@ func ParseDecimal(s string) (Decimal, bool) {
 		d.lo = frac[first-len(intPart) : last+1-len(intPart)]
 	}
 	return d, true
+}
+
+// bigPoint is the position of the point for an exponent too long for
+// int64. It reads a copy of the exponent, so that the number's text, whose
+// parts a Decimal keeps, never reaches the heap through math/big.
+func bigPoint(exp string, neg bool, shift int64) *big.Int {
+	e, _ := new(big.Int).SetString(strings.Clone(exp), 10)
+	if neg {
+		e.Neg(e)
+	}
+	return e.Add(e, big.NewInt(shift))
 }
 
 // digitCount is the number of significant digits.
