@@ -3,8 +3,12 @@ package provider
 import (
 	_ "embed"
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
+	"strings"
+
+	"github.com/agentcap/agentcap/agentauth/store"
 )
 
 // PathAgentsPage is where the "Your agents" page is served, relative to
@@ -22,13 +26,22 @@ type agentsPageData struct {
 	Agents      []UserAgent
 	Hosts       []UserHost
 	ApprovePath string
+	// Passkeys are the user's; PasskeysOff says why none can be added
+	// here, and APIBase and APIToken are the user API the page's script
+	// adds one through.
+	Passkeys          []*store.Passkey
+	PasskeysOff       string
+	APIBase, APIToken string
 }
 
 // agentsNotices are the outcomes a POST redirects back with.
 var agentsNotices = map[string]string{
-	"agent-revoked": "The agent was revoked. It can no longer act for you.",
-	"grant-revoked": "The capability was revoked.",
-	"host-revoked":  "The host and its agents were revoked.",
+	"agent-revoked":   "The agent was revoked. It can no longer act for you.",
+	"grant-revoked":   "The capability was revoked.",
+	"host-revoked":    "The host and its agents were revoked.",
+	"passkey-added":   "The passkey was added. It confirms, in person, what needs you.",
+	"passkey-renamed": "The passkey was renamed.",
+	"passkey-removed": "The passkey was removed. It no longer confirms anything.",
 }
 
 // AgentsPage returns the "Your agents" page: the signed-in user's
@@ -78,9 +91,13 @@ func (p *Provider) agentsView(w http.ResponseWriter, r *http.Request, d *pageDat
 	var err error
 	if data.Approvals, err = p.UserApprovals(ctx, u.ID); err == nil {
 		if data.Agents, err = p.UserAgents(ctx, u.ID); err == nil {
-			data.Hosts, err = p.UserHosts(ctx, u.ID)
+			if data.Hosts, err = p.UserHosts(ctx, u.ID); err == nil {
+				data.Passkeys, err = p.store.ListPasskeys(ctx, u.ID)
+			}
 		}
 	}
+	data.PasskeysOff = p.passkeysOff
+	data.APIBase, data.APIToken = p.basePath+"/user", p.csrfToken(u.ID, "user-api", "api")
 	if err != nil {
 		p.logger.ErrorContext(ctx, "agentauth/provider: agents page", "error", err.Error())
 		p.render(w, http.StatusInternalServerError, agentsTmpl, d, "Something went wrong", "signin", "Your agents could not be loaded. Try again later.")
@@ -90,6 +107,7 @@ func (p *Provider) agentsView(w http.ResponseWriter, r *http.Request, d *pageDat
 		data.ApprovePath = p.verificationURI
 	}
 	d.Page = data
+	d.Script = template.JS(pageScript)
 	d.CSRF = p.csrfToken(u.ID, "agents", "manage")
 	p.render(w, status, agentsTmpl, d, "Your agents", "agents", notice)
 }
@@ -115,13 +133,23 @@ func (p *Provider) agentsPost(w http.ResponseWriter, r *http.Request, d *pageDat
 	case "revoke_host":
 		done = "host-revoked"
 		_, err = p.RevokeHost(ctx, d.User.ID, f.Get("host_id"))
+	case "rename_passkey":
+		name := strings.TrimSpace(f.Get("name"))
+		if name == "" || len(name) > maxPasskeyName {
+			p.agentsView(w, r, d, http.StatusBadRequest, "A passkey's name takes 1 to 64 characters.")
+			return
+		}
+		done, err = "passkey-renamed", p.store.RenamePasskey(ctx, d.User.ID, f.Get("passkey_id"), name)
+	case "remove_passkey":
+		done, err = "passkey-removed", p.store.DeletePasskey(ctx, d.User.ID, f.Get("passkey_id"))
 	default:
 		p.agentsView(w, r, d, http.StatusBadRequest, "Choose one of the page's buttons.")
 		return
 	}
 	var se *AgentStateError
 	switch {
-	case errors.Is(err, ErrNoSuchAgent), errors.Is(err, ErrNoSuchHost), errors.Is(err, ErrNoSuchGrant), errors.As(err, &se):
+	case errors.Is(err, ErrNoSuchAgent), errors.Is(err, ErrNoSuchHost), errors.Is(err, ErrNoSuchGrant), errors.As(err, &se),
+		errors.Is(err, store.ErrNotFound):
 		p.agentsView(w, r, d, http.StatusConflict, "That was already done, or is not yours.")
 		return
 	case err != nil:

@@ -3,9 +3,6 @@ package provider_test
 import (
 	"context"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,136 +13,15 @@ import (
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/audit"
+	"github.com/agentcap/agentcap/internal/browsertest"
 )
-
-// newChromium starts headless Chromium through chromedp with a fresh
-// profile and returns a browser context that ends with the test. The
-// test skips without Chromium, except under CI, where the package is
-// installed and its absence is a failure.
-func newChromium(t *testing.T) context.Context {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is not installed (apt-get install chromium)")
-		}
-		t.Skip("chromium is not installed")
-	}
-	// Not t.TempDir: Chromium's helper processes may still be writing to
-	// the profile for a moment after the browser is gone, which would fail
-	// the test's own cleanup.
-	dir, err := os.MkdirTemp("", "agentcap-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(dir),
-		chromedp.WindowSize(900, 1200),
-	)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(alloc)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() {
-		cancelTimeout()
-		cancelCtx()
-		cancelAlloc()
-		for range 50 {
-			if os.RemoveAll(dir) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Logf("could not remove the browser profile %s", dir)
-	})
-	// Start the browser now, so that a failure to start is reported as
-	// such rather than as the first step's.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting chromium: %v", err)
-	}
-	return ctx
-}
-
-func artifactDir(t *testing.T) string {
-	if d := os.Getenv("AGENTCAP_ARTIFACTS"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	return t.TempDir()
-}
-
-// run runs chromedp actions, failing the test with the page's HTML when
-// one fails.
-func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		t.Fatalf("%s: %v; page:\n%s", what, err, pageHTML(ctx))
-	}
-}
-
-// value runs one chromedp action that yields a value.
-func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		t.Fatalf("%s: %v; page:\n%s", what, err, pageHTML(ctx))
-	}
-	return v
-}
-
-func pageHTML(ctx context.Context) string {
-	html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
-	return html
-}
-
-// screenshot keeps a full-page PNG of the current page in the artifacts.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
-	if err := os.WriteFile(filepath.Join(artifactDir(t), name), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitPath waits until the page's location path is path.
-func waitPath(t *testing.T, ctx context.Context, path string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		got := value(t, ctx, "reading the location", chromedp.Evaluate[string](`location.pathname`))
-		if got == path {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the page stayed at %s, want %s", got, path)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func text(t *testing.T, ctx context.Context, sel string) string {
-	t.Helper()
-	s := value(t, ctx, "reading "+sel, chromedp.Text(chromedp.CSS(sel)))
-	return strings.Join(strings.Fields(s), " ")
-}
 
 // signIn follows the redirect to the development sign-in and signs in
 // as user.
 func signIn(t *testing.T, ctx context.Context, user string) {
 	t.Helper()
-	waitPath(t, ctx, "/login")
-	run(t, ctx, "signing in", chromedp.Click(chromedp.CSS("#login-"+user)))
+	browsertest.WaitPath(t, ctx, "/login")
+	browsertest.Do(t, ctx, "signing in", chromedp.Click(chromedp.CSS("#login-"+user)))
 }
 
 // TestApprovalPageInChromium walks the approval page in a real headless
@@ -153,7 +29,7 @@ func signIn(t *testing.T, ctx context.Context, user string) {
 // webauthn-strength capability, pass the confirmation step, and keep a
 // screenshot of the review page and of the outcome.
 func TestApprovalPageInChromium(t *testing.T) {
-	ctx := newChromium(t)
+	ctx := browsertest.New(t)
 	e := newPageEnv(t)
 	h := newKey(t)
 	r := e.register(h, newKey(t), map[string]any{"name": "Budget helper", "host_name": "alice-laptop", "reason": "Pay the rent",
@@ -164,50 +40,50 @@ func TestApprovalPageInChromium(t *testing.T) {
 	ap := r.body["approval"].(map[string]any)
 	code := ap["user_code"].(string)
 
-	run(t, ctx, "opening the verification URI", chromedp.Navigate(ap["verification_uri_complete"].(string)))
+	browsertest.Do(t, ctx, "opening the verification URI", chromedp.Navigate(ap["verification_uri_complete"].(string)))
 	signIn(t, ctx, "alice")
-	run(t, ctx, "the review page", chromedp.WaitVisible(chromedp.CSS("#allow")))
+	browsertest.Do(t, ctx, "the review page", chromedp.WaitVisible(chromedp.CSS("#allow")))
 	want := map[string]string{"#user": "Alice", "#agent-name": "Budget helper", "#host-name": "alice-laptop first connection from this host",
 		"#mode": "delegated", "#reason": "Pay the rent", "#user-code": code}
 	for sel, v := range want {
-		if got := text(t, ctx, sel); got != v {
+		if got := browsertest.Text(t, ctx, sel); got != v {
 			t.Errorf("%s = %q, want %q", sel, got, v)
 		}
 	}
-	transfer := text(t, ctx, "#cap-transfer")
+	transfer := browsertest.Text(t, ctx, "#cap-transfer")
 	for _, s := range []string{"needs in-person confirmation", "at most 900", `one of "EUR"`, "high risk"} {
 		if !strings.Contains(transfer, s) {
 			t.Errorf("transfer entry %q lacks %q", transfer, s)
 		}
 	}
-	nav := value(t, ctx, "reading the navigation", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#nav a"), a => a.textContent + (a.getAttribute("aria-current") ? "*" : ""))`))
+	nav := browsertest.Value(t, ctx, "reading the navigation", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#nav a"), a => a.textContent + (a.getAttribute("aria-current") ? "*" : ""))`))
 	if !slices.Equal(nav, []string{"Approve an agent*", "Your agents"}) {
 		t.Errorf("navigation %q", nav)
 	}
-	screenshot(t, ctx, "approval-page.png")
+	browsertest.Screenshot(t, ctx, "approval-page.png")
 
 	// Allow echo and transfer, not check_balance.
-	run(t, ctx, "allowing a subset",
+	browsertest.Do(t, ctx, "allowing a subset",
 		chromedp.Click(chromedp.CSS(`#cap-check_balance input[type=checkbox]`)),
 		chromedp.Click(chromedp.CSS("#allow")),
 		chromedp.WaitVisible(chromedp.CSS("#presence")))
-	if s := text(t, ctx, "#strong"); s != "transfer" {
+	if s := browsertest.Text(t, ctx, "#strong"); s != "transfer" {
 		t.Errorf("capabilities to confirm: %q", s)
 	}
 	// A wrong confirmation is refused and asked again.
-	run(t, ctx, "a wrong confirmation",
+	browsertest.Do(t, ctx, "a wrong confirmation",
 		chromedp.SendKeys(chromedp.CSS("#presence"), "BBBB-BBBB"),
 		chromedp.Click(chromedp.CSS("#confirm")),
 		chromedp.WaitVisible(chromedp.CSS("#notice")),
 		chromedp.WaitVisible(chromedp.CSS("#presence")))
-	run(t, ctx, "the right confirmation",
+	browsertest.Do(t, ctx, "the right confirmation",
 		chromedp.SendKeys(chromedp.CSS("#presence"), strings.ToLower(code)),
 		chromedp.Click(chromedp.CSS("#confirm")),
 		chromedp.WaitVisible(chromedp.CSS("#outcome")))
-	if s := text(t, ctx, "#outcome"); s != "You allowed Budget helper: echo, transfer." {
+	if s := browsertest.Text(t, ctx, "#outcome"); s != "You allowed Budget helper: echo, transfer." {
 		t.Errorf("outcome %q", s)
 	}
-	screenshot(t, ctx, "approval-done.png")
+	browsertest.Screenshot(t, ctx, "approval-done.png")
 	e.clock.Advance(2 * time.Second)
 	st := e.do(http.MethodGet, provider.PathStatus+"?agent_id="+r.str("agent_id"), e.hostToken(h, nil), nil)
 	if g := grants(st); st.str("status") != "active" || g["echo"] != "active" || g["transfer"] != "active" || g["check_balance"] != "denied" || st.str("user_id") != "alice" {
@@ -221,7 +97,7 @@ func TestApprovalPageInChromium(t *testing.T) {
 // it; the agent's grants, with their constraints, are listed; she
 // revokes one grant, and the agent can no longer use it.
 func TestAgentsPageInChromium(t *testing.T) {
-	ctx := newChromium(t)
+	ctx := browsertest.New(t)
 	box := &inbox{}
 	e := newPageEnv(t, func(c *provider.Config) { c.Notifier = box })
 	h, a := newKey(t), newKey(t)
@@ -242,54 +118,54 @@ func TestAgentsPageInChromium(t *testing.T) {
 	apID := sent[0].ApprovalID
 	code := bindingCode.FindStringSubmatch(binding)[1]
 
-	run(t, ctx, "opening Your agents", chromedp.Navigate(e.url+"/agents"))
+	browsertest.Do(t, ctx, "opening Your agents", chromedp.Navigate(e.url+"/agents"))
 	signIn(t, ctx, "alice")
-	waitPath(t, ctx, "/agents")
-	run(t, ctx, "the agents page", chromedp.WaitVisible(chromedp.CSS("#agent-"+id)))
-	if s := text(t, ctx, "#approval-"+apID); !strings.Contains(s, "Budget helper") || !strings.Contains(s, binding) || !strings.Contains(s, "transfer") {
+	browsertest.WaitPath(t, ctx, "/agents")
+	browsertest.Do(t, ctx, "the agents page", chromedp.WaitVisible(chromedp.CSS("#agent-"+id)))
+	if s := browsertest.Text(t, ctx, "#approval-"+apID); !strings.Contains(s, "Budget helper") || !strings.Contains(s, binding) || !strings.Contains(s, "transfer") {
 		t.Errorf("the CIBA entry reads %q", s)
 	}
-	card := text(t, ctx, "#agent-"+id)
+	card := browsertest.Text(t, ctx, "#agent-"+id)
 	for _, s := range []string{"alice-laptop", "delegated", "check_balance", `one of "acc_1", "acc_2"`, "echo"} {
 		if !strings.Contains(card, s) {
 			t.Errorf("the agent card %q lacks %q", card, s)
 		}
 	}
-	screenshot(t, ctx, "agents-page.png")
+	browsertest.Screenshot(t, ctx, "agents-page.png")
 
-	run(t, ctx, "reviewing the CIBA request",
+	browsertest.Do(t, ctx, "reviewing the CIBA request",
 		chromedp.Click(chromedp.CSS("#review-"+apID)),
 		chromedp.WaitVisible(chromedp.CSS("#allow")))
-	if s := text(t, ctx, "#binding"); s != binding {
+	if s := browsertest.Text(t, ctx, "#binding"); s != binding {
 		t.Errorf("the review shows binding message %q, want %q", s, binding)
 	}
-	screenshot(t, ctx, "ciba-review.png")
-	run(t, ctx, "allowing with the code of the message",
+	browsertest.Screenshot(t, ctx, "ciba-review.png")
+	browsertest.Do(t, ctx, "allowing with the code of the message",
 		chromedp.Click(chromedp.CSS("#allow")),
 		chromedp.WaitVisible(chromedp.CSS("#presence")),
 		chromedp.SendKeys(chromedp.CSS("#presence"), code),
 		chromedp.Click(chromedp.CSS("#confirm")),
 		chromedp.WaitVisible(chromedp.CSS("#outcome")))
-	if s := text(t, ctx, "#outcome"); s != "You allowed Budget helper: transfer." {
+	if s := browsertest.Text(t, ctx, "#outcome"); s != "You allowed Budget helper: transfer." {
 		t.Errorf("outcome %q", s)
 	}
 
-	run(t, ctx, "back to Your agents",
+	browsertest.Do(t, ctx, "back to Your agents",
 		chromedp.Navigate(e.url+"/agents"),
 		chromedp.WaitVisible(chromedp.CSS("#nothing-waiting")))
-	if s := text(t, ctx, "#grant-"+id+"-transfer"); !strings.Contains(s, "active") {
+	if s := browsertest.Text(t, ctx, "#grant-"+id+"-transfer"); !strings.Contains(s, "active") {
 		t.Errorf("the transfer grant reads %q", s)
 	}
-	run(t, ctx, "revoking the echo grant",
+	browsertest.Do(t, ctx, "revoking the echo grant",
 		chromedp.Click(chromedp.CSS("#grant-"+id+"-echo button.revoke-grant")),
 		chromedp.WaitVisible(chromedp.CSS("#notice")))
-	if s := text(t, ctx, "#notice"); s != "The capability was revoked." {
+	if s := browsertest.Text(t, ctx, "#notice"); s != "The capability was revoked." {
 		t.Errorf("notice %q", s)
 	}
-	if s := text(t, ctx, "#grant-"+id+"-echo"); !strings.Contains(s, "denied") {
+	if s := browsertest.Text(t, ctx, "#grant-"+id+"-echo"); !strings.Contains(s, "denied") {
 		t.Errorf("the echo grant reads %q", s)
 	}
-	screenshot(t, ctx, "agents-revoked.png")
+	browsertest.Screenshot(t, ctx, "agents-revoked.png")
 	x := e.do(http.MethodPost, "/capability/execute", e.agentToken(a, id, e.url+"/capability/execute", nil),
 		map[string]any{"capability": "echo", "arguments": map[string]any{"message": "x"}})
 	if x.status != http.StatusForbidden || x.code() != agentcap.CodeCapabilityNotGranted {
@@ -302,7 +178,7 @@ func TestAgentsPageInChromium(t *testing.T) {
 // she revokes one of its grants on "Your agents", and the Activity page,
 // reached through the navigation, lists all of it, newest first.
 func TestActivityPageInChromium(t *testing.T) {
-	ctx := newChromium(t)
+	ctx := browsertest.New(t)
 	e := newPageEnv(t, func(c *provider.Config) { c.Audit = audit.NewMemory(nil) })
 	h, a := newKey(t), newKey(t)
 	r := e.register(h, a, map[string]any{"name": "Budget helper", "host_name": "alice-laptop", "capabilities": []any{"echo", "check_balance"}})
@@ -311,9 +187,9 @@ func TestActivityPageInChromium(t *testing.T) {
 	}
 	id := r.str("agent_id")
 
-	run(t, ctx, "opening the verification URI", chromedp.Navigate(r.body["approval"].(map[string]any)["verification_uri_complete"].(string)))
+	browsertest.Do(t, ctx, "opening the verification URI", chromedp.Navigate(r.body["approval"].(map[string]any)["verification_uri_complete"].(string)))
 	signIn(t, ctx, "alice")
-	run(t, ctx, "allowing the agent",
+	browsertest.Do(t, ctx, "allowing the agent",
 		chromedp.WaitVisible(chromedp.CSS("#allow")),
 		chromedp.Click(chromedp.CSS("#allow")),
 		chromedp.WaitVisible(chromedp.CSS("#outcome")))
@@ -328,20 +204,20 @@ func TestActivityPageInChromium(t *testing.T) {
 	// on, the revocation comes after the call, as it does in real time.
 	e.clock.Advance(time.Minute)
 
-	run(t, ctx, "revoking the echo grant on Your agents",
+	browsertest.Do(t, ctx, "revoking the echo grant on Your agents",
 		chromedp.Navigate(e.url+"/agents"),
 		chromedp.WaitVisible(chromedp.CSS("#grant-"+id+"-echo button.revoke-grant")),
 		chromedp.Click(chromedp.CSS("#grant-"+id+"-echo button.revoke-grant")),
 		chromedp.WaitVisible(chromedp.CSS("#notice")))
-	nav := value(t, ctx, "reading the navigation", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#nav a"), a => a.textContent)`))
+	nav := browsertest.Value(t, ctx, "reading the navigation", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#nav a"), a => a.textContent)`))
 	if !slices.Equal(nav, []string{"Approve an agent", "Your agents", "Activity"}) {
 		t.Errorf("navigation %q", nav)
 	}
-	run(t, ctx, "opening Activity from the navigation",
+	browsertest.Do(t, ctx, "opening Activity from the navigation",
 		chromedp.Click(chromedp.CSS(`#nav a[href="/activity"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#activity")))
-	waitPath(t, ctx, "/activity")
-	rows := value(t, ctx, "reading the records", chromedp.Evaluate[[]string](
+	browsertest.WaitPath(t, ctx, "/activity")
+	rows := browsertest.Value(t, ctx, "reading the records", chromedp.Evaluate[[]string](
 		`Array.from(document.querySelectorAll("#activity tr.record"), tr => tr.dataset.event + " | " + tr.textContent.replace(/\s+/g, " ").trim())`))
 	want := []struct{ event, text string }{
 		{audit.EventGrantsChanged, "revoked by the user"},
@@ -359,10 +235,10 @@ func TestActivityPageInChromium(t *testing.T) {
 	if !strings.Contains(rows[1], "from 127.0.0.1") || !strings.Contains(rows[1], "request ") {
 		t.Errorf("the call's record lacks its request: %q", rows[1])
 	}
-	if s := text(t, ctx, "#user"); s != "Alice" {
+	if s := browsertest.Text(t, ctx, "#user"); s != "Alice" {
 		t.Errorf("signed in as %q", s)
 	}
-	screenshot(t, ctx, "activity-page.png")
+	browsertest.Screenshot(t, ctx, "activity-page.png")
 }
 
 // TestConfirmationPageInChromium walks a person's confirmation of one
@@ -371,7 +247,7 @@ func TestActivityPageInChromium(t *testing.T) {
 // preview, confirms with the extra step the webauthn-strength capability
 // asks for, and the agent gets the token that runs the call.
 func TestConfirmationPageInChromium(t *testing.T) {
-	ctx := newChromium(t)
+	ctx := browsertest.New(t)
 	e := newConfirmPageEnv(t)
 	a, agentID := e.payer("alice")
 	r := e.pay(a, agentID, 500, "")
@@ -381,40 +257,40 @@ func TestConfirmationPageInChromium(t *testing.T) {
 	ap := r.body["approval"].(map[string]any)
 	code := ap["user_code"].(string)
 
-	run(t, ctx, "opening the verification URI", chromedp.Navigate(ap["verification_uri_complete"].(string)))
+	browsertest.Do(t, ctx, "opening the verification URI", chromedp.Navigate(ap["verification_uri_complete"].(string)))
 	signIn(t, ctx, "alice")
-	run(t, ctx, "the confirmation page", chromedp.WaitVisible(chromedp.CSS("#preview")))
+	browsertest.Do(t, ctx, "the confirmation page", chromedp.WaitVisible(chromedp.CSS("#preview")))
 	want := map[string]string{"h1": "Confirm this call?", "#agent-name": "payer", "#host-name": "laptop",
 		"#call-capability": "pay", "#user-code": code}
 	for sel, v := range want {
-		if got := text(t, ctx, sel); got != v {
+		if got := browsertest.Text(t, ctx, sel); got != v {
 			t.Errorf("%s = %q, want %q", sel, got, v)
 		}
 	}
-	rows := value(t, ctx, "reading the preview", chromedp.Evaluate[[]string](
+	rows := browsertest.Value(t, ctx, "reading the preview", chromedp.Evaluate[[]string](
 		`Array.from(document.querySelectorAll("#preview tr"), tr => tr.cells[0].textContent + ": " + tr.cells[1].textContent)`))
 	if !slices.Equal(rows, []string{"To: bob", "Amount: 500", "Balance after: 500"}) {
 		t.Errorf("preview rows %q", rows)
 	}
-	if s := text(t, ctx, "#call"); !strings.Contains(s, "high risk") || !strings.Contains(s, "Pay someone from your account.") {
+	if s := browsertest.Text(t, ctx, "#call"); !strings.Contains(s, "high risk") || !strings.Contains(s, "Pay someone from your account.") {
 		t.Errorf("the call reads %q", s)
 	}
-	screenshot(t, ctx, "confirmation-page.png")
+	browsertest.Screenshot(t, ctx, "confirmation-page.png")
 
-	run(t, ctx, "confirming",
+	browsertest.Do(t, ctx, "confirming",
 		chromedp.Click(chromedp.CSS("#allow")),
 		chromedp.WaitVisible(chromedp.CSS("#presence")))
-	if s := text(t, ctx, "#strong"); s != "pay" {
+	if s := browsertest.Text(t, ctx, "#strong"); s != "pay" {
 		t.Errorf("to confirm in person: %q", s)
 	}
-	run(t, ctx, "the extra step",
+	browsertest.Do(t, ctx, "the extra step",
 		chromedp.SendKeys(chromedp.CSS("#presence"), code),
 		chromedp.Click(chromedp.CSS("#confirm")),
 		chromedp.WaitVisible(chromedp.CSS("#outcome")))
-	if s := text(t, ctx, "#outcome"); s != "You confirmed the call of pay by payer." {
+	if s := browsertest.Text(t, ctx, "#outcome"); s != "You confirmed the call of pay by payer." {
 		t.Errorf("outcome %q", s)
 	}
-	screenshot(t, ctx, "confirmation-done.png")
+	browsertest.Screenshot(t, ctx, "confirmation-done.png")
 
 	e.clock.Advance(2 * time.Second)
 	p := e.pollConfirmation(a, agentID, r.str("status_url"), e.url)

@@ -75,7 +75,7 @@ func newConfirmEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler, mo
 		t.Fatal(err)
 	}
 	cfg := provider.Config{Issuer: issuer, ProviderName: "test", Store: st, Registry: reg, Now: c.Now,
-		PollInterval: 2 * time.Second, Confirmer: mgr}
+		PollInterval: 2 * time.Second, Confirmer: mgr, DevPresenceCode: true}
 	for _, m := range mods {
 		m(&cfg)
 	}

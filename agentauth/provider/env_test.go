@@ -104,6 +104,9 @@ func newEnvWrapped(t testing.TB, wrap func(http.Handler) http.Handler, mods ...f
 		Registry:     reg,
 		Now:          c.Now,
 		PollInterval: 2 * time.Second,
+		// The tests of the approval flow type the request's code again;
+		// the passkey tests turn this off and serve on a host name.
+		DevPresenceCode: true,
 		Policy: provider.Policy{
 			HostDefaults: func(context.Context, provider.NewHost) []string { return []string{"echo"} },
 		},

@@ -39,15 +39,25 @@ button.secondary{background:#fff;color:#2456a6}button.small{padding:.1rem .6rem;
 .card{border:1px solid #dde;border-radius:6px;padding:.6rem 1rem;margin:.8rem 0}.card h3{font-size:1rem;margin:.2rem 0}
 table{border-collapse:collapse;width:100%;font-size:.9rem}td,th{text-align:left;padding:.3rem .4rem;border-top:1px solid #eee;vertical-align:top}
 .status{font-size:.8rem;border-radius:4px;padding:0 .4rem;background:#eee}.status-active{background:#dcf3e0}.status-revoked,.status-denied,.status-rejected,.status-claimed{background:#f8dddd}
-form.inline{display:inline}`
+form.inline{display:inline}[hidden]{display:none!important}.dev{border:1px dashed #a40;border-radius:6px;padding:.2rem 1rem;margin-top:1.5rem}`
 
-// pageCSP allows a page nothing but its own inline style and forms
-// posting to itself; frame-ancestors 'none' keeps it out of frames, so
-// no other site can overlay it to trick a click.
-var pageCSP = func() string {
-	sum := sha256.Sum256([]byte(pageStyle))
-	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-}()
+// pageScript is the pages' one script: the passkey ceremonies.
+//
+//go:embed passkey.js
+var pageScript string
+
+// pageCSP allows a page nothing but its own inline style and script,
+// requests to its own origin (the script's calls of the user API) and
+// forms posting to itself; frame-ancestors 'none' keeps it out of
+// frames, so no other site can overlay it to trick a click.
+var pageCSP = "default-src 'none'; style-src " + cspHash(pageStyle) + "; script-src " + cspHash(pageScript) +
+	"; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// cspHash is the CSP source that allows one inline element's text.
+func cspHash(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}
 
 // setPageHeaders sets the headers every page sends: the CSP above, no
 // framing, no caching, no sniffing, and no Referer to other sites (the

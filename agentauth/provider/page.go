@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -110,7 +111,9 @@ type pageData struct {
 	Provider string
 	Title    string
 	Style    template.CSS
-	Nav      []navItem
+	// Script is the pages' passkey script, on the pages that use it.
+	Script template.JS
+	Nav    []navItem
 	// Page is the data of a page other than the approval page.
 	Page      any
 	User      *User
@@ -123,8 +126,12 @@ type pageData struct {
 	Selected  []string
 	// Limits are the limits the user typed on the review step, carried
 	// to the confirming step.
-	Limits  []formField
-	Outcome string
+	Limits []formField
+	// Decided are the capabilities being allowed, with their limits, as
+	// the confirming step shows them; Presence is its passkey request.
+	Decided  []RequestedCapability
+	Presence *presenceView
+	Outcome  string
 }
 
 // ApprovalPage returns the approval page: a server-rendered html/template
@@ -310,26 +317,13 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		}
 	}
 	if !dec.Deny && ap.NeedsPresence(dec.Capabilities) {
+		binding := decisionBinding(ap, dec.Capabilities, dec.Constraints)
 		if step == "review" {
-			d.Selected = dec.Capabilities
-			for _, c := range ap.Capabilities {
-				if c.Approval == core.ApprovalWebAuthn && slices.Contains(dec.Capabilities, c.Name) {
-					d.Strong = append(d.Strong, c.Name)
-				}
-			}
-			d.CSRF = p.csrfToken(d.User.ID, ap.ID, "confirm")
-			p.renderPage(w, http.StatusOK, d, "Confirm it is you", "confirm", "")
+			p.renderConfirm(w, r, d, dec, binding, http.StatusOK, "")
 			return
 		}
-		if err := p.checkPresence(r, d.User, ap); err != nil {
-			d.Selected = dec.Capabilities
-			for _, c := range ap.Capabilities {
-				if c.Approval == core.ApprovalWebAuthn && slices.Contains(dec.Capabilities, c.Name) {
-					d.Strong = append(d.Strong, c.Name)
-				}
-			}
-			d.CSRF = p.csrfToken(d.User.ID, ap.ID, "confirm")
-			p.renderPage(w, http.StatusForbidden, d, "Confirm it is you", "confirm", "The confirmation did not match. Try again.")
+		if err := p.checkPresence(r, d.User, ap, binding); err != nil {
+			p.renderConfirm(w, r, d, dec, binding, http.StatusForbidden, presenceFailure(err))
 			return
 		}
 		dec.PresenceConfirmed = true
@@ -464,13 +458,114 @@ func invalidReason(err error) string {
 	return strings.ToUpper(msg[:1]) + msg[1:] + "."
 }
 
-// checkPresence runs the extra confirmation of webauthn-strength
-// capabilities.
-func (p *Provider) checkPresence(r *http.Request, u *User, ap *Approval) error {
+// checkPresence runs the presence step of a decision on ap that binding
+// describes: Config.PresenceCheck when set; otherwise the answer of one
+// of u's passkeys to the page's presence request, or, only where
+// Config.DevPresenceCode allows it, the request's code typed again.
+func (p *Provider) checkPresence(r *http.Request, u *User, ap *Approval, binding []byte) error {
 	if p.presence != nil {
 		return p.presence(r, u, ap)
 	}
-	return p.checkPresenceCode(r.Context(), ap, r.PostForm.Get("presence_code"))
+	f := r.PostForm
+	if cred := f.Get("passkey_credential"); cred != "" {
+		return p.verifyPresence(r.Context(), u, binding, f.Get("presence_token"), []byte(cred))
+	}
+	if f.Has("presence_code") {
+		if !p.devPresenceCode {
+			return errDevCodeOff
+		}
+		return p.checkPresenceCode(r.Context(), ap, f.Get("presence_code"))
+	}
+	return errPresenceInvalid
+}
+
+// errDevCodeOff refuses a typed code where Config.DevPresenceCode is not
+// set.
+var errDevCodeOff = errors.New("typing the code again is a development option this provider does not allow: confirm with your passkey")
+
+// presenceFailure is what the page tells of a failed presence step.
+func presenceFailure(err error) string {
+	for _, known := range []error{errNoPasskey, errPresenceExpired, errPresenceReplayed, errPasskeysDisabled, errDevCodeOff} {
+		if errors.Is(err, known) {
+			msg := known.Error()
+			return strings.ToUpper(msg[:1]) + msg[1:] + "."
+		}
+	}
+	return "The confirmation did not match this request. Try again."
+}
+
+// presenceView is what the confirming step needs to ask for a passkey.
+type presenceView struct {
+	// Options are the browser's request options (JSON) and Token the
+	// sealed nonce the answer goes back with; empty when passkeys cannot
+	// be used here (Unavailable says why) or the request could not be
+	// made.
+	Options, Token string
+	Unavailable    string
+	// HasPasskey is false for a user who must add one first, which the
+	// page does through the user API at APIBase with APIToken.
+	HasPasskey        bool
+	APIBase, APIToken string
+	// DevCode shows the development stand-in (Config.DevPresenceCode).
+	DevCode bool
+	// Custom is set when Config.PresenceCheck replaces the built-in
+	// step: the page then posts its form as it is.
+	Custom bool
+}
+
+// renderConfirm shows the confirming step of dec: what is being decided,
+// and the presence request bound to it.
+func (p *Provider) renderConfirm(w http.ResponseWriter, r *http.Request, d *pageData, dec Decision, binding []byte, status int, notice string) {
+	ap := d.Approval
+	d.Selected = dec.Capabilities
+	for _, c := range ap.Capabilities {
+		if c.Approval == core.ApprovalWebAuthn && slices.Contains(dec.Capabilities, c.Name) {
+			d.Strong = append(d.Strong, c.Name)
+		}
+	}
+	d.Decided = decidedLimits(ap, dec)
+	d.CSRF = p.csrfToken(d.User.ID, ap.ID, "confirm")
+	pv := &presenceView{DevCode: p.devPresenceCode, Custom: p.presence != nil, Unavailable: p.passkeysOff,
+		APIBase: p.basePath + "/user", APIToken: p.csrfToken(d.User.ID, "user-api", "api")}
+	if !pv.Custom && p.webauthn != nil {
+		req, err := p.presenceRequestFor(r.Context(), d.User, binding)
+		if err == nil {
+			var opts []byte
+			if opts, err = json.Marshal(req.Options); err == nil {
+				pv.Options, pv.Token = string(opts), req.Token
+				var keys []*store.Passkey
+				keys, err = p.store.ListPasskeys(r.Context(), d.User.ID)
+				pv.HasPasskey = len(keys) > 0
+			}
+		}
+		if err != nil {
+			p.logger.ErrorContext(r.Context(), "agentauth/provider: presence request", "error", err.Error())
+			pv.Unavailable = "The passkey request could not be made. Try again later."
+		}
+	}
+	d.Presence = pv
+	d.Script = template.JS(pageScript)
+	p.renderPage(w, status, d, "Confirm it is you", "confirm", notice)
+}
+
+// decidedLimits lists, for the confirming step, each capability being
+// allowed with the limits it will have: the request's own, narrowed by
+// what the user set.
+func decidedLimits(ap *Approval, dec Decision) []RequestedCapability {
+	var out []RequestedCapability
+	for _, c := range ap.Capabilities {
+		if !slices.Contains(dec.Capabilities, c.Name) {
+			continue
+		}
+		if set := dec.Constraints[c.Name]; len(set) > 0 {
+			merged := make(map[string]json.RawMessage, len(c.Constraints)+len(set))
+			maps.Copy(merged, c.Constraints)
+			maps.Copy(merged, set)
+			c.Constraints = merged
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // checkPresenceCode is the built-in confirmation: typed must be the

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-webauthn/webauthn/webauthn"
+
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/internal/remotekeys"
@@ -134,11 +136,21 @@ type Config struct {
 	// query parameter "next". Empty means the page says so instead.
 	SignInURL string
 	// PresenceCheck verifies the extra confirmation that a capability of
-	// approval strength webauthn needs. Nil means the page's built-in
-	// check: the user types the approval's user code again on a second
-	// screen. Applications with WebAuthn plug in an assertion check with
-	// userVerification "required" (protocol §8.11).
+	// approval strength webauthn, or a call a person must confirm,
+	// needs (protocol §8.10-8.11). Nil means the provider's own step: a
+	// WebAuthn assertion with user verification from one of the user's
+	// passkeys, over a challenge bound to the decision being made
+	// (docs/presence.md). Users register passkeys on "Your agents", or
+	// when first asked. Passkeys need the approval page on a host name
+	// (browsers refuse WebAuthn on an IP address such as 127.0.0.1):
+	// served on one, the step fails unless DevPresenceCode is set.
 	PresenceCheck func(r *http.Request, u *User, a *Approval) error
+	// DevPresenceCode turns on a development stand-in for the presence
+	// step, beside passkeys: the user types the request's code again.
+	// It proves nothing (the agent that showed the code can type it, in
+	// a browser it drives), the page says so, and it is refused unless
+	// set. For development and automated tests only.
+	DevPresenceCode bool
 	// PageSecret keys the approval page's CSRF tokens. Nil means 32
 	// random bytes drawn at New: tokens then die with the process, which
 	// is fine for one instance; several instances need a shared secret.
@@ -251,29 +263,34 @@ type Provider struct {
 	freshAuth       time.Duration
 	signInURL       string
 	presence        func(r *http.Request, u *User, a *Approval) error
-	pageSecret      []byte
-	introspectAuth  func(r *http.Request) bool
-	onClaim         func(ctx context.Context, c Claim) error
-	notifier        Notifier
-	notifyTimeout   time.Duration
-	resolveHint     func(ctx context.Context, hint string) (string, error)
-	notifying       sync.WaitGroup
-	notifySlots     chan struct{} // one per Notify call under way
-	limits          *limits
-	replay          agentauth.ReplayCache
-	skew, maxAge    time.Duration
-	verifier        *agentauth.Verifier
-	keys            remotekeys.Cache // the verifier's remote key sets
-	endpoints       []string
-	discovery       *agentauth.DiscoveryEndpoint
-	challenge       string
-	now             func() time.Time
-	rand            io.Reader
-	logger          *slog.Logger
-	confirmer       core.Confirmer
-	authorize       func(ctx context.Context, id *auth.Identity, call *auth.Call) error
-	anonymous       bool
-	location        auth.Verifier
+	devPresenceCode bool
+	// webauthn is the relying party of the passkeys; nil, with
+	// passkeysOff saying why, where the pages cannot use them.
+	webauthn       *webauthn.WebAuthn
+	passkeysOff    string
+	pageSecret     []byte
+	introspectAuth func(r *http.Request) bool
+	onClaim        func(ctx context.Context, c Claim) error
+	notifier       Notifier
+	notifyTimeout  time.Duration
+	resolveHint    func(ctx context.Context, hint string) (string, error)
+	notifying      sync.WaitGroup
+	notifySlots    chan struct{} // one per Notify call under way
+	limits         *limits
+	replay         agentauth.ReplayCache
+	skew, maxAge   time.Duration
+	verifier       *agentauth.Verifier
+	keys           remotekeys.Cache // the verifier's remote key sets
+	endpoints      []string
+	discovery      *agentauth.DiscoveryEndpoint
+	challenge      string
+	now            func() time.Time
+	rand           io.Reader
+	logger         *slog.Logger
+	confirmer      core.Confirmer
+	authorize      func(ctx context.Context, id *auth.Identity, call *auth.Call) error
+	anonymous      bool
+	location       auth.Verifier
 	// owned is the store New opened for Config.Database.
 	owned    store.Store
 	routes   map[string]route
@@ -358,6 +375,7 @@ func newProvider(cfg Config) (*Provider, error) {
 		freshAuth:       cfg.FreshAuth,
 		signInURL:       cfg.SignInURL,
 		presence:        cfg.PresenceCheck,
+		devPresenceCode: cfg.DevPresenceCode,
 		pageSecret:      slices.Clone(cfg.PageSecret),
 		introspectAuth:  cfg.IntrospectionAuth,
 		onClaim:         cfg.OnClaim,
@@ -392,6 +410,7 @@ func newProvider(cfg Config) (*Provider, error) {
 	} else if u, err := url.Parse(p.verificationURI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
 		return nil, fmt.Errorf("provider: Config.VerificationURI %q must be an absolute http(s) URL without query", p.verificationURI)
 	}
+	p.webauthn, p.passkeysOff = newWebAuthn(p.verificationURI, p.origin, p.providerName)
 	if p.approvalLife <= 0 {
 		p.approvalLife = DefaultApprovalLifetime
 	}

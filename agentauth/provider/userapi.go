@@ -22,6 +22,9 @@ const (
 	PathUserApprovals = "/user/approvals"
 )
 
+// pathUserPasskeys is where the user API keeps the user's passkeys.
+const pathUserPasskeys = "/user/passkeys"
+
 // CSRFHeader carries the user API's CSRF token on every request that
 // changes something.
 const CSRFHeader = "X-CSRF-Token"
@@ -106,6 +109,13 @@ func (p *Provider) UserAPI() http.Handler {
 		{"GET " + b + PathUserApprovals, false, false, p.apiApprovals},
 		{"GET " + b + PathUserApprovals + "/{approval_id}", false, false, p.apiApproval},
 		{"POST " + b + PathUserApprovals + "/{approval_id}", true, true, p.apiDecide},
+		{"POST " + b + PathUserApprovals + "/{approval_id}/presence", true, true, p.apiDecisionPresence},
+		{"POST " + b + PathUserAgents + "/{agent_id}/grants/presence", true, true, p.apiGrantPresence},
+		{"GET " + b + pathUserPasskeys, false, false, p.apiPasskeys},
+		{"POST " + b + pathUserPasskeys + "/options", true, true, p.apiPasskeyOptions},
+		{"POST " + b + pathUserPasskeys, true, true, p.apiAddPasskey},
+		{"PATCH " + b + pathUserPasskeys + "/{passkey_id}", true, false, p.apiRenamePasskey},
+		{"DELETE " + b + pathUserPasskeys + "/{passkey_id}", true, false, p.apiRemovePasskey},
 	} {
 		mux.Handle(rt.pattern, p.userHandler(rt.unsafe, rt.fresh, rt.serve))
 	}
@@ -278,25 +288,36 @@ func (p *Provider) apiGrant(w http.ResponseWriter, r *http.Request, u *User) err
 		return err
 	}
 	id := r.PathValue("agent_id")
-	grants := make([]GrantRequest, len(reqs))
+	grants := grantRequests(reqs)
 	strong := false
-	for i, rc := range reqs {
-		grants[i] = GrantRequest{Name: rc.Name, Constraints: rc.Constraints}
+	for _, rc := range reqs {
 		if def, _ := p.reg.Lookup(rc.Name); def.Approval() == core.ApprovalWebAuthn {
 			strong = true
 		}
 	}
 	confirmed := false
-	if strong && p.presence != nil {
-		a, err := p.UserAgent(r.Context(), u.ID, id)
+	if strong {
+		token, cred, answered, err := presenceAnswer(m)
 		if err != nil {
 			return err
 		}
-		ap := &Approval{Kind: "grant", AgentID: a.ID, AgentName: a.Name, Mode: a.Mode, HostID: a.HostID, HostName: a.HostName}
-		for _, rc := range reqs {
-			ap.Capabilities = append(ap.Capabilities, RequestedCapability{Name: rc.Name, Constraints: rc.Constraints})
+		switch {
+		case p.presence != nil:
+			a, err := p.UserAgent(r.Context(), u.ID, id)
+			if err != nil {
+				return err
+			}
+			ap := &Approval{Kind: "grant", AgentID: a.ID, AgentName: a.Name, Mode: a.Mode, HostID: a.HostID, HostName: a.HostName}
+			for _, rc := range reqs {
+				ap.Capabilities = append(ap.Capabilities, RequestedCapability{Name: rc.Name, Constraints: rc.Constraints})
+			}
+			confirmed = p.presence(r, u, ap) == nil
+		case answered:
+			if err := p.verifyPresence(r.Context(), u, grantBinding(id, grants), token, cred); err != nil {
+				return presenceError(err)
+			}
+			confirmed = true
 		}
-		confirmed = p.presence(r, u, ap) == nil
 	}
 	if err := p.GrantCapabilities(r.Context(), u.ID, id, grants, confirmed); err != nil {
 		return err
@@ -503,12 +524,23 @@ func (p *Provider) apiDecide(w http.ResponseWriter, r *http.Request, u *User) er
 		if err != nil {
 			return err
 		}
-		if p.presence != nil {
-			err = p.presence(r, u, v)
-		} else {
-			err = p.checkPresenceCode(ctx, v, typed)
+		token, cred, answered, err := presenceAnswer(m)
+		if err != nil {
+			return err
 		}
-		d.PresenceConfirmed = err == nil
+		switch {
+		case p.presence != nil:
+			d.PresenceConfirmed = p.presence(r, u, v) == nil
+		case answered:
+			if err := p.verifyPresence(ctx, u, decisionBinding(v, d.Capabilities, d.Constraints), token, cred); err != nil {
+				return presenceError(err)
+			}
+			d.PresenceConfirmed = true
+		case typed != "" && !p.devPresenceCode:
+			return presenceError(errDevCodeOff)
+		case typed != "":
+			d.PresenceConfirmed = p.checkPresenceCode(ctx, v, typed) == nil
+		}
 	}
 	if err := p.Decide(ctx, d); err != nil {
 		return err

@@ -70,5 +70,5 @@ func ExampleNewMemory_sweep() {
 
 	r, _ := s.Sweep(ctx, now, store.Policy{SessionTTL: 30 * time.Minute, PendingTTL: 24 * time.Hour})
 	fmt.Printf("%+v\n", r)
-	// Output: {AgentsExpired:1 AgentsRevoked:0 AgentsDeleted:1 HostsDeleted:0 ApprovalsDeleted:0}
+	// Output: {AgentsExpired:1 AgentsRevoked:0 AgentsDeleted:1 HostsDeleted:0 ApprovalsDeleted:0 NoncesDeleted:0}
 }
