@@ -134,7 +134,7 @@ func sum(m map[string]int) int {
 // (approving them on its page) and sends every kind of request at a
 // fixed rate.
 func TestProviderMode(t *testing.T) {
-	url := startBank(t, "-db", "bank.db", "-limits", "off")
+	url := startBank(t, "-db", "bank.db", "-limits", "off", "-dev-presence-code")
 	s := load(t, "-target", url, "-agents", "4", "-rate", "40", "-duration", "3s", "-resolve", "5s", "-strict")
 	if s.Mode != "rate" || s.Rate != 40 || s.Agents != 4 {
 		t.Errorf("summary of %s at %d/s with %d agents", s.Mode, s.Rate, s.Agents)

@@ -133,6 +133,7 @@ type config struct {
 	db                string
 	allowLoopbackJWKS bool
 	debug             bool
+	devPresenceCode   bool
 	postgres          string
 	redis             string
 	secretFile        string
@@ -141,13 +142,16 @@ type config struct {
 }
 
 const usageText = `usage: bank [-addr HOST:PORT] [-issuer URL] [-db FILE | -postgres DSN] [-redis HOST:PORT]
-            [-secret-file FILE] [-limits LIMITS] [-forwarded-for] [-dev-allow-loopback-jwks] [-debug]
+            [-secret-file FILE] [-limits LIMITS] [-forwarded-for] [-dev-allow-loopback-jwks]
+            [-dev-presence-code] [-debug]
        bank -directory FILE [-addr HOST:PORT] [-issuer URL] [-limits agent=N,host=N] [-dev-allow-loopback-jwks] [-debug]
 
 bank serves the example bank's capabilities to Agent Auth agents. Without
 -directory it is also their Agent Auth provider, storing hosts, agents and
 grants in the SQLite database -db, with a development sign-in (no
-password) for its approval page.
+password) for its approval page. Approving transfers, and confirming big
+ones, takes the user's passkey, which browsers offer only on a host name:
+start it with -issuer http://localhost:8080 to approve them in a browser.
 
 Several instances serve one bank behind a load balancer when they share
 -postgres (hosts, agents, grants, accounts, jobs), -redis (replay cache,
@@ -175,6 +179,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.secretFile, "secret-file", "", "file of at least 32 secret bytes that every instance shares, keying sign-in cookies and approval page tokens (default: random per process)")
 	fs.Var(&c.limits, "limits", "requests a minute per agent, host, user and client address, as agent=N,host=N,user=N,ip=N (any subset; the rest keep the provider's defaults), or off")
 	fs.BoolVar(&c.forwardedFor, "forwarded-for", false, "take the client address from the last X-Forwarded-For entry, as a trusted reverse proxy sets it")
+	fs.BoolVar(&c.devPresenceCode, "dev-presence-code", false, "let the approval page take the request's code typed again instead of a passkey, for transfers (development and automated tests only: it proves nothing)")
 	fs.BoolVar(&c.debug, "debug", false, "also log the hidden causes of internal errors, which may quote argument values (development only)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
@@ -195,8 +200,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.directory == "" && c.db == "" && c.postgres == "" {
 		return bad("-db must name a file when the bank is its own provider (no -directory) without -postgres")
 	}
-	if c.directory != "" && (c.postgres != "" || c.redis != "" || c.secretFile != "" || c.forwardedFor) {
-		return bad("-postgres, -redis, -secret-file and -forwarded-for configure the provider: they do not go with -directory")
+	if c.directory != "" && (c.postgres != "" || c.redis != "" || c.secretFile != "" || c.forwardedFor || c.devPresenceCode) {
+		return bad("-postgres, -redis, -secret-file, -forwarded-for and -dev-presence-code configure the provider: they do not go with -directory")
 	}
 	if c.directory != "" && (c.limits.user != (ratelimit.Limit{}) || c.limits.ip != (ratelimit.Limit{})) {
 		return bad("with -directory, -limits takes agent= and host= only")
@@ -457,19 +462,20 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		pageSecret = sec.page
 	}
 	pcfg := withBankPolicy(provider.Config{
-		Issuer:       cfg.issuer,
-		ProviderName: "bank",
-		Description:  "Example bank: accounts, balances, transfers and exchange rates",
-		Store:        st,
-		Registry:     reg,
-		SignedInUser: dev.SignedInUser,
-		SignInURL:    devLoginPath,
-		PageSecret:   pageSecret,
-		Lifetimes:    lifetimes,
-		KeyFetch:     agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
-		Endpoints:    []string{mcpResource(cfg.issuer)},
-		Audit:        trail,
-		Confirmer:    confirmer,
+		Issuer:          cfg.issuer,
+		ProviderName:    "bank",
+		Description:     "Example bank: accounts, balances, transfers and exchange rates",
+		Store:           st,
+		Registry:        reg,
+		SignedInUser:    dev.SignedInUser,
+		SignInURL:       devLoginPath,
+		PageSecret:      pageSecret,
+		DevPresenceCode: cfg.devPresenceCode,
+		Lifetimes:       lifetimes,
+		KeyFetch:        agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
+		Endpoints:       []string{mcpResource(cfg.issuer)},
+		Audit:           trail,
+		Confirmer:       confirmer,
 		// Capabilities that act for a user refuse agents without one
 		// before their grants are looked at; the public ones are listed
 		// to anyone.

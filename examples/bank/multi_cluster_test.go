@@ -339,7 +339,7 @@ func (c *cluster) start(t *testing.T, limits string) {
 	var wg sync.WaitGroup
 	for i, in := range c.instances {
 		in.args = []string{"-addr", in.addr, "-issuer", c.issuer, "-postgres", c.dsn, "-redis", c.env.redisAddr,
-			"-secret-file", c.secret, "-forwarded-for", "-limits", limits, "-debug"}
+			"-secret-file", c.secret, "-forwarded-for", "-limits", limits, "-dev-presence-code", "-debug"}
 		wg.Go(func() { errs[i] = in.start() })
 	}
 	wg.Wait()

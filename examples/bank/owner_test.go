@@ -61,7 +61,7 @@ func TestOwnerConfirmsBigTransfers(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "bank.db")
 	// -debug: a failure shows the hidden causes in the logs.
 	p := startBankIn(t, bin, "", func(addr, url string) []string {
-		return []string{"-addr", addr, "-issuer", url, "-db", db, "-debug"}
+		return []string{"-addr", addr, "-issuer", url, "-db", db, "-dev-presence-code", "-debug"}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

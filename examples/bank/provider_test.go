@@ -24,11 +24,13 @@ import (
 )
 
 // startProviderBank runs the binary without -directory, as its own
-// provider over the SQLite database db, on a free loopback port.
+// provider over the SQLite database db, on a free loopback port, with
+// the development presence step, which lets a test confirm transfers
+// over HTTP.
 func startProviderBank(t *testing.T, bin, db string) *bankProcess {
 	t.Helper()
 	return startBankIn(t, bin, "", func(addr, url string) []string {
-		return []string{"-addr", addr, "-issuer", url, "-db", db}
+		return []string{"-addr", addr, "-issuer", url, "-db", db, "-dev-presence-code"}
 	})
 }
 
@@ -305,7 +307,7 @@ func restartBank(t *testing.T, bin, base, db string) *bankProcess {
 	t.Helper()
 	p := &bankProcess{
 		url:    base,
-		cmd:    exec.Command(bin, "-addr", strings.TrimPrefix(base, "http://"), "-issuer", base, "-db", db),
+		cmd:    exec.Command(bin, "-addr", strings.TrimPrefix(base, "http://"), "-issuer", base, "-db", db, "-dev-presence-code"),
 		logs:   &syncBuffer{},
 		done:   make(chan struct{}),
 		client: &http.Client{Timeout: 10 * time.Second},

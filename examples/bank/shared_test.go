@@ -109,7 +109,7 @@ func TestInstancesShareState(t *testing.T) {
 	for range 2 {
 		p := startBankIn(t, bin, "", func(addr, _ string) []string {
 			return []string{"-addr", addr, "-issuer", proxy.URL, "-postgres", dsn, "-redis", redisAddr,
-				"-secret-file", secret, "-forwarded-for", "-limits", "agent=600,ip=600"}
+				"-secret-file", secret, "-forwarded-for", "-limits", "agent=600,ip=600", "-dev-presence-code"}
 		})
 		banks = append(banks, p)
 		rr.add(p.url)

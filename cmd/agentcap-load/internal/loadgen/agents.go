@@ -210,7 +210,9 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 // ApprovePage signs in as user through the development sign-in at the
 // origin of target ({origin}/login) and allows every capability of the
 // request with userCode on the approval page, confirming with the code
-// when a capability asks for the user's presence.
+// when a capability asks for the user's presence: the development
+// stand-in of a bank started with -dev-presence-code, since a passkey
+// needs a person.
 func ApprovePage(ctx context.Context, hc *http.Client, target, user, userCode string) error {
 	u, err := url.Parse(target)
 	if err != nil {
@@ -283,6 +285,9 @@ func ApprovePage(ctx context.Context, hc *http.Client, target, user, userCode st
 		if done, err = post("/approve", form); err != nil {
 			return err
 		}
+	}
+	if strings.Contains(done, `id="passkey"`) || strings.Contains(done, `id="passkey-unavailable"`) {
+		return fmt.Errorf("the approval of %s needs a passkey: start the bank with -dev-presence-code to approve it automatically", userCode)
 	}
 	if !strings.Contains(done, "You allowed") {
 		return fmt.Errorf("the approval of %s was not confirmed", userCode)
