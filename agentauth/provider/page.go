@@ -139,7 +139,9 @@ type pageData struct {
 // code, reviews the agent, its host, its mode and each requested
 // capability with its approval strength and constraints, and allows a
 // subset or denies. Capabilities of approval strength webauthn need a
-// second, confirming step (Config.PresenceCheck). A request is shown only
+// second, confirming step that shows what is being allowed beside the
+// passkey prompt (see Config.PresenceCheck and docs/presence.md). A
+// request is shown only
 // to the user who may decide it (the addressee of a CIBA request or of a
 // call to confirm, the user of a linked host or of the agent); to anyone
 // else its code or id answers exactly as an unknown one.

@@ -51,9 +51,16 @@ const userTokenLife = time.Hour
 //	POST   /user/hosts/{host_id}/revoke        revoke the host and its agents
 //	GET    /user/approvals                     requests waiting for them (CIBA, their agents', calls to confirm)
 //	GET    /user/approvals/{approval_id}
-//	POST   /user/approvals/{approval_id}       {"decision": "approve"|"deny", "capabilities", "constraints", "reason", "presence_code"}
+//	POST   /user/approvals/{approval_id}       {"decision": "approve"|"deny", "capabilities", "constraints", "reason", "presence"}
 //	GET    /user/activity                      their audit records, newest first (?agent_id=, ?capability=, ?event=, ?cursor=, ?limit=),
 //	                                           served when there is an activity store (Config.Activity)
+//	POST   /user/approvals/{approval_id}/presence     {"capabilities", "constraints"}: a presence request for that decision
+//	POST   /user/agents/{agent_id}/grants/presence    {"capabilities"}: a presence request for that grant
+//	GET    /user/passkeys                      their passkeys, and whether passkeys work here
+//	POST   /user/passkeys/options              begin adding a passkey
+//	POST   /user/passkeys                      {"token", "name", "credential", "presence"} add it
+//	PATCH  /user/passkeys/{passkey_id}         {"name"}
+//	DELETE /user/passkeys/{passkey_id}
 //
 // A request lists, for each capability, the missing_constraints an
 // approval must set: the fields the capability requires a grant to
@@ -68,8 +75,11 @@ const userTokenLife = time.Hour
 // request is 404, as if it did not exist. Granting and deciding need a
 // sign-in newer than Config.FreshAuth (403 reauthentication_required,
 // protocol §8.11), and capabilities of approval strength webauthn need
-// Config.PresenceCheck to pass on the request (or, for a decision
-// without one, the request's code as presence_code).
+// the presence step: "presence": {"token", "credential"}, a passkey's
+// answer to the presence request made for exactly that decision or grant
+// (docs/presence.md); or Config.PresenceCheck passing on the request;
+// or, only under Config.DevPresenceCode, the request's code as
+// presence_code.
 //
 // Requests that change something are refused unless they are safe from
 // cross-site forgery: the browser's Sec-Fetch-Site and Origin, when

@@ -150,8 +150,8 @@ bank serves the example bank's capabilities to Agent Auth agents. Without
 -directory it is also their Agent Auth provider, storing hosts, agents and
 grants in the SQLite database -db, with a development sign-in (no
 password) for its approval page. Approving transfers, and confirming big
-ones, takes the user's passkey, which browsers offer only on a host name:
-start it with -issuer http://localhost:8080 to approve them in a browser.
+ones, takes the user's passkey, which browsers offer only on a host name
+(hence the default issuer http://localhost:8080).
 
 Several instances serve one bank behind a load balancer when they share
 -postgres (hosts, agents, grants, accounts, jobs), -redis (replay cache,
@@ -170,7 +170,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bank", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on")
-	fs.StringVar(&c.issuer, "issuer", "", "issuer URL; capabilities are served at its path (default http:// + addr)")
+	fs.StringVar(&c.issuer, "issuer", "", "issuer URL; capabilities are served at its path (default http://localhost:PORT on a loopback -addr, since browsers offer passkeys only on a host name, else http:// + addr)")
 	fs.StringVar(&c.directory, "directory", "", "JSON file of the hosts and agents the bank trusts; without it the bank is its own provider")
 	fs.StringVar(&c.db, "db", "bank.db", "SQLite database of the provider's hosts, agents and grants (without -directory)")
 	fs.BoolVar(&c.allowLoopbackJWKS, "dev-allow-loopback-jwks", false, "fetch agent JWKS URLs on loopback addresses, over plain http too (development only)")
@@ -213,6 +213,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.issuer == "" {
 		c.issuer = "http://" + c.addr
+		// Passkeys need a host name: a bank on a loopback address names
+		// itself localhost, where browsers offer them.
+		if host, port, err := net.SplitHostPort(c.addr); err == nil {
+			if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+				c.issuer = "http://localhost:" + port
+			}
+		}
 	}
 	c.issuer = strings.TrimRight(c.issuer, "/")
 	u, err := url.Parse(c.issuer)

@@ -233,7 +233,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 			t.Fatalf("%s: %v", line, err)
 		}
 		for i := range w {
-			w[i] = strings.ReplaceAll(w[i], "http://127.0.0.1:8080", base)
+			w[i] = strings.ReplaceAll(w[i], "http://localhost:8080", base)
 		}
 		return w
 	}

@@ -85,7 +85,7 @@ func TestReadmeAgents(t *testing.T) {
 			t.Fatalf("%s: %v", line, err)
 		}
 		for j := range args {
-			args[j] = strings.ReplaceAll(args[j], "http://127.0.0.1:8080", p.url)
+			args[j] = strings.ReplaceAll(args[j], "http://localhost:8080", p.url)
 		}
 		cmd := exec.CommandContext(ctx, agentcap, args...)
 		cmd.Env = append(os.Environ(), "AGENTCAP_STATE="+state)
@@ -151,7 +151,7 @@ func TestReadmeAgents(t *testing.T) {
 		if (code != 0) != fails {
 			t.Errorf("%s: exit %d\n%s%s", s.line, code, stdout, stderr)
 		}
-		got = strings.ReplaceAll(got, p.url, "http://127.0.0.1:8080")
+		got = strings.ReplaceAll(got, p.url, "http://localhost:8080")
 		if sameText(got) != sameText(s.output) {
 			t.Errorf("%s printed\n%s\nthe README shows\n%s", s.line, got, s.output)
 		}

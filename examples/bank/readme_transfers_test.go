@@ -99,7 +99,7 @@ func TestReadmeTransfers(t *testing.T) {
 			t.Fatalf("%s: %v", steps[i].line, err)
 		}
 		for j := range args {
-			args[j] = strings.ReplaceAll(args[j], "http://127.0.0.1:8080", p.url)
+			args[j] = strings.ReplaceAll(args[j], "http://localhost:8080", p.url)
 		}
 		cmd := exec.CommandContext(ctx, agentcap, args...)
 		cmd.Env = append(os.Environ(), "AGENTCAP_STATE="+state)
