@@ -188,10 +188,7 @@ f.insertAdjacentHTML("beforeend", '<input name="presence_code" value="%s">'); f.
 	// Now the real thing, on the first request.
 	toConfirmStep(t, ctx, first)
 	browsertest.Screenshot(t, ctx, "passkey-confirm.png")
-	browsertest.Do(t, ctx, "allowing with the passkey",
-		chromedp.Click(chromedp.CSS("#use-passkey")),
-		chromedp.WaitVisible(chromedp.CSS("#outcome")))
-	if s := browsertest.Text(t, ctx, "#outcome"); s != "You allowed payer: pay, echo." {
+	if s := browsertest.Outcome(t, ctx, "allowing with the passkey", "#use-passkey"); s != "You allowed payer: pay, echo." {
 		t.Errorf("outcome %q", s)
 	}
 	e.clock.Advance(2 * time.Second)
@@ -322,10 +319,7 @@ func TestPasskeyConfirmationInChromium(t *testing.T) {
 		t.Errorf("the preview beside the passkey prompt: %q", rows)
 	}
 	browsertest.Screenshot(t, ctx, "passkey-confirm-call.png")
-	browsertest.Do(t, ctx, "confirming with the passkey",
-		chromedp.Click(chromedp.CSS("#use-passkey")),
-		chromedp.WaitVisible(chromedp.CSS("#outcome")))
-	if s := browsertest.Text(t, ctx, "#outcome"); s != "You confirmed the call of pay by payer." {
+	if s := browsertest.Outcome(t, ctx, "confirming with the passkey", "#use-passkey"); s != "You confirmed the call of pay by payer." {
 		t.Errorf("outcome %q", s)
 	}
 

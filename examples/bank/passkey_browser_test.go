@@ -53,9 +53,9 @@ func TestPasskeysInChromium(t *testing.T) {
 				chromedp.Click(chromedp.CSS("#create-passkey")),
 				chromedp.WaitVisible(chromedp.CSS("#use-passkey")))
 		}
-		browsertest.Do(t, ctx, "allowing with the passkey",
-			chromedp.Click(chromedp.CSS("#use-passkey")),
-			chromedp.WaitVisible(chromedp.CSS("#outcome")))
+		if s := browsertest.Outcome(t, ctx, "allowing with the passkey", "#use-passkey"); !strings.HasPrefix(s, "You allowed ") {
+			t.Errorf("outcome %q", s)
+		}
 	}
 
 	a, _, err := cl.Connect(cctx, base, client.ConnectOptions{
@@ -87,9 +87,9 @@ func TestPasskeysInChromium(t *testing.T) {
 		t.Errorf("the preview beside the passkey prompt: %q", s)
 	}
 	browsertest.Screenshot(t, ctx, "bank-confirm-transfer.png")
-	browsertest.Do(t, ctx, "confirming with the passkey",
-		chromedp.Click(chromedp.CSS("#use-passkey")),
-		chromedp.WaitVisible(chromedp.CSS("#outcome")))
+	if s := browsertest.Outcome(t, ctx, "confirming with the passkey", "#use-passkey"); s != "You confirmed the call of transfer_money by rent payer." {
+		t.Errorf("outcome %q", s)
+	}
 	token, err := a.AwaitConfirmation(cctx, pending, nil)
 	if err != nil {
 		t.Fatalf("waiting for Alice: %v", err)

@@ -22,7 +22,7 @@ import (
 // New starts headless Chromium with a fresh profile and returns a
 // browser context that ends with the test. The test skips without
 // Chromium, except under CI, where the package is installed and its
-// absence is a failure.
+// absence is a failure. The browser stops after four minutes at most.
 func New(t *testing.T) context.Context {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
@@ -55,7 +55,9 @@ func New(t *testing.T) context.Context {
 	)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	// A bound on the whole test's browsing, generous for a loaded
+	// machine: the suites around it run in parallel.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelCtx()
@@ -208,4 +210,12 @@ func RemoveAuthenticator(t *testing.T, ctx context.Context, id webauthn.Authenti
 		_, err := cdp.Call(ctx, tg, webauthn.RemoveVirtualAuthenticator, webauthn.RemoveVirtualAuthenticatorParams{AuthenticatorID: id})
 		return err
 	}))
+}
+
+// Outcome clicks the button sel of a provider page's last step and
+// returns the outcome the page then shows (#outcome).
+func Outcome(t *testing.T, ctx context.Context, what, sel string) string {
+	t.Helper()
+	Do(t, ctx, what, chromedp.Click(chromedp.CSS(sel)), chromedp.WaitVisible(chromedp.CSS("#outcome")))
+	return Text(t, ctx, "#outcome")
 }
