@@ -384,6 +384,16 @@ func (p *Provider) verifyPresence(ctx context.Context, u *User, binding []byte, 
 	if err != nil {
 		return fmt.Errorf("%w: %v", errPresenceInvalid, err)
 	}
+	// The answering passkey must be one of u's; its own user handle is
+	// the one it signs with (two first passkeys added at once may hold
+	// different ones).
+	used := pu.key(parsed.RawID)
+	if used == nil {
+		return fmt.Errorf("%w: the passkey is not one of yours", errPresenceInvalid)
+	}
+	if pu.handle, err = base64.RawURLEncoding.DecodeString(used.UserHandle); err != nil {
+		return fmt.Errorf("passkey %s of %s: user handle: %w", used.ID, u.ID, err)
+	}
 	session := webauthn.SessionData{
 		Challenge:        base64.RawURLEncoding.EncodeToString(p.presenceChallenge(u.ID, nonce, binding)),
 		RelyingPartyID:   p.webauthn.Config.RPID,
@@ -393,10 +403,6 @@ func (p *Provider) verifyPresence(ctx context.Context, u *User, binding []byte, 
 	cred, err := p.webauthn.ValidateLogin(pu, session, parsed)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errPresenceInvalid, err)
-	}
-	key := pu.key(cred.ID)
-	if key == nil {
-		return errPresenceInvalid
 	}
 	// Once: the nonce is spent by the first answer that verifies. (An
 	// answer used again also fails the counter check below; this says
@@ -414,7 +420,7 @@ func (p *Provider) verifyPresence(ctx context.Context, u *User, binding []byte, 
 	if err != nil {
 		return err
 	}
-	return p.store.UsePasskey(ctx, u.ID, key.ID, body, p.now())
+	return p.store.UsePasskey(ctx, u.ID, used.ID, body, p.now())
 }
 
 // decisionBinding is what a presence answer for a decision on ap binds
