@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -32,8 +31,7 @@ const mcpProtocol = "2025-06-18"
 var mcpCallBody = []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"transfer","arguments":{"from_account":"acc_alice","to_account":"acc_bob","amount":125.5,"currency":"EUR"}}}`)
 
 // newMCPXHandler is mcpx over the same executor and verifier as the
-// httpx mount; the verified identity's subject, the token, owns the
-// session.
+// httpx mount. Its endpoint is stateless: every request stands alone.
 func newMCPXHandler(tb testing.TB, resource string) http.Handler {
 	tb.Helper()
 	exec := newMountHandlerExecutor(tb)
@@ -82,8 +80,9 @@ func newSDKFloorHandler(tb testing.TB) http.Handler {
 	return sdkHandler(srv)
 }
 
-// sdkHandler serves srv over the SDK's Streamable HTTP handler behind its
-// bearer middleware, which accepts the bench token.
+// sdkHandler serves srv over the SDK's Streamable HTTP handler, stateless
+// as mcpx's is, behind its bearer middleware, which accepts the bench
+// token.
 func sdkHandler(srv *mcp.Server) http.Handler {
 	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
 		if tok != token {
@@ -91,42 +90,23 @@ func sdkHandler(srv *mcp.Server) http.Handler {
 		}
 		return &auth.TokenInfo{UserID: tok, Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
 	return auth.RequireBearerToken(verify, nil)(h)
 }
 
-// mcpSession initializes a session on h and returns its id.
-func mcpSession(tb testing.TB, h http.Handler) string {
-	tb.Helper()
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + mcpProtocol + `","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, mcpRequest("", []byte(init)))
-	sid := rec.Header().Get("Mcp-Session-Id")
-	if rec.Code != http.StatusOK || sid == "" {
-		tb.Fatalf("initialize: %d %s", rec.Code, rec.Body)
-	}
-	rec = httptest.NewRecorder()
-	h.ServeHTTP(rec, mcpRequest(sid, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
-	if rec.Code != http.StatusAccepted {
-		tb.Fatalf("initialized: %d %s", rec.Code, rec.Body)
-	}
-	return sid
-}
-
-func mcpRequest(session string, body []byte) *http.Request {
+// mcpRequest is one message to a stateless endpoint: no initialize
+// before it, the protocol version in its header.
+func mcpRequest(body []byte) *http.Request {
 	req := httptest.NewRequest(http.MethodPost, "http://bench.test/mcp", bytes.NewReader(body))
-	setMCPHeaders(req.Header, session)
+	setMCPHeaders(req.Header)
 	return req
 }
 
-func setMCPHeaders(h http.Header, session string) {
+func setMCPHeaders(h http.Header) {
 	h.Set("Authorization", authHeader)
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json, text/event-stream")
-	if session != "" {
-		h.Set("Mcp-Session-Id", session)
-		h.Set("Mcp-Protocol-Version", mcpProtocol)
-	}
+	h.Set("Mcp-Protocol-Version", mcpProtocol)
 }
 
 // structured extracts the structured content of a tools/call answer (an
@@ -159,9 +139,8 @@ func TestMCPContendersAgree(t *testing.T) {
 	mx := newMCPXHandler(t, "http://bench.test/mcp")
 	sdk := newSDKTypedHandler(t)
 	for name, h := range map[string]http.Handler{"mcpx": mx, "sdk": sdk, "floor": newSDKFloorHandler(t)} {
-		sid := mcpSession(t, h)
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, mcpRequest(sid, mcpCallBody))
+		h.ServeHTTP(rec, mcpRequest(mcpCallBody))
 		if got := structured(t, rec.Body.Bytes()); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: %v, want %v", name, got, want)
 		}
@@ -204,10 +183,9 @@ func BenchmarkToolsCall(b *testing.B) {
 			h    http.Handler
 		}{{"mcpx", newMCPXHandler(b, "http://bench.test/mcp")}, {"sdk-typed", newSDKTypedHandler(b)}, {"sdk-floor", newSDKFloorHandler(b)}} {
 			b.Run(c.name, func(b *testing.B) {
-				sid := mcpSession(b, c.h)
 				loop(b, func() {
 					rec := httptest.NewRecorder()
-					c.h.ServeHTTP(rec, mcpRequest(sid, mcpCallBody))
+					c.h.ServeHTTP(rec, mcpRequest(mcpCallBody))
 					if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"structuredContent"`)) {
 						b.Fatalf("%d %s", rec.Code, rec.Body)
 					}
@@ -263,19 +241,7 @@ func BenchmarkToolsCall(b *testing.B) {
 		} {
 			b.Run(c.name, func(b *testing.B) {
 				base := serve(b, c.build)
-				init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + mcpProtocol + `","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`
-				req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(init))
-				setMCPHeaders(req.Header, "")
-				resp, err := client.Do(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				sid := resp.Header.Get("Mcp-Session-Id")
-				hdr := func(h http.Header) { setMCPHeaders(h, sid) }
-				post(b, base+"/mcp", hdr, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-				loop(b, func() { post(b, base+"/mcp", hdr, mcpCallBody) })
+				loop(b, func() { post(b, base+"/mcp", setMCPHeaders, mcpCallBody) })
 			})
 		}
 	})

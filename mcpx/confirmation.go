@@ -66,24 +66,34 @@ func readConfirmation(params *mcp.CallToolParamsRaw) (confirmationAnswer, error)
 	return confirmationAnswer{token: token}, nil
 }
 
-// elicitsForms reports whether the client that sent req takes form
-// elicitations: the capabilities of the request's own _meta (protocol
-// versions without a session handshake), else those of its session's
-// initialize. A client declaring elicitation without naming a mode takes
-// forms.
-func elicitsForms(req *mcp.CallToolRequest) bool {
+// elicitsForms reports whether the user of the client that sent req can
+// be asked to confirm: the client takes form elicitations, by the
+// capabilities of the request's own _meta (protocol versions without a
+// session handshake), else those of its session's initialize, and the
+// question can reach it. A client declaring elicitation without naming a
+// mode takes forms. Over stateless HTTP only a 2026-07-28 client can be
+// asked, in the tool result: an older one would need elicitation/create
+// sent during the call, which no stateless server can send, so it gets
+// the preview and a token instead.
+func elicitsForms(ctx context.Context, req *mcp.CallToolRequest) bool {
 	var caps *mcp.ClientCapabilities
+	var version string
+	if req.Session != nil {
+		if ip := req.Session.InitializeParams(); ip != nil {
+			caps, version = ip.Capabilities, ip.ProtocolVersion
+		}
+	}
+	if _, overHTTP := ctx.Value(requestCtxKey{}).(context.Context); overHTTP && version < protocolInputRequests {
+		return false
+	}
 	if v, ok := req.Params.Meta[mcp.MetaKeyClientCapabilities]; ok {
+		caps = nil
 		b, err := json.Marshal(v)
 		if err == nil {
 			var c mcp.ClientCapabilities
 			if json.Unmarshal(b, &c) == nil {
 				caps = &c
 			}
-		}
-	} else if req.Session != nil {
-		if ip := req.Session.InitializeParams(); ip != nil {
-			caps = ip.Capabilities
 		}
 	}
 	if caps == nil || caps.Elicitation == nil {
@@ -92,6 +102,10 @@ func elicitsForms(req *mcp.CallToolRequest) bool {
 	e := caps.Elicitation
 	return e.Form != nil || e.URL == nil
 }
+
+// protocolInputRequests is the first protocol version whose tool results
+// may ask the client for input (and which has no sessions).
+const protocolInputRequests = "2026-07-28"
 
 // askConfirmation turns a confirmation_required refusal into a request
 // for the user's confirmation: the tool result asks the client for one

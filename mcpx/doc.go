@@ -40,9 +40,12 @@
 // (arguments that are not an object, a bad cursor, a confirmation token
 // that is not a string) and an unknown tool, or one the caller may not
 // see, are protocol errors (invalid params).
-// notifications/cancelled cancels the call's context; progress a
-// capability reports with core.ReportProgress reaches a client that sent
-// a progress token as notifications/progress.
+// A canceled call is stopped and answered with nothing: over HTTP the
+// client cancels by closing the call's response stream (see "Stateless
+// HTTP"), over stdio and the SDK's other stream transports by
+// notifications/cancelled. Progress a capability reports with core.ReportProgress
+// reaches a client that sent a progress token as notifications/progress,
+// on the call's own response stream over HTTP.
 //
 // # Confirmations
 //
@@ -53,17 +56,21 @@
 // token is refused by the executor with confirmation_required, a preview
 // and a fresh token, and then:
 //
-//   - When the client declared the elicitation capability (form mode),
-//     the server asks the client's user: one form elicitation, under the
-//     input request id [agentcap.MCPElicitationID], whose message names
-//     the tool and shows the arguments and the preview (also under its
-//     _meta as "agentcap/capability", "agentcap/arguments" and
+//   - When the client declared the elicitation capability (form mode)
+//     and the question can reach it, the server asks the client's user:
+//     one form elicitation, under the input request id
+//     [agentcap.MCPElicitationID], whose message names the tool and
+//     shows the arguments and the preview (also under its _meta as
+//     "agentcap/capability", "agentcap/arguments" and
 //     "agentcap/preview") and whose form is empty. On protocol versions
 //     since 2026-07-28 the tool result asks for that input and the client
-//     calls again with the answer; on older ones the server sends
-//     elicitation/create during the call. The token travels as the request state, so nothing is
-//     kept between the two: accept consumes it and runs the call;
-//     decline or cancel is an error result with the code
+//     calls again with the answer, over HTTP and stdio alike. On older
+//     versions the server sends elicitation/create during the call, which
+//     only a connection that carries requests both ways can do: over
+//     stdio, not over the stateless HTTP endpoint, whose older clients get
+//     the preview and token below. The token travels as the request
+//     state, so nothing is kept between the two: accept consumes it and
+//     runs the call; decline or cancel is an error result with the code
 //     confirmation_declined (agentcap.CodeConfirmationDeclined) and
 //     "action".
 //     Elicitation trusts the client to show the request to its user, as
@@ -113,10 +120,8 @@
 // answered in its own words, in the kit's error envelope with their status
 // (and Retry-After); a failure of its own is a redacted internal_error.
 //
-// Sessions belong to who opened them (auth.Identity.Subject): another
-// caller presenting the session id is refused (403), and an identity
-// without a Subject, which could own no session, is refused at once
-// (403 unauthorized). Requests whose Origin is
+// An identity without a Subject is refused (403 unauthorized): a
+// confirmation token belongs to a Subject. Requests whose Origin is
 // neither the endpoint's own nor trusted are refused, and the SDK refuses
 // requests that reach a loopback listener under another host name (DNS
 // rebinding). Bodies are limited to Config.MaxBodyBytes and read, before
@@ -126,31 +131,32 @@
 // "method"s), or holds invalid UTF-8 is refused with 400 and a JSON-RPC
 // parse error, since the SDK would run the last of two members while a
 // gateway or an audit tap reading the first would see another call.
-// Sessions live in
-// the process: several instances behind a load balancer need sticky
-// routing by the Mcp-Session-Id header.
 //
-// # Session limits
+// # Stateless HTTP
 //
-// A session costs some 20 KB of memory for as long as it lives, and any
-// caller that authenticates can open one (an autonomous agent needs no
-// approval for a capability of approval strength none), so sessions are
-// bounded:
+// The HTTP endpoint keeps no sessions: each POST is served on its own,
+// by the SDK's stateless Streamable HTTP handler, and answered on its
+// own response (server-sent events, so that progress reaches the client
+// before the result). That serves every protocol version of the SDK:
+// 2026-07-28, which has no sessions (server/discover, then every request
+// carrying its version, client information and capabilities), and the
+// older ones, whose initialize is answered without an Mcp-Session-Id,
+// after which each request stands alone. So several instances behind a
+// round-robin balancer need no sticky routing, and nothing is kept in
+// memory between requests. What a stateless server cannot do:
 //
-//   - Config.MaxSessionsPerOwner (default 8) live sessions per session
-//     owner: an initialize beyond it closes the owner's least recently
-//     used session.
-//   - Config.MaxSessions (default 1000) live sessions in all: beyond it,
-//     a request that would open one more is refused with 503
-//     temporarily_unavailable and Retry-After (an initialize that raced
-//     past that check gets a JSON-RPC error), unless its owner is at its
-//     own limit and gives up its oldest session instead.
-//   - Config.StreamlessTimeout (default 5 minutes) closes a session with
-//     no request under way, no open stream (GET) among them, after that
-//     long without one.
-//   - Config.SessionTimeout (default 30 minutes) closes a session that
-//     saw no POST for that long, even with its stream open.
-//
-// A negative value lifts a limit. A client whose session was closed gets
-// 404 and, as the transport specification asks, opens a new one.
+//   - Send a request to the client during a call (elicitation/create):
+//     a client older than 2026-07-28 confirms by preview and token (see
+//     Confirmations).
+//   - Keep a stream open for notifications outside a call: GET, and
+//     DELETE to end a session, are answered 405. The tools of a server
+//     never change (they come from an immutable registry), so there is
+//     no tools/list_changed to miss.
+//   - Find a call from a notifications/cancelled sent in another POST.
+//     Instead the end of the call's own request cancels it, whatever the
+//     protocol version: a client that gives up closes the response
+//     stream (which is how 2026-07-28 cancels), and nobody could receive
+//     the result then. Fiber notices a closed connection only when
+//     something is written (see fiberx.MountMCP), so there a call that
+//     writes nothing runs to its end.
 package mcpx

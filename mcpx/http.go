@@ -53,36 +53,18 @@ func (s *Server) setupHTTP(cfg Config) error {
 		maxBody = defaultMaxBodyBytes
 	}
 	s.maxBody = maxBody
-	timeout := cfg.SessionTimeout
-	switch {
-	case timeout == 0:
-		timeout = defaultSessionTimeout
-	case timeout < 0:
-		timeout = 0
-	}
-	limit := func(v, def int) int {
-		switch {
-		case v == 0:
-			return def
-		case v < 0:
-			return 0
-		}
-		return v
-	}
-	idle := cfg.StreamlessTimeout
-	switch {
-	case idle == 0:
-		idle = defaultStreamlessTimeout
-	case idle < 0:
-		idle = 0
-	}
-	s.sessions = newSessionTable(limit(cfg.MaxSessions, defaultMaxSessions),
-		limit(cfg.MaxSessionsPerOwner, defaultMaxSessionsPerOwner), idle)
 	srv := s.newMCPServer(nil)
+	// Stateless: every POST is served on its own, by a session that lives
+	// as long as the request, so that any instance behind a balancer can
+	// answer any request and the 2026-07-28 protocol, which has no
+	// sessions, is served beside the older ones. A request that ends
+	// (its client went away, or closed the response stream to cancel)
+	// cancels what it started: see cancelWithRequest.
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Logger:              s.logger,
-		MaxRequestBodyBytes: maxBody,
-		SessionTimeout:      timeout,
+		Stateless:                    true,
+		Logger:                       s.logger,
+		MaxRequestBodyBytes:          maxBody,
+		PropagateRequestCancellation: true,
 	})
 	// The SDK reads token information only from a context its own bearer
 	// middleware filled; this verifier hands it what ServeHTTP verified.
@@ -106,17 +88,41 @@ func (s *Server) setupHTTP(cfg Config) error {
 // from ServeHTTP to the SDK.
 type verifiedKey struct{}
 
-// ServeHTTP serves the Streamable HTTP transport: POST for messages, GET
-// for the server's stream, DELETE to end a session. Every request is
+// requestCtxKey carries the context of the HTTP request that carries a
+// message, from ServeHTTP to the tool handler.
+type requestCtxKey struct{}
+
+// cancelWithRequest returns ctx, canceled as well when the HTTP request
+// that carried the call ends before the call does. A stateless request's
+// session ends with it, so once the client has gone (or closed the
+// response stream, which is how a 2026-07-28 client cancels) the result
+// can reach nobody; on older protocol versions, where the SDK would let
+// the call run on, a notifications/cancelled in another POST cannot find
+// the call either, so the end of the request is the one way to cancel
+// it. Outside HTTP, ctx is returned as it is.
+func cancelWithRequest(ctx context.Context) (context.Context, context.CancelFunc) {
+	rc, ok := ctx.Value(requestCtxKey{}).(context.Context)
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(rc, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// ServeHTTP serves the Streamable HTTP transport, statelessly: each POST
+// carries messages that are answered on its own response, with no
+// session between requests (GET and DELETE are 405). Every request is
 // checked, in order, for its Origin (403), verified by Config.Verifier
 // (401 with a Bearer challenge naming the resource metadata, or the
-// verifier's refusal; 403 for an identity without a Subject, which could
-// own no session), refused when it would open a session beyond
-// Config.MaxSessions (503, see the package's session limits), its body
-// read within Config.MaxBodyBytes (413) and checked as strict JSON (400
-// with a JSON-RPC parse error), and then handed to the SDK, which checks
-// sessions, their owner, content types and the protocol version. Mount
-// it at the path of Config.Resource.
+// verifier's refusal; 403 for an identity without a Subject, to whom no
+// confirmation could belong), its body read within Config.MaxBodyBytes
+// (413) and checked as strict JSON (400 with a JSON-RPC parse error),
+// and then handed to the SDK, which checks content types and the
+// protocol version. Mount it at the path of Config.Resource.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.streamable == nil {
 		s.logger.LogAttrs(r.Context(), slog.LevelError, "mcpx: an HTTP request reached a server without Config.Verifier")
@@ -135,7 +141,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil && (id == nil || id.Subject == "") {
 		err = auth.ErrNoCredentials
 		if id != nil {
-			// A session must belong to somebody.
+			// Confirmation tokens belong to somebody.
 			err = errNoSubject
 		}
 	}
@@ -143,15 +149,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuseAuth(w, r, err)
 		return
 	}
-	end, ok := s.trackSession(w, r, id.Subject)
-	if !ok {
-		return
-	}
-	defer end()
 	if !s.readMessage(w, r) {
 		return
 	}
 	ctx := context.WithValue(r.Context(), verifiedKey{}, tokenInfo(id))
+	// The SDK serves the request on a context that never ends; the
+	// request's own tells a tool call when nobody waits for its result.
+	ctx = context.WithValue(ctx, requestCtxKey{}, r.Context())
 	s.streamable.ServeHTTP(w, r.WithContext(ctx))
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -43,12 +42,12 @@ type Config struct {
 	// is refused even by a verifier that would admit it. Its refusals are
 	// answered in its own words, with a Bearer challenge naming the
 	// resource metadata on 401 and the verifier's own challenge after it
-	// (auth.Challenger). An MCP session belongs to the identity that
-	// opened it (auth.Identity.Subject): a later request on the session
-	// from another identity is refused (403), so a leaked session id is of
-	// no use to anyone else. The identity's Authorizer decides each
-	// tools/call and gives each listed tool's grant status. Required to
-	// serve HTTP; stdio needs none.
+	// (auth.Challenger). Every request is verified on its own: the HTTP
+	// endpoint keeps no sessions, so there is no session id to steal and
+	// any instance can serve any request. An identity without a Subject
+	// is refused (403): confirmation tokens belong to a Subject. The
+	// identity's Authorizer decides each tools/call and gives each listed
+	// tool's grant status. Required to serve HTTP; stdio needs none.
 	Verifier auth.Verifier
 
 	// Resource is the canonical URL of the MCP endpoint (RFC 8707), for
@@ -68,37 +67,12 @@ type Config struct {
 	// browser pages may call the endpoint besides its own. Any other
 	// Origin is refused (403), which also stops DNS rebinding.
 	TrustedOrigins []string
-	// SessionTimeout closes a session that saw no POST for this long,
-	// even one whose stream (GET) is open; zero means
-	// 30 minutes, a negative value never closes idle sessions
-	// this way.
-	SessionTimeout time.Duration
-	// StreamlessTimeout closes sooner a session with no request under
-	// way, no open stream among them: after this long without one. Zero
-	// means 5 minutes; a negative value leaves such
-	// sessions to SessionTimeout.
-	StreamlessTimeout time.Duration
-	// MaxSessionsPerOwner bounds the live sessions of one session owner
-	// (auth.Identity.Subject): an initialize beyond it closes the owner's
-	// least recently used session. Zero means 8; a negative value sets no bound.
-	MaxSessionsPerOwner int
-	// MaxSessions bounds the live sessions of the endpoint: beyond it a
-	// request that would open one is refused (503
-	// temporarily_unavailable with Retry-After, or a JSON-RPC error for
-	// an initialize that raced past that check). Zero means
-	// 1000; a negative value sets no bound.
-	MaxSessions int
 }
 
-// Defaults of Config. A session holds some 20 KB in the process, so the
-// defaults keep sessions under about 20 MB.
+// Defaults of Config.
 const (
-	defaultPageSize            = 50
-	defaultSessionTimeout      = 30 * time.Minute
-	defaultStreamlessTimeout   = 5 * time.Minute
-	defaultMaxSessionsPerOwner = 8
-	defaultMaxSessions         = 1000
-	defaultMaxBodyBytes        = 1 << 20
+	defaultPageSize     = 50
+	defaultMaxBodyBytes = 1 << 20
 )
 
 // MetaGrantStatus is the _meta key of a listed tool's grant status.
@@ -141,7 +115,6 @@ type Server struct {
 	trusted      map[string]bool
 	origins      *http.CrossOriginProtection
 	streamable   http.Handler
-	sessions     *sessionTable
 }
 
 // tool is one capability as MCP presents it, rendered once.

@@ -20,26 +20,18 @@ import (
 
 // Method names the server answers itself.
 const (
-	methodInitialize = "initialize"
-	methodListTools  = "tools/list"
-	methodCallTool   = "tools/call"
+	methodListTools = "tools/list"
+	methodCallTool  = "tools/call"
 )
 
 // middleware answers tools/list and tools/call from the executor and
-// passes every other method (initialize, ping, cancellation, ...) to the
-// SDK, recording over HTTP the session an initialize opens (see
-// sessionTable). The SDK's own tool table stays empty: which tools exist
+// passes every other method (initialize, server/discover, ping, ...) to
+// the SDK. The SDK's own tool table stays empty: which tools exist
 // depends on who asks.
 func (s *Server) middleware(fixed **auth.Identity) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
-			case methodInitialize:
-				if fixed == nil {
-					if err := s.openSession(req); err != nil {
-						return nil, err
-					}
-				}
 			case methodListTools:
 				r, ok := req.(*mcp.ListToolsRequest)
 				if !ok {
@@ -163,6 +155,8 @@ func (s *Server) handleTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if !ok {
 		return nil, s.internal(ctx, errors.New("mcpx: a tool call reached its handler without an identity"))
 	}
+	ctx, cancel := cancelWithRequest(ctx)
+	defer cancel()
 	return s.callTool(ctx, id, req)
 }
 
@@ -198,7 +192,7 @@ func (s *Server) callTool(ctx context.Context, id *auth.Identity, req *mcp.CallT
 		if ce.Code == agentcap.CodeCapabilityNotFound && ce.Stage == agentcap.StageLookup {
 			return nil, unknownTool(name)
 		}
-		if ce.Code == agentcap.CodeConfirmationRequired && !answer.answered && elicitsForms(req) {
+		if ce.Code == agentcap.CodeConfirmationRequired && !answer.answered && elicitsForms(ctx, req) {
 			if res := s.askConfirmation(s.tools[def], params.Arguments, ce); res != nil {
 				return res, nil
 			}

@@ -81,8 +81,11 @@ type tsCall struct {
 }
 
 type tsServerRun struct {
-	Server string `json:"server"`
-	Tools  []struct {
+	Server                string `json:"server"`
+	ProtocolVersion       string `json:"protocolVersion"`
+	LatestProtocolVersion string `json:"latestProtocolVersion"`
+	SessionID             string `json:"sessionId"`
+	Tools                 []struct {
 		Name         string         `json:"name"`
 		Title        string         `json:"title"`
 		Annotations  map[string]any `json:"annotations"`
@@ -100,6 +103,11 @@ func runServerScenario(t *testing.T, dir, endpoint, tokenURL string) tsServerRun
 	out := node(t, dir, "client.mjs", "server", endpoint, tokenURL)
 	if err := json.Unmarshal(out, &run); err != nil {
 		t.Fatalf("client.mjs printed %s: %v", out, err)
+	}
+	// The client speaks the newest version it knows, and the stateless
+	// endpoint gives it no session.
+	if run.ProtocolVersion == "" || run.ProtocolVersion != run.LatestProtocolVersion || run.SessionID != "" {
+		t.Errorf("the TypeScript client speaks %q (its newest: %q), session %q", run.ProtocolVersion, run.LatestProtocolVersion, run.SessionID)
 	}
 	return run
 }

@@ -14,6 +14,7 @@ import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 
 const print = (v) => process.stdout.write(JSON.stringify(v) + '\n');
 
@@ -29,7 +30,8 @@ async function server(endpoint, tokenURL) {
     return fetch(input, { ...init, headers });
   };
   const client = new Client({ name: 'agentcap-interop', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(endpoint), { fetch: signedFetch }));
+  const transport = new StreamableHTTPClientTransport(new URL(endpoint), { fetch: signedFetch });
+  await client.connect(transport);
   const { tools } = await client.listTools();
   const calls = [];
   for (const [name, args] of [
@@ -48,6 +50,10 @@ async function server(endpoint, tokenURL) {
   }
   print({
     server: client.getServerVersion()?.name ?? null,
+    // The version the session speaks, and the newest this SDK knows.
+    protocolVersion: transport.protocolVersion ?? null,
+    latestProtocolVersion: LATEST_PROTOCOL_VERSION,
+    sessionId: transport.sessionId ?? null,
     tools: tools.map((t) => ({ name: t.name, title: t.title ?? null, annotations: t.annotations ?? null, outputSchema: Boolean(t.outputSchema) })),
     calls,
     unknown,

@@ -1,7 +1,0 @@
-package mcpx
-
-// Defaults of Config, for the tests of package mcpx_test.
-const (
-	DefaultStreamlessTimeout   = defaultStreamlessTimeout
-	DefaultMaxSessionsPerOwner = defaultMaxSessionsPerOwner
-)
