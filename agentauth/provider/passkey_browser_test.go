@@ -278,9 +278,10 @@ func wantPending(t *testing.T, e *env, r response) {
 	}
 }
 
-// TestPasskeyConfirmationInChromium confirms one call with a passkey: the
-// confirming step shows the call's preview beside the passkey prompt,
-// and the agent's call then runs.
+// TestPasskeyConfirmationInChromium adds and renames a passkey on "Your
+// agents", then confirms one call with it: the confirming step shows the
+// call's preview beside the passkey prompt, and the agent's call then
+// runs.
 func TestPasskeyConfirmationInChromium(t *testing.T) {
 	ctx := browsertest.New(t)
 	e := newPasskeyEnv(t)
@@ -305,6 +306,22 @@ func TestPasskeyConfirmationInChromium(t *testing.T) {
 	}
 	if s := browsertest.Text(t, ctx, ".passkey-name"); s != "laptop" {
 		t.Errorf("the passkey is listed as %q", s)
+	}
+	browsertest.Do(t, ctx, "renaming it",
+		chromedp.SendKeys(chromedp.CSS(`.passkey input[name="name"]`), "work laptop"),
+		chromedp.Click(chromedp.CSS(".passkey button.rename-passkey")))
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		q := browsertest.Value(t, ctx, "reading the location", chromedp.Evaluate[string](`document.readyState === "complete" ? location.search : ""`))
+		if q == "?done=passkey-renamed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page did not come back renamed: %q", q)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s := browsertest.Text(t, ctx, ".passkey-name"); s != "work laptop" {
+		t.Errorf("the renamed passkey is listed as %q", s)
 	}
 	browsertest.Screenshot(t, ctx, "passkeys-listed.png")
 
