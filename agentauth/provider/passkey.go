@@ -151,7 +151,7 @@ func (p *Provider) passkeyUser(ctx context.Context, u *User) (*passkeyUser, erro
 	return pu, nil
 }
 
-// sealed is a value the provider hands to a browser and takes back
+// seal makes a value the provider hands to a browser and takes back
 // unchanged: payload.issued.mac, the MAC (csrfMAC, under
 // Config.PageSecret) binding the payload to label and the user.
 func (p *Provider) seal(label, userID string, payload []byte) string {
