@@ -354,3 +354,48 @@ func TestPasskeyConfirmationInChromium(t *testing.T) {
 		t.Errorf("the confirmed call: %d %s", x.status, x.raw)
 	}
 }
+
+// TestPasskeyCIBAInChromium decides a CIBA request, addressed to alice
+// and opened from "Your agents", with the same passkey step: the agent
+// asked for pay by name, with a binding message, and alice allows it
+// with her passkey.
+func TestPasskeyCIBAInChromium(t *testing.T) {
+	ctx := browsertest.New(t)
+	box := &inbox{}
+	wrap, signInMod := devLoginSite()
+	e := newConfirmEnvWrapped(t, wrap, signInMod, onHostName, func(c *provider.Config) { c.Notifier = box })
+	browsertest.Authenticator(t, ctx)
+	h, a := newKey(t), newKey(t)
+	r := e.register(h, a, map[string]any{"name": "assistant", "host_name": "laptop", "capabilities": []any{"echo"}})
+	e.approve(r, "alice", nil)
+	id := r.str("agent_id")
+	rc := e.do(http.MethodPost, provider.PathRequestCapability, e.agentToken(a, id, e.url, nil),
+		map[string]any{"capabilities": []any{"pay"}, "preferred_method": "ciba", "binding_message": "Rent for May"})
+	if rc.status != http.StatusOK {
+		t.Fatalf("CIBA request: %d %s", rc.status, rc.raw)
+	}
+	sent := box.all(e.p)
+	if len(sent) != 1 || sent[0].UserID != "alice" {
+		t.Fatalf("notifications %+v", sent)
+	}
+
+	browsertest.Do(t, ctx, "opening Your agents", chromedp.Navigate(e.url+"/agents"))
+	signIn(t, ctx, "alice")
+	browsertest.Do(t, ctx, "reviewing the request",
+		chromedp.WaitVisible(chromedp.CSS("#review-"+sent[0].ApprovalID)),
+		chromedp.Click(chromedp.CSS("#review-"+sent[0].ApprovalID)),
+		chromedp.WaitVisible(chromedp.CSS("#allow")),
+		chromedp.Click(chromedp.CSS("#allow")),
+		chromedp.WaitVisible(chromedp.CSS("#create-passkey")),
+		chromedp.SendKeys(chromedp.CSS("#passkey-name"), "laptop"),
+		chromedp.Click(chromedp.CSS("#create-passkey")),
+		chromedp.WaitVisible(chromedp.CSS("#use-passkey")))
+	if s := browsertest.Outcome(t, ctx, "allowing with the passkey", "#use-passkey"); s != "You allowed assistant: pay." {
+		t.Errorf("outcome %q", s)
+	}
+	e.clock.Advance(2 * time.Second)
+	st := e.do(http.MethodGet, provider.PathStatus+"?agent_id="+id, e.hostToken(h, nil), nil)
+	if g := grants(st); g["pay"] != "active" {
+		t.Errorf("the agent after the CIBA approval: %s", st.raw)
+	}
+}
