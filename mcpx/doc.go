@@ -43,7 +43,8 @@
 // A canceled call is stopped and answered with nothing: over HTTP the
 // client cancels by closing the call's response stream (see "Stateless
 // HTTP"), over stdio and the SDK's other stream transports by
-// notifications/cancelled. Progress a capability reports with core.ReportProgress
+// notifications/cancelled, after which the server sends no result for
+// the call. Progress a capability reports with core.ReportProgress
 // reaches a client that sent a progress token as notifications/progress,
 // on the call's own response stream over HTTP.
 //

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/internal/mcpcancel"
 	"github.com/agentcap/agentcap/internal/mcpschema"
 )
 
@@ -238,9 +239,17 @@ func titleOf(name string) string {
 // process that starts the server decides who the caller is (nil: an
 // anonymous caller, which sees what a nil identity may see and can run
 // what its visibility and the executor admit).
+//
+// After a notifications/cancelled for a call under way the call's context
+// is canceled and no result is sent for it, as the specification asks
+// (the SDK alone would send the result the canceled call returns).
 func (s *Server) Run(ctx context.Context, t mcp.Transport, id *auth.Identity) error {
-	return s.newMCPServer(&id).Run(ctx, t)
+	return s.newMCPServer(&id).Run(ctx, stream(t))
 }
+
+// stream is the transport Run serves t over: t, answering no call its
+// client canceled.
+func stream(t mcp.Transport) mcp.Transport { return mcpcancel.Transport(t) }
 
 // newMCPServer builds an SDK server whose tools are the executor's. fixed
 // points to the identity of every request (stdio), or is nil to take it

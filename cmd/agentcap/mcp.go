@@ -19,6 +19,7 @@ import (
 
 	wire "github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/client"
+	"github.com/agentcap/agentcap/internal/mcpcancel"
 )
 
 // mcpInstructions tell the model on the other side what the server is.
@@ -137,7 +138,8 @@ func (b *bridge) serve(ctx context.Context, t mcp.Transport) error {
 			}
 		}()
 	}
-	return b.server.Run(ctx, t)
+	// No result goes to a call the host canceled.
+	return b.server.Run(ctx, mcpcancel.Transport(t))
 }
 
 // connections returns the stored connections to serve: one agent per
