@@ -105,8 +105,9 @@ func TestTools(t *testing.T) {
 	p := newFakeProvider(t)
 	p.Caps = []client.Capability{
 		{Name: "echo", Description: "Echo a message.", Input: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`),
-			Output: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)},
-		{Name: "ping", Description: "No arguments.", Output: json.RawMessage(`{"type":"string"}`)},
+			Output: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`),
+			Title:  "Echo a message", ReadOnly: true, Risk: "low"},
+		{Name: "ping", Description: "No arguments.", Output: json.RawMessage(`{"type":"string"}`), Risk: "high"},
 	}
 	c, _, _ := newClient(t)
 	s, err := client.NewSet(context.Background(), []client.Member{{Provider: "svc", Agent: connect(t, c, p)}}, client.SetOptions{})
@@ -128,8 +129,11 @@ func TestTools(t *testing.T) {
 			`[{"name":"svc__echo","description":"Echo a message.","input_schema":{"type":"object","properties":{"message":{"type":"string"}}}},` +
 				`{"name":"svc__ping","description":"No arguments.","input_schema":{"type":"object","properties":{}}}]`},
 		{"mcp", render(s.MCPTools()),
-			`[{"name":"svc__echo","description":"Echo a message.","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}},"outputSchema":{"type":"object","properties":{"message":{"type":"string"}}}},` +
-				`{"name":"svc__ping","description":"No arguments.","inputSchema":{"type":"object","properties":{}},"outputSchema":{"type":"object","properties":{"result":{"type":"string"}},"required":["result"]}}]`},
+			// Titled and annotated as mcpx titles and annotates the tools.
+			`[{"name":"svc__echo","title":"Echo a message","description":"Echo a message.","annotations":{"title":"Echo a message","readOnlyHint":true},` +
+				`"inputSchema":{"type":"object","properties":{"message":{"type":"string"}}},"outputSchema":{"type":"object","properties":{"message":{"type":"string"}}}},` +
+				`{"name":"svc__ping","title":"Ping","description":"No arguments.","annotations":{"title":"Ping","destructiveHint":true},` +
+				`"inputSchema":{"type":"object","properties":{}},"outputSchema":{"type":"object","properties":{"result":{"type":"string"}},"required":["result"]}}]`},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, tt.got); diff != "" {

@@ -41,8 +41,16 @@ type AnthropicTool struct {
 // MCPTool is a tool definition in the Model Context Protocol's tools/list
 // shape.
 type MCPTool struct {
-	Name         string          `json:"name"`
-	Description  string          `json:"description,omitempty"`
+	Name string `json:"name"`
+	// Title is the capability's title, else one made of its name, as
+	// mcpx titles the tool.
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Annotations are the tool's MCP annotations as mcpx derives them
+	// from the capability: title, readOnlyHint for a low-risk read-only
+	// capability, destructiveHint (true for high and critical risk)
+	// for any other.
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	// NeedsConfirmation is as in OpenAITool; it is not sent.
@@ -110,8 +118,17 @@ func (s *Set) AnthropicTools() []AnthropicTool {
 func (s *Set) MCPTools() []MCPTool {
 	tools := make([]MCPTool, len(s.entries))
 	for i, e := range s.entries {
-		t := MCPTool{Name: e.Name, Description: toolDescription(e.Capability), InputSchema: inputSchema(e.Capability),
-			NeedsConfirmation: e.Capability.RequiresConfirmation}
+		c := e.Capability
+		title := mcpschema.Title(c.Name, c.Title)
+		h := mcpschema.HintsOf(c.ReadOnly, c.Risk)
+		ann := struct {
+			Title           string `json:"title"`
+			ReadOnlyHint    bool   `json:"readOnlyHint,omitempty"`
+			DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+		}{title, h.ReadOnly, h.Destructive}
+		t := MCPTool{Name: e.Name, Title: title, Description: toolDescription(c), InputSchema: inputSchema(c),
+			NeedsConfirmation: c.RequiresConfirmation}
+		t.Annotations, _ = json.Marshal(ann)
 		t.OutputSchema, _ = mcpschema.Output(e.Capability.Output)
 		tools[i] = t
 	}

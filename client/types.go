@@ -18,11 +18,15 @@ type Capability struct {
 	GrantStatus      string          `json:"grant_status,omitempty"`
 	ApprovalStrength string          `json:"approval_strength,omitempty"`
 
-	// Risk ("low", "medium", "high", "critical"), SupportsPreview and
-	// RequiresConfirmation are agentcap's extension of list and describe
-	// entries; they are zero when the server does not send them (or sends
-	// them with another type).
+	// Risk ("low", "medium", "high", "critical"), SupportsPreview,
+	// RequiresConfirmation, Title and ReadOnly are agentcap's extension
+	// of list and describe entries; they are zero when the server does
+	// not send them (or sends them with another type).
 	Risk string `json:"risk,omitempty"`
+	// Title is the capability's display title, when it declares one.
+	Title string `json:"title,omitempty"`
+	// ReadOnly reports a capability that declares it changes nothing.
+	ReadOnly bool `json:"read_only,omitempty"`
 	// SupportsPreview reports a dry run (Agent.Preview).
 	SupportsPreview bool `json:"supports_preview,omitempty"`
 	// RequiresConfirmation reports that every call must carry a
@@ -42,6 +46,8 @@ func (c *Capability) UnmarshalJSON(b []byte) error {
 	var v struct {
 		plain
 		Risk                 json.RawMessage `json:"risk"`
+		Title                json.RawMessage `json:"title"`
+		ReadOnly             json.RawMessage `json:"read_only"`
 		SupportsPreview      json.RawMessage `json:"supports_preview"`
 		RequiresConfirmation json.RawMessage `json:"requires_confirmation"`
 	}
@@ -50,6 +56,8 @@ func (c *Capability) UnmarshalJSON(b []byte) error {
 	}
 	*c = Capability(v.plain)
 	_ = json.Unmarshal(v.Risk, &c.Risk)
+	_ = json.Unmarshal(v.Title, &c.Title)
+	_ = json.Unmarshal(v.ReadOnly, &c.ReadOnly)
 	_ = json.Unmarshal(v.SupportsPreview, &c.SupportsPreview)
 	_ = json.Unmarshal(v.RequiresConfirmation, &c.RequiresConfirmation)
 	return nil

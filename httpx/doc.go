@@ -22,7 +22,9 @@
 //	POST capability/preview             {capability, arguments} -> {preview, confirmation?}
 //
 // List and describe entries carry the capability's risk,
-// supports_preview and requires_confirmation; describe adds the
+// supports_preview and requires_confirmation, and its title
+// (core.WithTitle) and "read_only": true (core.WithReadOnly) when it
+// declares them; describe adds the
 // preview's preview_schema (see docs/confirmation.md).
 //
 // A call that a person must confirm (core.WithHumanConfirmation) and

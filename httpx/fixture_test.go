@@ -52,7 +52,7 @@ func fixture(t testing.TB, probe *waitProbe) *core.Executor {
 	echo := core.MustDefine("echo", "Echo text back to the caller",
 		func(_ context.Context, app appCtx, in echoIn) (echoOut, error) {
 			return echoOut{Text: in.Text, User: app.User}, nil
-		}, core.WithTags("demo"), core.WithScope("demo:read"))
+		}, core.WithTags("demo"), core.WithScope("demo:read"), core.WithTitle("Echo text"), core.WithReadOnly())
 	secret := core.MustDefine("admin.secret", "Admins only",
 		func(_ context.Context, _ appCtx, _ core.NoInput) (outN, error) { return outN{N: 42}, nil },
 		core.WithVisibility(func(_ context.Context, id *auth.Identity, _ bool) bool { return id != nil && id.Subject == "root" }))

@@ -205,7 +205,18 @@ func renderDefinition(d *core.Definition) (*defInfo, error) {
 	head := func() []byte {
 		b := append([]byte(`{"name":`), appendString(nil, d.Name())...)
 		b = append(b, `,"description":`...)
-		return appendString(b, d.Description())
+		b = appendString(b, d.Description())
+		// The title and read-only declaration, for clients that present
+		// capabilities as tools (an MCP bridge titles and annotates them
+		// as mcpx does).
+		if t := d.Title(); t != "" {
+			b = append(b, `,"title":`...)
+			b = appendString(b, t)
+		}
+		if d.ReadOnly() {
+			b = append(b, `,"read_only":true`...)
+		}
+		return b
 	}
 	list := head()
 	list = append(list, `,"approval_strength":`...)

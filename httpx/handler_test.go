@@ -103,7 +103,7 @@ func TestHandlerAnswers(t *testing.T) {
 			body: `{"capability":"boom"}`, status: 500,
 			want: `{"error":"internal_error","message":"internal error"}`},
 		{name: "describe", method: "GET", path: "/capability/describe?name=echo", auth: "Bearer alice", status: 200,
-			want: `{"name":"echo","description":"Echo text back to the caller",` +
+			want: `{"name":"echo","description":"Echo text back to the caller","title":"Echo text","read_only":true,` +
 				`"input":` + compactSchema(t, h, "echo", true) + `,"output":` + compactSchema(t, h, "echo", false) +
 				`,"approval_strength":"none","required_constraints":[],"risk":"low","scope":"demo:read","tags":["demo"],"supports_preview":false,"requires_confirmation":false}`,
 			header: map[string]string{"Cache-Control": "private, max-age=300"}},
@@ -120,7 +120,7 @@ func TestHandlerAnswers(t *testing.T) {
 				`{"name":"boom","description":"Panics","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false}],"has_more":true,"next_cursor":"Ym9vbQ"}`,
 			header: map[string]string{"Cache-Control": "private, max-age=300"}},
 		{name: "list next page", method: "GET", path: "/capability/list?limit=2&cursor=Ym9vbQ", auth: "Bearer alice", status: 200,
-			want: `{"capabilities":[{"name":"echo","description":"Echo text back to the caller","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false},` +
+			want: `{"capabilities":[{"name":"echo","description":"Echo text back to the caller","title":"Echo text","read_only":true,"approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false},` +
 				`{"name":"list.alpha","description":"Listing filler ALPHA","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false}],"has_more":true,"next_cursor":"bGlzdC5hbHBoYQ"}`},
 		{name: "list query", method: "GET", path: "/capability/list?query=FILLER+b", auth: "Bearer alice", status: 200,
 			want: `{"capabilities":[{"name":"list.bravo","description":"Listing filler BRAVO","approval_strength":"none","risk":"low","supports_preview":false,"requires_confirmation":false}],"has_more":false,"next_cursor":null}`},

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -190,47 +188,19 @@ func New(src core.Source, cfg Config) (*Server, error) {
 // hints its risk and read-only declaration imply.
 func renderTool(d *core.Definition) *tool {
 	out, wrapped := mcpschema.Output(d.OutputSchema())
-	title := d.Title()
-	if title == "" {
-		title = titleOf(d.Name())
-	}
+	title := mcpschema.Title(d.Name(), d.Title())
+	h := mcpschema.HintsOf(d.ReadOnly(), string(d.Risk()))
 	t := &mcp.Tool{
 		Name:        d.Name(),
 		Title:       title,
 		Description: d.Description(),
 		InputSchema: mcpschema.Input(d.InputSchema()),
-		Annotations: annotations(d, title),
+		Annotations: &mcp.ToolAnnotations{Title: title, ReadOnlyHint: h.ReadOnly, DestructiveHint: h.Destructive},
 	}
 	if out != nil {
 		t.OutputSchema = out
 	}
 	return &tool{def: d, mcp: t, wrapped: wrapped}
-}
-
-// annotations derives the tool hints from the definition: a low-risk
-// capability that declares itself read-only is read-only; every other one
-// may write, destructively when its risk is high or critical.
-func annotations(d *core.Definition, title string) *mcp.ToolAnnotations {
-	a := &mcp.ToolAnnotations{Title: title}
-	if d.ReadOnly() && d.Risk() == core.RiskLow {
-		a.ReadOnlyHint = true
-		return a
-	}
-	destructive := d.Risk() == core.RiskHigh || d.Risk() == core.RiskCritical
-	a.DestructiveHint = &destructive
-	return a
-}
-
-// titleOf makes a title of a capability name: "check_balance" becomes
-// "Check balance", "accounts.list" "Accounts list".
-func titleOf(name string) string {
-	t := strings.NewReplacer("_", " ", ".", " ").Replace(name)
-	t = strings.Join(strings.Fields(t), " ")
-	r, size := utf8.DecodeRuneInString(t)
-	if size == 0 {
-		return name
-	}
-	return string(unicode.ToUpper(r)) + t[size:]
 }
 
 // Run serves one session over t (an *mcp.StdioTransport, an

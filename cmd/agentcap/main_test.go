@@ -236,6 +236,13 @@ func newProviderExec(t *testing.T, exec *core.Executor, opts ...agentauthtest.Op
 		if d.SupportsPreview() {
 			entry["preview_schema"] = d.PreviewSchema()
 		}
+		// As httpx describes a capability that declares them.
+		if d.Title() != "" {
+			entry["title"] = d.Title()
+		}
+		if d.ReadOnly() {
+			entry["read_only"] = true
+		}
 		reply(w, entry)
 	})
 	return p

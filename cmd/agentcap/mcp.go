@@ -251,7 +251,13 @@ func (b *bridge) reload(ctx context.Context) error {
 		if b.tools[t.Name] == string(rendered) {
 			continue
 		}
-		tool := &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+		tool := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema}
+		if len(t.Annotations) > 0 {
+			var a mcp.ToolAnnotations
+			if json.Unmarshal(t.Annotations, &a) == nil {
+				tool.Annotations = &a
+			}
+		}
 		if t.NeedsConfirmation {
 			tool.Meta = mcp.Meta{wire.MCPMetaRequiresConfirmation: true}
 		}

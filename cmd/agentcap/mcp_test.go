@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentcap/agentcap/client"
+	"github.com/agentcap/agentcap/core"
 )
 
 // mcpSession runs `agentcap mcp` on an in-memory transport and connects a
@@ -179,5 +181,54 @@ func TestMCPServesStoredConnections(t *testing.T) {
 	cs2, _, _ := mcpSession(t, state, "--insecure-loopback", "--url", "http://127.0.0.1:1")
 	if got := toolNames(t, cs2); !slices.Equal(got, lifecycleTools) {
 		t.Errorf("tools for another provider: %v", got)
+	}
+}
+
+// TestMCPToolsTitledAndAnnotated: the bridge's tools carry the titles and
+// hints the application's own MCP endpoint gives the same capabilities:
+// a declared title or one made of the name, readOnlyHint for a low-risk
+// read-only capability, destructiveHint for the others.
+func TestMCPToolsTitledAndAnnotated(t *testing.T) {
+	p := newProviderWith(t, []core.Definer{
+		core.MustDefine("echo", "Echo a message.",
+			func(_ context.Context, _ struct{}, in echoIn) (echoIn, error) { return in, nil },
+			core.WithTitle("Echo a message"), core.WithReadOnly()),
+		core.MustDefine("wipe_log", "Wipe a log.",
+			func(_ context.Context, _ struct{}, in echoIn) (echoIn, error) { return in, nil },
+			core.WithRisk(core.RiskHigh)),
+		core.MustDefine("note_down", "Note a message.",
+			func(_ context.Context, _ struct{}, in echoIn) (echoIn, error) { return in, nil }),
+	})
+	state := t.TempDir()
+	if code, out, errOut := agentcap(t, state, "connect", p.URL, "--insecure-loopback",
+		"--capability", "echo", "--capability", "wipe_log", "--capability", "note_down"); code != 0 {
+		t.Fatalf("connect: %d %s %s", code, out, errOut)
+	}
+	cs, _, _ := mcpSession(t, state, "--insecure-loopback", "--url", p.URL)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*mcp.Tool{}
+	for _, tl := range res.Tools {
+		got[tl.Name] = tl
+	}
+	no, yes := false, true
+	for name, want := range map[string]*mcp.ToolAnnotations{
+		"test__echo":      {Title: "Echo a message", ReadOnlyHint: true},
+		"test__wipe_log":  {Title: "Wipe log", DestructiveHint: &yes},
+		"test__note_down": {Title: "Note down", DestructiveHint: &no},
+	} {
+		tl := got[name]
+		if tl == nil {
+			t.Errorf("no tool %s among %v", name, toolNames(t, cs))
+			continue
+		}
+		if tl.Title != want.Title {
+			t.Errorf("%s: title %q, want %q", name, tl.Title, want.Title)
+		}
+		if diff := cmp.Diff(want, tl.Annotations); diff != "" {
+			t.Errorf("%s annotations (-want +got):\n%s", name, diff)
+		}
 	}
 }
