@@ -36,17 +36,21 @@
     const cred = await navigator.credentials.create({ publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(begin.options.publicKey) });
     body.credential = cred.toJSON();
     await post("/passkeys", body);
+    return cred.id;
   };
   const create = document.getElementById("create-passkey");
   if (create) create.addEventListener("click", async () => {
     create.disabled = true;
     say("Follow your browser's prompt to add the passkey.");
     try {
-      await add();
+      const id = await add();
       if (box.dataset.after === "reload") {
         location.assign(location.pathname + "?done=passkey-added");
         return;
       }
+      // The request was made before this passkey existed: ask for it by
+      // its id, so that the browser does not offer other accounts'.
+      box.dataset.created = id;
       document.getElementById("passkey-new").hidden = true;
       document.getElementById("passkey-use").hidden = false;
       say("Passkey added. Now confirm with it.");
@@ -61,7 +65,11 @@
     use.disabled = true;
     say("Follow your browser's prompt to use your passkey.");
     try {
-      document.getElementById("passkey-credential").value = JSON.stringify(await answer(JSON.parse(box.dataset.options)));
+      const options = JSON.parse(box.dataset.options);
+      if (box.dataset.created && !(options.publicKey.allowCredentials || []).length) {
+        options.publicKey.allowCredentials = [{ type: "public-key", id: box.dataset.created }];
+      }
+      document.getElementById("passkey-credential").value = JSON.stringify(await answer(options));
       document.getElementById("presence-form").submit();
     } catch (e) {
       say("No passkey answered: " + e.message);
