@@ -187,6 +187,14 @@ func TestMultiInstance(t *testing.T) {
 		c.revocationScenario(ctx, t, fig, alice, sc)
 	})
 
+	t.Run("g_mcp", func(t *testing.T) {
+		clients, calls := 8, 25
+		if !testing.Short() {
+			clients, calls = 16, 100
+		}
+		c.mcpScenario(ctx, t, fig, alice.readers, clients, calls)
+	})
+
 	t.Run("d_faults", func(t *testing.T) {
 		c.faultScenario(ctx, t, fig, []*person{alice, bob}, sc)
 	})
