@@ -81,23 +81,41 @@ func sqliteCode(err error, codes ...int) bool {
 // "file:" URI, not ":memory:" (each connection would get a database of
 // its own), and without "?".
 func Open(ctx context.Context, path string) (*Store, error) {
-	switch {
-	case path == "":
-		return nil, errors.New("sqlitestore: empty path")
-	case strings.HasPrefix(path, "file:"), strings.Contains(path, "?"), path == ":memory:":
-		return nil, fmt.Errorf("sqlitestore: %q is not a plain file path", path)
+	dsn, err := dsnOf(path)
+	if err != nil {
+		return nil, err
 	}
-	dsn := path + "?_txlock=immediate" +
-		fmt.Sprintf("&_pragma=busy_timeout(%d)", BusyTimeout.Milliseconds()) +
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
+	s, err := onDB(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dsnOf checks path and returns the DSN that opens it.
+func dsnOf(path string) (string, error) {
+	switch {
+	case path == "":
+		return "", errors.New("sqlitestore: empty path")
+	case strings.HasPrefix(path, "file:"), strings.Contains(path, "?"), path == ":memory:":
+		return "", fmt.Errorf("sqlitestore: %q is not a plain file path", path)
+	}
+	return path + "?_txlock=immediate" +
+		fmt.Sprintf("&_pragma=busy_timeout(%d)", BusyTimeout.Milliseconds()) +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)", nil
+}
+
+// onDB sets up db's pool, migrates it and returns a Store whose Close
+// closes db.
+func onDB(ctx context.Context, db *sql.DB) (*Store, error) {
 	db.SetMaxOpenConns(maxOpenConns)
 	sqlutil.SQLitePool(db)
 	if err := sqlstore.Migrate(ctx, db, dialect); err != nil {
-		db.Close()
 		return nil, err
 	}
 	return &Store{Store: sqlstore.New(db, dialect, db.Close)}, nil
