@@ -14,8 +14,9 @@
 // meanwhile queue, and when a commit ends the first of them commits the
 // queue's next group, at most 256 records, in one transaction. Each
 // Write returns once its own record is committed, or with the error that
-// kept it from being (a record whose id is taken fails alone); a queued
-// record is committed whatever becomes of its Write's context.
+// kept it from being (a record whose id is taken fails alone); a record
+// is committed whatever becomes of its Write's context once the Write has
+// found that context live, whether it is written at once or queued.
 package sqlitestore
 
 import (

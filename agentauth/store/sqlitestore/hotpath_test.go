@@ -26,6 +26,7 @@ import (
 	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/internal/benchcpu"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
@@ -162,6 +163,56 @@ func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValu
 // so after the first call it is not.
 func TestVerifiedExecuteParsesNoSQL(t *testing.T) {
 	ctx := context.Background()
+	n, trail, call := newHotPath(t)
+	const warm, calls = 5, 50
+	for i := range warm {
+		call(i)
+	}
+	if prepares, _, _, _, _ := n.snapshot(); prepares == 0 {
+		t.Fatal("no statement was prepared through the counting driver: the stores do not use it")
+	}
+	for i := warm; i < warm+calls; i++ {
+		call(i)
+	}
+	prepares, texts, begins, stmtRuns, parsed := n.snapshot()
+	if prepares != 0 || texts != 0 || begins != 0 {
+		t.Errorf("%d warm calls prepared %d statements, ran %d SQL texts unprepared and began %d transactions; want none:\n%q",
+			calls, prepares, texts, begins, parsed)
+	}
+	// Each call reads the agent and its host and writes two audit
+	// records (started and ok), all through prepared statements.
+	if want := 4 * calls; stmtRuns != want {
+		t.Errorf("%d warm calls ran %d prepared statements; want %d", calls, stmtRuns, want)
+	}
+	page, err := trail.Query(ctx, audit.Query{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(page.Records), 2*(warm+calls); got != want {
+		t.Errorf("the trail holds %d records; want %d", got, want)
+	}
+}
+
+// BenchmarkVerifiedExecute measures the verified executes of
+// TestVerifiedExecuteParsesNoSQL, client and server in one process, one
+// at a time; cpu-ns/op is the process's CPU time (both sides).
+func BenchmarkVerifiedExecute(b *testing.B) {
+	_, _, call := newHotPath(b)
+	call(-1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer benchcpu.Report(b)()
+	for i := range b.N {
+		call(i)
+	}
+}
+
+// newHotPath serves a provider on a store and an audit trail in one
+// SQLite file, opened through a counting driver, and returns the counts,
+// the trail and a function making the ith verified execute of a granted
+// agent.
+func newHotPath(t testing.TB) (*sqlCounts, *auditsqlite.Store, func(i int)) {
+	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "bank.db")
 	dsn, err := sqlitestore.DSN(path)
 	if err != nil {
@@ -244,31 +295,39 @@ func TestVerifiedExecuteParsesNoSQL(t *testing.T) {
 			t.Fatalf("call %d: %d %s", i, resp.StatusCode, body)
 		}
 	}
-	const warm, calls = 5, 50
-	for i := range warm {
-		call(i)
+	return n, trail, call
+}
+
+// TestCanceledReadAndWrite: the reads of the verifier and the audit
+// writes, which the driver is not asked to watch once they run, still
+// refuse a context that is already done, and write nothing then.
+func TestCanceledReadAndWrite(t *testing.T) {
+	_, trail, call := newHotPath(t)
+	call(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := trail.Write(ctx, audit.Record{Event: "balance", Outcome: "ok"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("audit write under a canceled context: %v; want context.Canceled", err)
 	}
-	if prepares, _, _, _, _ := n.snapshot(); prepares == 0 {
-		t.Fatal("no statement was prepared through the counting driver: the stores do not use it")
-	}
-	for i := warm; i < warm+calls; i++ {
-		call(i)
-	}
-	prepares, texts, begins, stmtRuns, parsed := n.snapshot()
-	if prepares != 0 || texts != 0 || begins != 0 {
-		t.Errorf("%d warm calls prepared %d statements, ran %d SQL texts unprepared and began %d transactions; want none:\n%q",
-			calls, prepares, texts, begins, parsed)
-	}
-	// Each call reads the agent and its host and writes two audit
-	// records (started and ok), all through prepared statements.
-	if want := 4 * calls; stmtRuns != want {
-		t.Errorf("%d warm calls ran %d prepared statements; want %d", calls, stmtRuns, want)
-	}
-	page, err := trail.Query(ctx, audit.Query{Limit: 1000})
+	page, err := trail.Query(context.Background(), audit.Query{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(page.Records), 2*(warm+calls); got != want {
-		t.Errorf("the trail holds %d records; want %d", got, want)
+	if len(page.Records) != 2 {
+		t.Errorf("the trail holds %d records; want the 2 of the call", len(page.Records))
+	}
+	s := open(t)
+	h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1"})
+	if err := s.CreateHost(context.Background(), &store.Host{ID: h.ID, PublicKey: h.PublicJWK(), Status: agentcap.StatusActive}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetHost(ctx, h.ID); !errors.Is(err, context.Canceled) {
+		t.Errorf("host read under a canceled context: %v; want context.Canceled", err)
+	}
+	if _, err := s.GetAgent(ctx, "agt_1"); !errors.Is(err, context.Canceled) {
+		t.Errorf("agent read under a canceled context: %v; want context.Canceled", err)
+	}
+	if _, err := s.GetHost(context.Background(), h.ID); err != nil {
+		t.Errorf("host read: %v", err)
 	}
 }

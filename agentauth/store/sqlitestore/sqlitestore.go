@@ -55,6 +55,7 @@ var dialect = func() *sqlstore.Dialect {
 		UnixMicroTimes:    true,
 		SerializeWrites:   true,
 		PrepareStatements: true,
+		DetachReads:       true,
 		IsUnique: func(err error) bool {
 			return sqliteCode(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
 		},

@@ -159,8 +159,11 @@ func (s *Store) Close() error {
 
 // Write implements audit.Sink. It returns once the record is committed,
 // or with the error that kept it from being. Under Dialect.GroupCommit a
-// record that waits for a group is committed with it whatever becomes of
-// ctx, and its Write waits for that commit.
+// record is written whatever becomes of ctx once ctx has been found live
+// (one that waits for a group is committed with it), and its Write waits
+// for that commit: the driver is given a context that is never
+// canceled, so that it does not start a goroutine per statement to watch
+// it.
 func (s *Store) Write(ctx context.Context, r audit.Record) error {
 	r, err := audit.Prepare(r, s.now())
 	if err != nil {
@@ -172,10 +175,17 @@ func (s *Store) Write(ctx context.Context, r audit.Record) error {
 	g := &s.group
 	g.mu.Lock()
 	if !g.leading {
-		// No commit under way: this record is written at once.
+		// No commit under way: this record is written at once, like
+		// those of a group whatever becomes of ctx, which the driver
+		// would otherwise watch with a goroutine of its own.
 		g.leading = true
 		g.mu.Unlock()
-		err := s.insertRecord(ctx, r)
+		err := ctx.Err()
+		if err == nil {
+			err = s.insertRecord(context.WithoutCancel(ctx), r)
+		} else {
+			err = fmt.Errorf("audit: writing a record: %w", err)
+		}
 		s.handOff()
 		return err
 	}

@@ -33,6 +33,13 @@ type Dialect struct {
 	// and reuses them, for drivers that would parse the SQL text of
 	// every statement again (SQLite); pgx caches its statements itself.
 	PrepareStatements bool
+	// DetachReads runs the reads of an agent or a host by id, outside
+	// transactions, under a context that is never canceled (the caller's
+	// is checked first): for drivers that start a goroutine per statement
+	// to watch a cancellable context (modernc.org/sqlite). These reads
+	// are point lookups that never wait for a writer (SQLite in WAL
+	// mode), so nothing would be interrupted in time anyway.
+	DetachReads bool
 	// IsUnique reports a unique or primary key violation.
 	IsUnique func(error) bool
 	// IsForeignKey reports a foreign key violation.

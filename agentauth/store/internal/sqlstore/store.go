@@ -24,12 +24,14 @@ import (
 // of the verifier, the touch of the agent) are prepared once where the
 // dialect asks for it.
 type Store struct {
-	db      *sql.DB
-	d       *Dialect
-	stmts   *sqlutil.Stmts
-	now     func() time.Time
-	writeMu sync.Mutex
-	onClose func() error
+	db    *sql.DB
+	d     *Dialect
+	stmts *sqlutil.Stmts
+	// agentByID and hostByID are the texts of the verifier's reads.
+	agentByID, hostByID string
+	now                 func() time.Time
+	writeMu             sync.Mutex
+	onClose             func() error
 }
 
 var _ store.Store = (*Store)(nil)
@@ -38,11 +40,12 @@ var _ store.Store = (*Store)(nil)
 // date. onClose, when set, runs on Close.
 func New(db *sql.DB, d *Dialect, onClose func() error) *Store {
 	s := &Store{db: db, d: d, stmts: sqlutil.NewStmts(db, d.PrepareStatements), now: time.Now, onClose: onClose}
+	s.agentByID, s.hostByID = s.agentsQuery(`a.id = ?`), s.hostQuery(`id = ?`)
 	// The touch's statements run in transactions only, where a statement
 	// is not prepared on its first use (see sqlutil.Stmts): they are
 	// prepared here. One that cannot be runs unprepared, and fails then
 	// if the database does.
-	_ = s.stmts.Prepare(context.Background(), s.agentsQuery(`a.id = ?`), s.d.rebind(lockAgentSQL+d.ForUpdate), s.d.rebind(writeAgentSQL))
+	_ = s.stmts.Prepare(context.Background(), s.agentByID, s.d.rebind(lockAgentSQL+d.ForUpdate), s.d.rebind(writeAgentSQL))
 	return s
 }
 
@@ -152,8 +155,34 @@ func scanHost(sc interface{ Scan(...any) error }) (*store.Host, error) {
 	return &h, nil
 }
 
+// hostQuery reads a host where where holds.
+func (s *Store) hostQuery(where string) string {
+	return s.d.rebind(`SELECT ` + hostColumns + ` FROM agentauth_hosts WHERE ` + where)
+}
+
+// readContext is the context of a point read outside a transaction: ctx,
+// or, under Dialect.DetachReads, one that is never canceled once ctx is
+// found live.
+func (s *Store) readContext(ctx context.Context) (context.Context, error) {
+	if !s.d.DetachReads {
+		return ctx, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
+}
+
 func (s *Store) hostWhere(ctx context.Context, what, id, where string, arg any) (*store.Host, error) {
-	row := s.stmts.QueryRow(ctx, nil, s.d.rebind(`SELECT `+hostColumns+` FROM agentauth_hosts WHERE `+where), arg)
+	q := s.hostByID
+	if where != `id = ?` {
+		q = s.hostQuery(where)
+	} else if rctx, err := s.readContext(ctx); err != nil {
+		return nil, s.dbErr(err)
+	} else {
+		ctx = rctx
+	}
+	row := s.stmts.QueryRow(ctx, nil, q, arg)
 	h, err := scanHost(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(what, id)
@@ -408,7 +437,17 @@ func (s *Store) agentsQuery(where string) string {
 // where is one of a few constant texts, and tx nil for a read outside a
 // transaction.
 func (s *Store) agentsWhere(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]*store.Agent, error) {
-	rows, err := s.stmts.Query(ctx, tx, s.agentsQuery(where), args...)
+	q := s.agentByID
+	if where != `a.id = ?` {
+		q = s.agentsQuery(where)
+	} else if tx == nil {
+		rctx, err := s.readContext(ctx)
+		if err != nil {
+			return nil, s.dbErr(err)
+		}
+		ctx = rctx
+	}
+	rows, err := s.stmts.Query(ctx, tx, q, args...)
 	if err != nil {
 		return nil, s.dbErr(err)
 	}
