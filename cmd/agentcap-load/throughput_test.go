@@ -52,10 +52,10 @@ func TestThroughput(t *testing.T) {
 			return loadgen.FromDirectory(directory, []loadgen.DirectoryAgent{{ID: "agt_alice", KeyFile: filepath.Join(testdata, "alice-agent.key.json")}},
 				url, loadgen.DemoAccounts[0], "500")
 		}},
-		{"SQLite (-db)", []string{"-db", "bank.db", "-limits", "off"}, register},
+		{"SQLite (-db)", []string{"-db", "bank.db", "-limits", "off", "-dev-presence-code"}, register},
 	}
 	if dsn, addr := os.Getenv("AGENTCAP_POSTGRES_DSN"), os.Getenv("AGENTCAP_REDIS_ADDR"); dsn != "" && addr != "" {
-		modes = append(modes, mode{"PostgreSQL + Redis", []string{"-postgres", freshSchema(t, dsn), "-redis", addr, "-limits", "off"}, register})
+		modes = append(modes, mode{"PostgreSQL + Redis", []string{"-postgres", freshSchema(t, dsn), "-redis", addr, "-limits", "off", "-dev-presence-code"}, register})
 	} else {
 		t.Log("AGENTCAP_POSTGRES_DSN or AGENTCAP_REDIS_ADDR unset: no PostgreSQL + Redis row")
 	}
