@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"time"
 
 	"modernc.org/sqlite"
@@ -36,7 +35,7 @@ const maxOpenConns = 8
 
 // BusyTimeout is how long a writer waits for another process's write
 // transaction before failing.
-const BusyTimeout = 10 * time.Second
+const BusyTimeout = sqlutil.SQLiteBusyTimeout
 
 // Store is a store.Store in an SQLite file.
 type Store struct {
@@ -98,17 +97,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// dsnOf checks path and returns the DSN that opens it.
+// dsnOf checks path and returns the DSN that opens it: the SQLite
+// stores' own (sqlutil.SQLiteDSN), with foreign keys enforced.
 func dsnOf(path string) (string, error) {
-	switch {
-	case path == "":
-		return "", errors.New("sqlitestore: empty path")
-	case strings.HasPrefix(path, "file:"), strings.Contains(path, "?"), path == ":memory:":
-		return "", fmt.Errorf("sqlitestore: %q is not a plain file path", path)
+	dsn, err := sqlutil.SQLiteDSN(path)
+	if err != nil {
+		return "", fmt.Errorf("sqlitestore: %w", err)
 	}
-	return path + "?_txlock=immediate" +
-		fmt.Sprintf("&_pragma=busy_timeout(%d)", BusyTimeout.Milliseconds()) +
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)", nil
+	return dsn + "&_pragma=foreign_keys(1)", nil
 }
 
 // onDB sets up db's pool, migrates it and returns a Store whose Close
