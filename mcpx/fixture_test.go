@@ -13,6 +13,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/gofiber/fiber/v2"
 	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/auth"
@@ -282,3 +283,33 @@ func bearer(token func() string) *http.Client {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// cancelsSlowCall starts the slow capability on cs, cancels the call's
+// context once it runs, and checks that the handler saw the
+// cancellation and the client got an error.
+func cancelsSlowCall(t *testing.T, ctx context.Context, cs *mcp.ClientSession, pr *probe) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow"})
+		done <- err
+	}()
+	select {
+	case <-pr.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow call did not start")
+	}
+	cancel()
+	select {
+	case err := <-pr.ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the handler ended with %v, want canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call was not canceled")
+	}
+	if err := <-done; err == nil {
+		t.Error("the canceled call returned no error")
+	}
+}

@@ -246,29 +246,7 @@ func TestStreamableHTTP(t *testing.T) {
 					t.Skip("Fiber does not notice a client that goes away while nothing is written")
 				}
 				cs := connect(t, f.resource, alice, nil)
-				ctx, cancel := context.WithCancel(timeout(t))
-				done := make(chan error, 1)
-				go func() {
-					_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow"})
-					done <- err
-				}()
-				select {
-				case <-f.probe.started:
-				case <-time.After(10 * time.Second):
-					t.Fatal("the slow call did not start")
-				}
-				cancel()
-				select {
-				case err := <-f.probe.ended:
-					if !errors.Is(err, context.Canceled) {
-						t.Errorf("the handler ended with %v, want canceled", err)
-					}
-				case <-time.After(10 * time.Second):
-					t.Fatal("closing the response stream did not cancel the call")
-				}
-				if err := <-done; err == nil {
-					t.Error("the canceled call returned no error")
-				}
+				cancelsSlowCall(t, timeout(t), cs, f.probe)
 			})
 
 			t.Run("progress", func(t *testing.T) {

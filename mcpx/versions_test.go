@@ -1,9 +1,7 @@
 package mcpx_test
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -124,29 +122,7 @@ func TestHTTPCancellation(t *testing.T) {
 	for _, version := range versions() {
 		t.Run("protocol "+version, func(t *testing.T) {
 			cs := connectVersion(t, f.resource, version, alice, nil)
-			ctx, cancel := context.WithCancel(timeout(t))
-			done := make(chan error, 1)
-			go func() {
-				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow"})
-				done <- err
-			}()
-			select {
-			case <-f.probe.started:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the slow call did not start")
-			}
-			cancel()
-			select {
-			case err := <-f.probe.ended:
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("the handler ended with %v, want canceled", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the call was not canceled")
-			}
-			if err := <-done; err == nil {
-				t.Error("the canceled call returned no error")
-			}
+			cancelsSlowCall(t, timeout(t), cs, f.probe)
 		})
 	}
 }
