@@ -49,6 +49,13 @@ type Identity struct {
 	// Authorizer decides what the caller may run. Nil allows every
 	// capability the caller can see.
 	Authorizer Authorizer
+	// ScopeChallenge reports a caller whose credentials are an OAuth
+	// access token whose scopes are its grants: a transport that serves
+	// such callers over HTTP lists only the capabilities granted, and
+	// refuses a call of one not granted with 403 and a Bearer
+	// insufficient_scope challenge naming it (RFC 6750 §3.1), so that the
+	// client can ask the user for more.
+	ScopeChallenge bool
 }
 
 // Authorizer decides, for one verified caller, which capabilities it may

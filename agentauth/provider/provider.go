@@ -230,6 +230,14 @@ type Config struct {
 	// agentauth.Config.AllowAnonymousDiscovery).
 	AllowAnonymousDiscovery bool
 
+	// OAuth configures the OAuth 2.1 authorization server of the
+	// provider's MCP endpoints (Config.Endpoints): MCP hosts that speak
+	// the MCP authorization specification connect with a user's consent
+	// per capability, and their calls run under the same grants,
+	// constraints, confirmations and audit as an Agent Auth agent's (see
+	// docs/oauth.md). The zero value serves none.
+	OAuth OAuthConfig
+
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Rand is the source of ids and codes; nil means crypto/rand.
