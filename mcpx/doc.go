@@ -17,7 +17,8 @@
 //
 // tools/list answers, page by page (Config.PageSize, opaque cursors), the
 // capabilities the caller may see: the executor's visibility rules, as in
-// httpx's listing. The caller's Authorizer (auth.Identity.Authorizer)
+// httpx's listing (and, for a caller whose scopes are its grants, only
+// those granted: see Step-up authorization). The caller's Authorizer (auth.Identity.Authorizer)
 // gives each tool's grant status, under _meta "agentcap/grant_status"
 // ([MetaGrantStatus]) when it reports one. Each tool has the capability's name, title (set with
 // core.WithTitle, else made from the name), description, input schema and
@@ -113,11 +114,12 @@
 // /.well-known/oauth-protected-resource and its path-suffixed form
 // ([Server.Metadata], [Server.MetadataPaths]), and answers a missing or
 // bad token with 401 and WWW-Authenticate: Bearer resource_metadata="..."
-// (with error="invalid_token" for a token that does not verify), followed
-// by the verifier's own challenge when it names one (auth.Challenger:
-// agentauth's AgentAuth discovery challenge). Every request acts, so a
-// verifier that admits no credentials (no identity and no error) is
-// answered as a request without them. The verifier's other refusals are
+// (with error="invalid_token" for a token that does not verify, and
+// scope="..." naming Config.ScopesSupported, space-separated, when there
+// are any), followed by the verifier's own challenge when it names one
+// (auth.Challenger: agentauth's AgentAuth discovery challenge). Every
+// request acts, so a verifier that admits no credentials (no identity and
+// no error) is answered as a request without them. The verifier's other refusals are
 // answered in its own words, in the kit's error envelope with their status
 // (and Retry-After); a failure of its own is a redacted internal_error.
 //
@@ -132,6 +134,30 @@
 // "method"s), or holds invalid UTF-8 is refused with 400 and a JSON-RPC
 // parse error, since the SDK would run the last of two members while a
 // gateway or an audit tap reading the first would see another call.
+//
+// # Step-up authorization
+//
+// An OAuth access token whose scopes are the caller's grants (an
+// identity with auth.Identity.ScopeChallenge, as agentauth/provider's
+// OAuth access tokens verify to) is served so that a client asks its
+// user for what it lacks, as the MCP authorization specification's
+// step-up flow wants. tools/list lists only the tools whose capability
+// the identity's Authorizer reports as granted (GrantStatus "granted";
+// without an Authorizer, every tool it may see). Over HTTP, a POST whose
+// message is one tools/call request of a tool the caller may see (as a
+// call sees it) but is not granted (GrantStatus "not_granted") is
+// answered before the SDK with 403 Forbidden and
+//
+//	WWW-Authenticate: Bearer error="insufficient_scope", scope="<tool>", resource_metadata="<metadata URL>", error_description="the access token does not grant this tool"
+//
+// and, in JSON, a JSON-RPC error response to the call's id with the code
+// invalid params (-32602, as for a tool the caller may not see) and, as
+// its data, the kit's capability_not_granted envelope. The client gets a
+// token for the named scope (a grant of the capability) and calls again.
+// An unknown tool, one the caller may not see, a granted one, and any
+// other message (a notification, a batch, another method) are served as
+// for any caller, and so is such a call over stdio (an error result with
+// capability_not_granted, as for every caller without ScopeChallenge).
 //
 // # Stateless HTTP
 //

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -33,6 +34,12 @@ func (s *Server) setupHTTP(cfg Config) error {
 	if strings.ContainsAny(s.challenge, "\r\n") {
 		return errors.New("mcpx: the verifier's challenge must be one header line")
 	}
+	for _, sc := range cfg.ScopesSupported {
+		if !isScopeToken(sc) {
+			return fmt.Errorf("mcpx: Config.ScopesSupported: %q is not an OAuth scope (RFC 6749 §3.3: printable ASCII without spaces, quotes or backslashes)", sc)
+		}
+	}
+	s.scope = strings.Join(cfg.ScopesSupported, " ")
 	s.metadata = sdkauth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:               cfg.Resource,
 		AuthorizationServers:   cfg.AuthorizationServers,
@@ -121,8 +128,11 @@ func cancelWithRequest(ctx context.Context) (context.Context, context.CancelFunc
 // verifier's refusal; 403 for an identity without a Subject, to whom no
 // confirmation could belong), its body read within Config.MaxBodyBytes
 // (413) and checked as strict JSON (400 with a JSON-RPC parse error),
-// and then handed to the SDK, which checks content types and the
-// protocol version. Mount it at the path of Config.Resource.
+// for a caller whose scopes are its grants (auth.Identity.ScopeChallenge)
+// whether it calls a tool it is not granted (403 with a Bearer
+// insufficient_scope challenge naming the tool), and then handed to the
+// SDK, which checks content types and the protocol version. Mount it at
+// the path of Config.Resource.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.streamable == nil {
 		s.logger.LogAttrs(r.Context(), slog.LevelError, "mcpx: an HTTP request reached a server without Config.Verifier")
@@ -149,7 +159,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuseAuth(w, r, err)
 		return
 	}
-	if !s.readMessage(w, r) {
+	body, ok := s.readMessage(w, r)
+	if !ok || s.stepUp(w, r, id, body) {
 		return
 	}
 	ctx := context.WithValue(r.Context(), verifiedKey{}, tokenInfo(id))
@@ -167,20 +178,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // runs), invalid UTF-8, lone surrogate escapes. The check is httpx's own
 // reader (internal/jsonvalue), so the MCP endpoint and execute bodies
 // read JSON alike. It answers the request itself and returns false when
-// it refuses; otherwise r's body is the bytes read, for the SDK.
-func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) bool {
+// it refuses; otherwise it returns the bytes read (nil for a request
+// without a body), which are r's body too, for the SDK.
+func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
-		return true
+		return nil, true
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			s.writeError(w, r, errBodyTooLarge, nil)
-			return false
+			return nil, false
 		}
 		s.writeError(w, r, errBodyUnreadable, nil)
-		return false
+		return nil, false
 	}
 	var rd jsonvalue.Reader
 	rd.Reset(body)
@@ -196,10 +208,10 @@ func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) bool {
 			msg = fmt.Sprintf("the message names the member %.40q twice in one object", dup.Key)
 		}
 		writeParseError(w, msg)
-		return false
+		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	return true
+	return body, true
 }
 
 // writeParseError answers a body that is not one message with the
@@ -211,12 +223,147 @@ func writeParseError(w http.ResponseWriter, msg string) {
 	if err != nil {
 		body = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`)
 	}
+	writeRPCError(w, http.StatusBadRequest, body)
+}
+
+// writeRPCError writes body, a JSON-RPC error response, with status.
+func writeRPCError(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusBadRequest)
+	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// stepUp answers a tools/call of a caller whose scopes are its grants
+// (auth.Identity.ScopeChallenge) that names a tool the caller may see
+// (while executing, as a call sees it) but is not granted: 403, with the
+// Bearer insufficient_scope challenge of RFC 6750 §3.1 naming the tool as
+// the scope to ask for and the resource metadata, and a JSON-RPC error
+// response to the call (invalid params, as for a tool the caller may not
+// see, with the kit's capability_not_granted envelope as its data). The
+// client can then ask its user for the grant and call again. Anything
+// else (another method, a notification, a batch, a name that is not a
+// string, an unknown or hidden tool, a granted one) goes on to the SDK,
+// and stepUp returns false.
+func (s *Server) stepUp(w http.ResponseWriter, r *http.Request, id *auth.Identity, body []byte) bool {
+	if !id.ScopeChallenge || id.Authorizer == nil || body == nil {
+		return false
+	}
+	rpcID, name, ok := toolCallOf(body)
+	if !ok {
+		return false
+	}
+	def, known := s.reg.Lookup(name)
+	if !known || !def.Visible(r.Context(), id, true) || id.Authorizer.GrantStatus(name) != agentcap.GrantStatusNotGranted {
+		return false
+	}
+	msg := fmt.Sprintf("the access token does not grant the tool %q: authorize the scope %q and call again", name, name)
+	envelope, err := agentcap.AppendError(nil, agentcap.NewError(agentcap.CodeCapabilityNotGranted, msg), agentcap.KeyError)
+	if err != nil {
+		return false
+	}
+	res, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: rpcID,
+		Error: &jsonrpc.Error{Code: codeNotGranted, Message: msg, Data: envelope}})
+	if err != nil {
+		return false
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope=`+quote(name)+
+		", resource_metadata="+quote(s.metadataURL)+`, error_description="the access token does not grant this tool"`)
+	writeRPCError(w, http.StatusForbidden, res)
+	return true
+}
+
+// codeNotGranted is the JSON-RPC error code of a tools/call refused by
+// stepUp: invalid params, the code of a call of a tool the caller may
+// not see.
+const codeNotGranted = jsonrpc.CodeInvalidParams
+
+// toolCallOf returns the id and the tool name of body when it is one
+// JSON-RPC request (not a notification, not a batch) of tools/call whose
+// params name a tool; the id is a string or an integer that the SDK
+// would answer with unchanged. Member names are matched exactly, as the
+// SDK matches them, and any member of another type is ok false: such a
+// message is the SDK's to answer.
+func toolCallOf(body []byte) (id jsonrpc.ID, name string, ok bool) {
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(body, &msg) != nil {
+		return id, "", false
+	}
+	if v, ok := jsonString(msg["jsonrpc"]); !ok || v != "2.0" {
+		return id, "", false
+	}
+	if m, ok := jsonString(msg["method"]); !ok || m != methodCallTool {
+		return id, "", false
+	}
+	if id, ok = rpcID(msg["id"]); !ok {
+		return id, "", false
+	}
+	var params map[string]json.RawMessage
+	if p := bytes.TrimSpace(msg["params"]); len(p) == 0 || p[0] != '{' || json.Unmarshal(p, &params) != nil {
+		return id, "", false
+	}
+	if name, ok = jsonString(params["name"]); !ok {
+		return id, "", false
+	}
+	return id, name, true
+}
+
+// jsonString decodes raw when it is a JSON string.
+func jsonString(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	var v string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	return v, true
+}
+
+// rpcID returns a request's id when it is a string, or an integer that a
+// float64 holds exactly (the SDK reads numbers so); ok is false for
+// anything else, a missing or null id among them.
+func rpcID(raw json.RawMessage) (jsonrpc.ID, bool) {
+	if v, ok := jsonString(raw); ok {
+		id, err := jsonrpc.MakeID(v)
+		return id, err == nil
+	}
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	if err != nil || int64(float64(n)) != n {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(float64(n))
+	return id, err == nil
+}
+
+// isScopeToken reports an OAuth scope token (RFC 6749 §3.3): one or more
+// printable ASCII characters other than space, quote and backslash.
+func isScopeToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// quote returns s as an HTTP quoted-string (RFC 9110 §5.6.4), for an
+// authentication parameter.
+func quote(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // Refusals of the endpoint's own.
@@ -246,8 +393,9 @@ func (s *Server) originAllowed(r *http.Request) bool {
 
 // refuseAuth answers a verifier's refusal in the kit's error envelope,
 // with the Bearer challenge of the MCP authorization specification on
-// 401 (naming the resource metadata, and the token as invalid unless
-// none was sent) and the verifier's own challenge after it.
+// 401 (naming the token as invalid unless none was sent, the scopes of
+// Config.ScopesSupported when there are any, and the resource metadata)
+// and the verifier's own challenge after it.
 func (s *Server) refuseAuth(w http.ResponseWriter, r *http.Request, err error) {
 	e := agentcap.Public(err)
 	if e.HTTPStatus() >= 500 {
@@ -256,11 +404,15 @@ func (s *Server) refuseAuth(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	var challenges []string
 	if e.HTTPStatus() == http.StatusUnauthorized {
-		c := `Bearer resource_metadata="` + s.metadataURL + `"`
+		var params []string
 		if e.Code != agentcap.CodeAuthenticationRequired {
-			c = `Bearer error="invalid_token", resource_metadata="` + s.metadataURL + `"`
+			params = append(params, `error="invalid_token"`)
 		}
-		challenges = append(challenges, c)
+		if s.scope != "" {
+			params = append(params, "scope="+quote(s.scope))
+		}
+		params = append(params, "resource_metadata="+quote(s.metadataURL))
+		challenges = append(challenges, "Bearer "+strings.Join(params, ", "))
 		if s.challenge != "" {
 			challenges = append(challenges, s.challenge)
 		}

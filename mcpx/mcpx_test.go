@@ -291,14 +291,15 @@ func TestStreamableHTTP(t *testing.T) {
 					challenge string
 					body      string
 				}{
-					{"no token", "", 401, `Bearer resource_metadata="` + metadata + `"`, noCredentials},
-					{"another scheme", "Basic YWxpY2U6c2VjcmV0", 401, `Bearer resource_metadata="` + metadata + `"`, noCredentials},
+					// The fixture's ScopesSupported are the scope to ask for.
+					{"no token", "", 401, `Bearer scope="tools", resource_metadata="` + metadata + `"`, noCredentials},
+					{"another scheme", "Basic YWxpY2U6c2VjcmV0", 401, `Bearer scope="tools", resource_metadata="` + metadata + `"`, noCredentials},
 					{"expired", "Bearer " + f.iss.token(t, "alice", f.resource, -time.Minute), 401,
-						`Bearer error="invalid_token", resource_metadata="` + metadata + `"`, invalid},
+						`Bearer error="invalid_token", scope="tools", resource_metadata="` + metadata + `"`, invalid},
 					{"wrong audience", "Bearer " + f.iss.token(t, "alice", f.base+"/other", time.Hour), 401,
-						`Bearer error="invalid_token", resource_metadata="` + metadata + `"`, invalid},
+						`Bearer error="invalid_token", scope="tools", resource_metadata="` + metadata + `"`, invalid},
 					{"wrong issuer", "Bearer " + other.token(t, "alice", f.resource, time.Hour), 401,
-						`Bearer error="invalid_token", resource_metadata="` + metadata + `"`, invalid},
+						`Bearer error="invalid_token", scope="tools", resource_metadata="` + metadata + `"`, invalid},
 					{"refused by the application", "Bearer " + f.iss.token(t, "suspended", f.resource, time.Hour), 403, "",
 						`{"error":"account_suspended","message":"the account is suspended"}` + "\n"},
 				}

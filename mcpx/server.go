@@ -46,7 +46,12 @@ type Config struct {
 	// any instance can serve any request. An identity without a Subject
 	// is refused (403): confirmation tokens belong to a Subject. The
 	// identity's Authorizer decides each tools/call and gives each listed
-	// tool's grant status. Required to serve HTTP; stdio needs none.
+	// tool's grant status. An identity whose scopes are its grants
+	// (auth.Identity.ScopeChallenge, as for the OAuth access tokens of
+	// agentauth/provider) is listed only the tools granted to it, and a call of a
+	// tool it may see but is not granted is answered with 403 and a
+	// Bearer insufficient_scope challenge naming the tool (see the package
+	// documentation). Required to serve HTTP; stdio needs none.
 	Verifier auth.Verifier
 
 	// Resource is the canonical URL of the MCP endpoint (RFC 8707), for
@@ -55,7 +60,11 @@ type Config struct {
 	// Required with Verifier.
 	Resource string
 	// AuthorizationServers, ScopesSupported and ResourceName are published
-	// in the protected resource metadata (RFC 9728).
+	// in the protected resource metadata (RFC 9728). ScopesSupported is
+	// also the scope parameter of every 401 challenge, space-separated, as
+	// the MCP authorization specification advises, so that a client asks
+	// for them; none is sent without them. Each must be an OAuth scope
+	// (RFC 6749 §3.3: printable ASCII, no spaces, quotes or backslashes).
 	AuthorizationServers []string
 	ScopesSupported      []string
 	ResourceName         string
@@ -110,6 +119,7 @@ type Server struct {
 	metadataPath []string
 	metadata     http.Handler
 	challenge    string
+	scope        string
 	maxBody      int64
 	trusted      map[string]bool
 	origins      *http.CrossOriginProtection

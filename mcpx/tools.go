@@ -81,7 +81,10 @@ func invalidParams(format string, args ...any) error {
 
 // listTools answers one page of the tools the caller id may see: the
 // capabilities an HTTP listing shows id, with the same cursors (package
-// listcursor).
+// listcursor). A caller whose scopes are its grants
+// (auth.Identity.ScopeChallenge) sees only the tools its Authorizer
+// reports as granted: a tool it needs is one to ask its user for, which
+// a call of it does (see stepUp), not one to offer the model.
 func (s *Server) listTools(ctx context.Context, id *auth.Identity, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
 	after := ""
 	if params != nil && params.Cursor != "" {
@@ -95,7 +98,7 @@ func (s *Server) listTools(ctx context.Context, id *auth.Identity, params *mcp.L
 	// The registry alone answers: a lazy executor is not built for a
 	// listing.
 	for _, d := range s.ordered {
-		if (after != "" && d.Name() <= after) || !d.Visible(ctx, id, false) {
+		if (after != "" && d.Name() <= after) || !d.Visible(ctx, id, false) || !listsGranted(id, d.Name()) {
 			continue
 		}
 		if len(res.Tools) == s.pageSize {
@@ -125,6 +128,18 @@ func (s *Server) listTools(ctx context.Context, id *auth.Identity, params *mcp.L
 	}
 	res.CacheScope = "private"
 	return res, nil
+}
+
+// listsGranted reports whether a listing for id may show the capability
+// name as far as grants go: always, unless id's scopes are its grants
+// (auth.Identity.ScopeChallenge), when only a capability its Authorizer
+// reports as granted is listed. Without an Authorizer such an identity
+// may run everything it sees, so everything is granted.
+func listsGranted(id *auth.Identity, name string) bool {
+	if id == nil || !id.ScopeChallenge || id.Authorizer == nil {
+		return true
+	}
+	return id.Authorizer.GrantStatus(name) == agentcap.GrantStatusGranted
 }
 
 // identityCtxKey carries a call's identity from the middleware to the
