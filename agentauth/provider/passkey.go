@@ -164,19 +164,14 @@ func (p *Provider) seal(label, userID string, payload []byte) string {
 // at most presenceLife ago; errPresenceExpired when it is older, and
 // errPresenceInvalid when it is not one of the provider's.
 func (p *Provider) unseal(label, userID, token string) ([]byte, error) {
-	enc, rest, ok1 := strings.Cut(token, ".")
-	issued, mac, ok2 := strings.Cut(rest, ".")
-	if !ok1 || !ok2 || !hmac.Equal([]byte(mac), []byte(csrfMAC(p.pageSecret, label, issued, userID, enc))) {
-		return nil, errPresenceInvalid
-	}
-	at, err := strconv.ParseInt(issued, 10, 64)
+	payload, issued, err := p.openSealed(label, userID, token)
 	if err != nil {
 		return nil, errPresenceInvalid
 	}
-	if age := p.now().Sub(time.Unix(at, 0)); age > presenceLife || age < -time.Minute {
+	if age := p.now().Sub(issued); age > presenceLife || age < -time.Minute {
 		return nil, errPresenceExpired
 	}
-	return base64.RawURLEncoding.DecodeString(enc)
+	return payload, nil
 }
 
 // passkeyRegistration begins adding a passkey for u: the browser's

@@ -290,6 +290,7 @@ type Provider struct {
 	verifier       *agentauth.Verifier
 	keys           remotekeys.Cache // the verifier's remote key sets
 	endpoints      []string
+	clientSet      *oauthClientSet // the OAuth clients (oauthclient.go)
 	discovery      *agentauth.DiscoveryEndpoint
 	challenge      string
 	now            func() time.Time
@@ -540,6 +541,13 @@ func newProvider(cfg Config) (*Provider, error) {
 	}
 	if p.confirmer != nil {
 		p.routes[PathConfirmation] = route{http.MethodGet, (*Provider).confirmationStatus}
+	}
+	// The OAuth authorization server's clients (oauthclient.go).
+	if p.clientSet, err = newOAuthClientSet(cfg.OAuth); err != nil {
+		return nil, err
+	}
+	if cfg.OAuth.Enabled && cfg.OAuth.DynamicRegistration {
+		p.routes[pathOAuthRegister] = route{http.MethodPost, (*Provider).registerOAuthClient}
 	}
 	return p, nil
 }
