@@ -31,7 +31,7 @@ func PrepareHost(h *Host, now time.Time) (*Host, error) {
 	if c.ID == "" {
 		return nil, invalid("host id is empty")
 	}
-	if err := checkText(append([]string{c.ID, c.Name, c.JWKSURL, c.Thumbprint, c.UserID}, c.DefaultCapabilities...)...); err != nil {
+	if err := checkText(append([]string{c.ID, c.Name, c.JWKSURL, c.Thumbprint, c.UserID, c.OAuthClient}, c.DefaultCapabilities...)...); err != nil {
 		return nil, invalid("host %q: %v", c.ID, err)
 	}
 	switch c.Status {

@@ -27,6 +27,12 @@ type Host struct {
 	// DefaultCapabilities are granted to the host's agents without
 	// further approval, by server policy.
 	DefaultCapabilities []string
+	// OAuthClient is the client_id of the OAuth client this host stands
+	// for, when the provider made the host for a user's consent to an
+	// OAuth client: one host per user and client (see docs/oauth.md).
+	// It is empty for Agent Auth hosts. It never decides authentication
+	// by itself.
+	OAuthClient string
 	// Status is active, pending, revoked or rejected.
 	Status string
 	// ActivatedAt, ExpiresAt and LastUsedAt are the host's clocks; nil

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LinkHostUser", testLinkHostUser},
 		{"RotateHostKey", testRotateHostKey},
 		{"HostDefaultsAndTouch", testHostDefaultsAndTouch},
+		{"HostOAuthClient", testHostOAuthClient},
 		{"AgentRoundTrip", testAgentRoundTrip},
 		{"AgentNotFound", testAgentNotFound},
 		{"AgentConflicts", testAgentConflicts},
@@ -472,6 +473,49 @@ func testHostDefaultsAndTouch(t *testing.T, s store.Store) {
 	if len(h.DefaultCapabilities) != 0 {
 		t.Errorf("defaults not cleared: %v", h.DefaultCapabilities)
 	}
+}
+
+// testHostOAuthClient: the OAuth client a host stands for reads back
+// from every read of hosts, and an Agent Auth host has none.
+func testHostOAuthClient(t *testing.T, s store.Store) {
+	const client = "https://client.example.com/oauth/metadata.json"
+	oauth := newHost("hst_oauth")
+	oauth.OAuthClient = client
+	mustHost(t, s, oauth)
+	plain := newHost("hst_plain")
+	plain.UserID = "usr_1"
+	plain.CreatedAt = at(time.Second)
+	mustHost(t, s, plain)
+	if _, err := s.LinkHostUser(ctx, "hst_oauth", "usr_1"); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[string]string{"hst_oauth": client, "hst_plain": ""}
+	for id, wantClient := range want {
+		got, err := s.GetHost(ctx, id)
+		must(t, err)
+		if got.OAuthClient != wantClient {
+			t.Errorf("GetHost(%s).OAuthClient = %q, want %q", id, got.OAuthClient, wantClient)
+		}
+		got, err = s.HostByThumbprint(ctx, thumb("host:"+id))
+		must(t, err)
+		if got.ID != id || got.OAuthClient != wantClient {
+			t.Errorf("HostByThumbprint(%s): host %s, OAuthClient %q; want %q", id, got.ID, got.OAuthClient, wantClient)
+		}
+	}
+	hosts, err := s.ListUserHosts(ctx, "usr_1")
+	must(t, err)
+	got := map[string]string{}
+	for _, h := range hosts {
+		got[h.ID] = h.OAuthClient
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ListUserHosts: OAuth clients by host (-want +got):\n%s", diff)
+	}
+
+	bad := newHost("hst_bad")
+	bad.OAuthClient = "a\x00b"
+	wantIs(t, "NUL in the OAuth client", s.CreateHost(ctx, bad), store.ErrInvalid)
 }
 
 func testAgentRoundTrip(t *testing.T, s store.Store) {

@@ -128,7 +128,7 @@ func exec(ctx context.Context, tx *sql.Tx, d *Dialect, q string, args ...any) (i
 
 // ---- hosts ----
 
-const hostColumns = `id, name, public_key, jwks_url, thumbprint, user_id, default_capabilities, status,
+const hostColumns = `id, name, public_key, jwks_url, thumbprint, user_id, default_capabilities, oauth_client, status,
 	activated_at, expires_at, last_used_at, created_at, updated_at`
 
 func scanHost(sc interface{ Scan(...any) error }) (*store.Host, error) {
@@ -138,7 +138,7 @@ func scanHost(sc interface{ Scan(...any) error }) (*store.Host, error) {
 		caps                            string
 		activated, expires, used, c, up dbTime
 	)
-	if err := sc.Scan(&h.ID, &h.Name, &pub, &jwks, &h.Thumbprint, &h.UserID, &caps, &h.Status,
+	if err := sc.Scan(&h.ID, &h.Name, &pub, &jwks, &h.Thumbprint, &h.UserID, &caps, &h.OAuthClient, &h.Status,
 		&activated, &expires, &used, &c, &up); err != nil {
 		return nil, err
 	}
@@ -237,8 +237,8 @@ func (s *Store) CreateHost(ctx context.Context, h *store.Host) error {
 		pub = string(c.PublicKey)
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := exec(ctx, tx, s.d, `INSERT INTO agentauth_hosts (`+hostColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.ID, c.Name, pub, nullString(c.JWKSURL), c.Thumbprint, c.UserID, encodeStrings(c.DefaultCapabilities), c.Status,
+		_, err := exec(ctx, tx, s.d, `INSERT INTO agentauth_hosts (`+hostColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.Name, pub, nullString(c.JWKSURL), c.Thumbprint, c.UserID, encodeStrings(c.DefaultCapabilities), c.OAuthClient, c.Status,
 			s.d.tp(c.ActivatedAt), s.d.tp(c.ExpiresAt), s.d.tp(c.LastUsedAt), s.d.t(c.CreatedAt), s.d.t(c.UpdatedAt))
 		if err != nil {
 			if s.d.IsUnique(err) {
