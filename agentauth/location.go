@@ -180,6 +180,9 @@ func (l *location) agentIdentity(s *Session) *auth.Identity {
 		UserID:     ActsFor(s),
 		Claims:     s,
 		Authorizer: &c.grants,
+		// An OAuth client's scopes are its agent's grants: it can ask
+		// its user for more.
+		ScopeChallenge: s.OAuthClient != "",
 	}
 	return &c.id
 }

@@ -134,6 +134,12 @@ type Session struct {
 	// Compact reports grants that carry no constraints: a capability that
 	// requires constraints is then refused rather than checked.
 	Compact bool
+	// OAuthClient is the client_id of the OAuth client whose access token
+	// the session came from, when a provider's authorization server
+	// issued it for the agent (Claims then hold the token's audience and
+	// expiry); empty for an agent JWT. Such a caller's identity has
+	// ScopeChallenge set.
+	OAuthClient string
 }
 
 // SessionSource verifies an agent JWT and returns its session. Errors are

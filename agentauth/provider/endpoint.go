@@ -15,12 +15,16 @@ import (
 // provider's own verification (see Verify), except that every call's
 // agent JWT must name endpoint as its aud, whatever the capability's
 // location, so that a token made for the capability locations is refused
-// there, and the reverse.
+// there, and the reverse. When the authorization server is on
+// (Config.OAuth), it accepts as well the access tokens issued for
+// endpoint: the caller is the agent the user's consent made for the
+// client, its grants decide every call, and its identity has
+// ScopeChallenge set (see docs/oauth.md).
 func (p *Provider) EndpointVerifier(endpoint string) (auth.Verifier, error) {
 	if !slices.Contains(p.endpoints, endpoint) {
 		return nil, fmt.Errorf("provider: endpoint %q is not among Config.Endpoints", endpoint)
 	}
-	return p.locationVerifier(func(*core.Definition) string { return endpoint })
+	return p.locationVerifier(endpointSessions{p: p, endpoint: endpoint}, func(*core.Definition) string { return endpoint })
 }
 
 func checkEndpoint(e string) error {

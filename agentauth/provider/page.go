@@ -132,6 +132,9 @@ type pageData struct {
 	Decided  []RequestedCapability
 	Presence *presenceView
 	Outcome  string
+	// OAuth is the OAuth client whose consent the page asks for; nil
+	// for an Agent Auth request.
+	OAuth *oauthView
 }
 
 // ApprovalPage returns the approval page: a server-rendered html/template
@@ -176,6 +179,9 @@ func (p *Provider) servePage(w http.ResponseWriter, r *http.Request) {
 			next += "?code=" + url.QueryEscape(code)
 		} else if id := r.URL.Query().Get("request"); id != "" {
 			next += "?request=" + url.QueryEscape(id)
+			if consent := r.URL.Query().Get("oauth"); consent != "" {
+				next += "&oauth=" + url.QueryEscape(consent)
+			}
 		}
 	}
 	if p.pageUser(w, r, d, pageTmpl, true, next) == nil {
@@ -245,8 +251,14 @@ func (p *Provider) pageReview(w http.ResponseWriter, r *http.Request, d *pageDat
 		return
 	}
 	d.Approval = ap
+	if !p.pageOAuth(w, r, d) {
+		return
+	}
 	d.CSRF = p.csrfToken(d.User.ID, ap.ID, "review")
 	title := "Allow this agent?"
+	if d.OAuth != nil {
+		title = "Allow this application?"
+	}
 	switch ap.Kind {
 	case "capabilities":
 		title = "Allow more for this agent?"
@@ -285,6 +297,9 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		return
 	}
 	d.Approval = ap
+	if !p.pageOAuth(w, r, d) {
+		return
+	}
 	step := r.PostForm.Get("step")
 	if (step != "review" && step != "confirm") || !p.checkCSRF(r.PostForm.Get("csrf"), d.User.ID, ap.ID, step) {
 		p.renderPage(w, http.StatusForbidden, d, "Request refused", "done", "The form has expired or did not come from this page. Open the link again.")
@@ -339,6 +354,15 @@ func (p *Provider) pagePost(w http.ResponseWriter, r *http.Request, d *pageData)
 		default:
 			p.pageLookupFailed(w, r, d, err)
 		}
+		return
+	}
+	if d.OAuth != nil {
+		// A consent ends back at the client: with a code, or refused.
+		if dec.Deny {
+			p.redirectToClient(w, r, d.OAuth.request, url.Values{"error": {"access_denied"}, "error_description": {"the user denied the request"}})
+			return
+		}
+		p.redirectWithCode(w, r, d.OAuth.request)
 		return
 	}
 	switch {
@@ -668,4 +692,25 @@ func checkCSRFToken(secret []byte, now time.Time, maxAge time.Duration, token, l
 
 func constantTimeEqual(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// pageOAuth reads the consent an approval page request carries (the
+// oauth parameter, see serveOAuthConsent) into d, and lets the page's
+// forms post on to the client's redirect URI. It answers the request
+// itself and returns false when the consent is not valid for this user
+// and request.
+func (p *Provider) pageOAuth(w http.ResponseWriter, r *http.Request, d *pageData) bool {
+	v, err := p.oauthForPage(r.Context(), r.FormValue("oauth"), d.User, d.Approval)
+	if err != nil {
+		d.Approval = nil
+		p.renderPage(w, http.StatusBadRequest, d, "Request expired", "done", "This request has expired or is not valid. Start again from the application.")
+		return false
+	}
+	if v != nil {
+		d.OAuth = v
+		if src := v.formAction(); src != "" && !strings.ContainsAny(src, " ;,'\r\n") {
+			w.Header().Set("Content-Security-Policy", strings.Replace(pageCSP, "form-action 'self'", "form-action 'self' "+src, 1))
+		}
+	}
+	return true
 }

@@ -291,6 +291,7 @@ type Provider struct {
 	keys           remotekeys.Cache // the verifier's remote key sets
 	endpoints      []string
 	clientSet      *oauthClientSet // the OAuth clients (oauthclient.go)
+	oauth          oauthSettings
 	discovery      *agentauth.DiscoveryEndpoint
 	challenge      string
 	now            func() time.Time
@@ -524,7 +525,7 @@ func newProvider(cfg Config) (*Provider, error) {
 		return nil, fmt.Errorf("provider: %w", err)
 	}
 	p.challenge = `AgentAuth discovery="` + p.origin + agentcap.DiscoveryPath + `"`
-	if p.location, err = p.locationVerifier(p.defaultWhere); err != nil {
+	if p.location, err = p.locationVerifier(sessionSource{p}, p.defaultWhere); err != nil {
 		return nil, fmt.Errorf("provider: %w", err)
 	}
 	p.routes = map[string]route{
@@ -548,6 +549,9 @@ func newProvider(cfg Config) (*Provider, error) {
 	}
 	if cfg.OAuth.Enabled && cfg.OAuth.DynamicRegistration {
 		p.routes[pathOAuthRegister] = route{http.MethodPost, (*Provider).registerOAuthClient}
+	}
+	if err := p.setupOAuth(cfg.OAuth); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -615,6 +619,16 @@ func (p *Provider) Handler(location http.Handler) http.Handler {
 		if p.activity != nil {
 			mux.Handle(p.basePath+PathActivityPage, p.ActivityPage())
 		}
+	}
+	if p.oauth.enabled {
+		mux.HandleFunc(oauthMetadataPath, p.serveOAuthMetadata)
+		if p.basePath != "" {
+			mux.HandleFunc(oauthMetadataPath+p.basePath, p.serveOAuthMetadata)
+		}
+		for _, path := range []string{pathOAuthAuthorize, pathOAuthToken, pathOAuthRevoke} {
+			mux.HandleFunc(p.basePath+path, p.serveOAuth)
+		}
+		mux.HandleFunc(p.basePath+pathOAuthConsent, p.serveOAuthConsent)
 	}
 	if location != nil {
 		prefix := p.basePath + "/capability/"

@@ -140,10 +140,10 @@ func (p *Provider) Challenge() string { return p.challenge }
 
 // locationVerifier is the verifier of a location whose executions of def
 // must name where(def) as their aud.
-func (p *Provider) locationVerifier(where func(*core.Definition) string) (auth.Verifier, error) {
+func (p *Provider) locationVerifier(sessions agentauth.SessionSource, where func(*core.Definition) string) (auth.Verifier, error) {
 	next := p.authorize
 	return agentauth.New(agentauth.Config{
-		Sessions:                sessionSource{p},
+		Sessions:                sessions,
 		Hosts:                   hostSource{p},
 		Issuer:                  p.issuer,
 		AllowAnonymousDiscovery: p.anonymous,

@@ -94,6 +94,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -139,11 +140,15 @@ type config struct {
 	secretFile        string
 	limits            limitsFlag
 	forwardedFor      bool
+	oauthRegistration bool
+	oauthAccessLife   time.Duration
+	fetchRoots        string
 }
 
 const usageText = `usage: bank [-addr HOST:PORT] [-issuer URL] [-db FILE | -postgres DSN] [-redis HOST:PORT]
-            [-secret-file FILE] [-limits LIMITS] [-forwarded-for] [-dev-allow-loopback-jwks]
-            [-dev-presence-code] [-debug]
+            [-secret-file FILE] [-limits LIMITS] [-forwarded-for] [-oauth-dynamic-registration]
+            [-oauth-access-lifetime DURATION]
+            [-dev-allow-loopback-jwks] [-dev-fetch-roots FILE] [-dev-presence-code] [-debug]
        bank -directory FILE [-addr HOST:PORT] [-issuer URL] [-limits agent=N,host=N] [-dev-allow-loopback-jwks] [-debug]
 
 bank serves the example bank's capabilities to Agent Auth agents. Without
@@ -151,7 +156,9 @@ bank serves the example bank's capabilities to Agent Auth agents. Without
 grants in the SQLite database -db, with a development sign-in (no
 password) for its approval page. Approving transfers, and confirming big
 ones, takes the user's passkey, which browsers offer only on a host name
-(hence the default issuer http://localhost:8080).
+(hence the default issuer http://localhost:8080). MCP hosts connect to
+its /mcp endpoint with OAuth: the bank is their authorization server,
+and its users consent per capability on the same approval page.
 
 Several instances serve one bank behind a load balancer when they share
 -postgres (hosts, agents, grants, accounts, jobs), -redis (replay cache,
@@ -173,12 +180,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.issuer, "issuer", "", "issuer URL; capabilities are served at its path (default http://localhost:PORT on a loopback -addr, since browsers offer passkeys only on a host name, else http:// + addr)")
 	fs.StringVar(&c.directory, "directory", "", "JSON file of the hosts and agents the bank trusts; without it the bank is its own provider")
 	fs.StringVar(&c.db, "db", "bank.db", "SQLite database of the provider's hosts, agents and grants (without -directory)")
-	fs.BoolVar(&c.allowLoopbackJWKS, "dev-allow-loopback-jwks", false, "fetch agent JWKS URLs on loopback addresses, over plain http too (development only)")
+	fs.BoolVar(&c.allowLoopbackJWKS, "dev-allow-loopback-jwks", false, "fetch agent JWKS URLs and OAuth client metadata documents on loopback addresses, JWKS over plain http too (development only)")
 	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL DSN for the provider's records, the accounts and ledger, jobs and (without -redis) idempotency keys and confirmation tokens, instead of -db (provider mode)")
 	fs.StringVar(&c.redis, "redis", "", "Redis address (host:port) for the replay cache, rate limits, idempotency keys and confirmation tokens, shared by every instance (provider mode)")
 	fs.StringVar(&c.secretFile, "secret-file", "", "file of at least 32 secret bytes that every instance shares, keying sign-in cookies and approval page tokens (default: random per process)")
 	fs.Var(&c.limits, "limits", "requests a minute per agent, host, user and client address, as agent=N,host=N,user=N,ip=N (any subset; the rest keep the provider's defaults), or off")
 	fs.BoolVar(&c.forwardedFor, "forwarded-for", false, "take the client address from the last X-Forwarded-For entry, as a trusted reverse proxy sets it")
+	fs.BoolVar(&c.oauthRegistration, "oauth-dynamic-registration", false, "serve OAuth Dynamic Client Registration for MCP hosts that cannot publish a client metadata document (provider mode)")
+	fs.DurationVar(&c.oauthAccessLife, "oauth-access-lifetime", 10*time.Minute, "how long an OAuth access token of an MCP host is good; its refresh token gets it another (provider mode)")
+	fs.StringVar(&c.fetchRoots, "dev-fetch-roots", "", "PEM file of certificates to trust instead of the system's when fetching agent JWKS and OAuth client metadata documents (development and tests only)")
 	fs.BoolVar(&c.devPresenceCode, "dev-presence-code", false, "let the approval page take the request's code typed again instead of a passkey, for transfers (development and automated tests only: it proves nothing)")
 	fs.BoolVar(&c.debug, "debug", false, "also log the hidden causes of internal errors, which may quote argument values (development only)")
 	fs.Usage = func() {
@@ -200,11 +210,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.directory == "" && c.db == "" && c.postgres == "" {
 		return bad("-db must name a file when the bank is its own provider (no -directory) without -postgres")
 	}
-	if c.directory != "" && (c.postgres != "" || c.redis != "" || c.secretFile != "" || c.forwardedFor || c.devPresenceCode) {
-		return bad("-postgres, -redis, -secret-file, -forwarded-for and -dev-presence-code configure the provider: they do not go with -directory")
+	if c.directory != "" && (c.postgres != "" || c.redis != "" || c.secretFile != "" || c.forwardedFor || c.devPresenceCode || c.oauthRegistration) {
+		return bad("-postgres, -redis, -secret-file, -forwarded-for, -dev-presence-code and -oauth-dynamic-registration configure the provider: they do not go with -directory")
 	}
 	if c.directory != "" && (c.limits.user != (ratelimit.Limit{}) || c.limits.ip != (ratelimit.Limit{})) {
 		return bad("with -directory, -limits takes agent= and host= only")
+	}
+	if c.oauthAccessLife < time.Second {
+		return bad("-oauth-access-lifetime must be at least a second")
 	}
 	if c.redis != "" {
 		if err := checkAddr(c.redis); err != nil {
@@ -243,6 +256,10 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: redactAttr}))
+	// Libraries that log through the default logger (the OAuth server's
+	// protocol package reports refused requests there) write to the
+	// bank's log too.
+	slog.SetDefault(logger)
 	// The causes of internal errors go to their own logger: they are
 	// what a caller is never told, and may quote the arguments of the
 	// call that failed, which the execution log must not hold.
@@ -468,6 +485,10 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		dev = dev.WithSecret(sec.signIn)
 		pageSecret = sec.page
 	}
+	fetch, err := fetchPolicy(cfg)
+	if err != nil {
+		return nil, closeStores, err
+	}
 	pcfg := withBankPolicy(provider.Config{
 		Issuer:          cfg.issuer,
 		ProviderName:    "bank",
@@ -479,10 +500,18 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		PageSecret:      pageSecret,
 		DevPresenceCode: cfg.devPresenceCode,
 		Lifetimes:       lifetimes,
-		KeyFetch:        agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS},
+		KeyFetch:        fetch,
 		Endpoints:       []string{mcpResource(cfg.issuer)},
-		Audit:           trail,
-		Confirmer:       confirmer,
+		// MCP hosts connect to /mcp with OAuth, the bank's provider
+		// being their authorization server.
+		OAuth: provider.OAuthConfig{
+			Enabled:             true,
+			DynamicRegistration: cfg.oauthRegistration,
+			MetadataFetch:       fetch,
+			AccessTokenLifetime: cfg.oauthAccessLife,
+		},
+		Audit:     trail,
+		Confirmer: confirmer,
 		// Capabilities that act for a user refuse agents without one
 		// before their grants are looked at; the public ones are listed
 		// to anyone.
@@ -528,7 +557,7 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 	if err != nil {
 		return nil, closeAll, err
 	}
-	mcpServer, err := newMCP(exec, cfg.issuer, mcpVerifier, debug)
+	mcpServer, err := newMCP(exec, cfg.issuer, mcpVerifier, true, debug)
 	if err != nil {
 		return nil, closeAll, err
 	}
@@ -568,4 +597,23 @@ func redactAttr(_ []string, a slog.Attr) slog.Attr {
 		}
 	}
 	return a
+}
+
+// fetchPolicy is how the provider fetches agent JWKS and OAuth client
+// metadata documents: public addresses only, unless the development
+// flags allow loopback ones and trust other roots.
+func fetchPolicy(cfg config) (agentauth.FetchPolicy, error) {
+	fp := agentauth.FetchPolicy{AllowLoopback: cfg.allowLoopbackJWKS}
+	if cfg.fetchRoots == "" {
+		return fp, nil
+	}
+	pem, err := os.ReadFile(cfg.fetchRoots)
+	if err != nil {
+		return fp, fmt.Errorf("bank: -dev-fetch-roots: %w", err)
+	}
+	fp.RootCAs = x509.NewCertPool()
+	if !fp.RootCAs.AppendCertsFromPEM(pem) {
+		return fp, fmt.Errorf("bank: -dev-fetch-roots: %s holds no PEM certificate", cfg.fetchRoots)
+	}
+	return fp, nil
 }

@@ -23,9 +23,11 @@ func mcpResource(issuer string) string { return issuer + mcpPath }
 
 // newMCP serves the bank's capabilities over MCP, for Agent Auth agents
 // whose JWTs verifier verifies (a fresh one per HTTP request).
-func newMCP(exec *core.Executor, issuer string, verifier auth.Verifier, debug *slog.Logger) (*mcpx.Server, error) {
+// With oauth, the bank's provider is the endpoint's OAuth authorization
+// server, and the capabilities are its scopes.
+func newMCP(exec *core.Executor, issuer string, verifier auth.Verifier, oauth bool, debug *slog.Logger) (*mcpx.Server, error) {
 	resource := mcpResource(issuer)
-	return mcpx.New(exec, mcpx.Config{
+	cfg := mcpx.Config{
 		Name:         "bank",
 		Version:      "1.0.0",
 		Instructions: "The bank's accounts, balances, transfers and exchange rates. Authenticate each request with a fresh Agent Auth agent JWT whose aud is " + resource + ".",
@@ -33,7 +35,15 @@ func newMCP(exec *core.Executor, issuer string, verifier auth.Verifier, debug *s
 		Resource:     resource,
 		ResourceName: "Example bank",
 		Logger:       debug,
-	})
+	}
+	if oauth {
+		cfg.Instructions = "The bank's accounts, balances, transfers and exchange rates. Connect with OAuth (the bank is the authorization server) or with a fresh Agent Auth agent JWT per request whose aud is " + resource + "."
+		cfg.AuthorizationServers = []string{issuer}
+		for _, d := range exec.Registry().All() {
+			cfg.ScopesSupported = append(cfg.ScopesSupported, d.Name())
+		}
+	}
+	return mcpx.New(exec, cfg)
 }
 
 // mountMCP registers the MCP endpoint under the issuer's path and its
@@ -97,5 +107,5 @@ func directoryMCP(dir agentauth.Directory, exec *core.Executor, cfg config, limi
 	if err != nil {
 		return nil, err
 	}
-	return newMCP(exec, cfg.issuer, verifier, debug)
+	return newMCP(exec, cfg.issuer, verifier, false, debug)
 }

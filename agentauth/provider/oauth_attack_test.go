@@ -1,0 +1,316 @@
+package provider_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/agentcap/agentcap/agentauth/provider"
+	"github.com/agentcap/agentcap/auth"
+)
+
+// signedIn is a browser with alice signed in.
+func signedIn(t *testing.T, e *oauthEnv) *browser {
+	t.Helper()
+	b := newBrowser(t, e.env)
+	if b.signIn("alice", "/") != http.StatusSeeOther {
+		t.Fatal("sign-in failed")
+	}
+	return b
+}
+
+// grant runs a whole consent allowing echo and returns the token answer.
+func (e *oauthEnv) grant(t *testing.T, b *browser) map[string]any {
+	t.Helper()
+	verifier, challenge := pkce("g")
+	q := b.consent(e.authorizeURL(challenge, "echo"), []string{"echo"}, nil)
+	status, tok := e.redeem(t, q.Get("code"), verifier)
+	if status != http.StatusOK {
+		t.Fatalf("token: %d %v", status, tok)
+	}
+	return tok
+}
+
+// TestOAuthAuthorizeRefusals covers the requests the authorization
+// endpoint refuses: those whose redirect URI cannot be trusted are
+// answered there, without a redirect; the others go back to the client
+// with an error.
+func TestOAuthAuthorizeRefusals(t *testing.T) {
+	e := newOAuthEnv(t)
+	b := signedIn(t, e)
+	_, challenge := pkce("r")
+	for _, tc := range []struct {
+		name     string
+		mod      func(url.Values)
+		redirect bool   // the refusal goes back to the client
+		want     string // the OAuth error
+	}{
+		{"unknown client", func(q url.Values) { q.Set("client_id", "nobody") }, false, "invalid_client"},
+		{"redirect path differs", func(q url.Values) { q.Set("redirect_uri", "http://127.0.0.1:43210/callbacks") }, false, "invalid_request"},
+		{"redirect path prefix", func(q url.Values) { q.Set("redirect_uri", "http://127.0.0.1:43210/callback/more") }, false, "invalid_request"},
+		{"redirect host not loopback", func(q url.Values) { q.Set("redirect_uri", "http://127.0.0.1.evil.example/callback") }, false, "invalid_request"},
+		{"redirect other origin", func(q url.Values) { q.Set("redirect_uri", "https://evil.example/callback") }, false, "invalid_request"},
+		{"redirect with query", func(q url.Values) { q.Set("redirect_uri", "http://127.0.0.1:43210/callback?next=evil") }, false, "invalid_request"},
+		{"redirect with fragment", func(q url.Values) { q.Set("redirect_uri", "http://127.0.0.1:43210/callback#x") }, false, "invalid_request"},
+		{"redirect with credentials", func(q url.Values) { q.Set("redirect_uri", "http://evil@127.0.0.1:43210/callback") }, false, "invalid_request"},
+		{"no redirect", func(q url.Values) { q.Del("redirect_uri") }, false, "invalid_request"},
+		{"no PKCE", func(q url.Values) { q.Del("code_challenge"); q.Del("code_challenge_method") }, true, "invalid_request"},
+		{"PKCE plain", func(q url.Values) { q.Set("code_challenge_method", "plain") }, true, "invalid_request"},
+		{"PKCE method missing", func(q url.Values) { q.Del("code_challenge_method") }, true, "invalid_request"},
+		{"PKCE challenge malformed", func(q url.Values) { q.Set("code_challenge", "short") }, true, "invalid_request"},
+		{"no resource", func(q url.Values) { q.Del("resource") }, true, "invalid_target"},
+		{"resource of another server", func(q url.Values) { q.Set("resource", "https://other.example/mcp") }, true, "invalid_target"},
+		{"two resources", func(q url.Values) { q.Add("resource", e.resource) }, true, "invalid_target"},
+		{"unknown capability", func(q url.Values) { q.Set("scope", "echo steal_everything") }, true, "invalid_scope"},
+		{"implicit flow", func(q url.Values) { q.Set("response_type", "token") }, true, "unauthorized_client"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body, h := b.get(e.authorizeURL(challenge, "echo", tc.mod))
+			loc := h.Get("Location")
+			if !tc.redirect {
+				if loc != "" || status < 400 || !strings.Contains(body, tc.want) {
+					t.Fatalf("got %d Location %q %s, want a %s refusal without a redirect", status, loc, body, tc.want)
+				}
+				return
+			}
+			u, _ := url.Parse(loc)
+			if status != http.StatusFound || !strings.HasPrefix(loc, "http://127.0.0.1:43210/callback?") || u.Query().Get("error") != tc.want || u.Query().Get("state") != "st-1" {
+				t.Fatalf("got %d Location %q, want the client told %s", status, loc, tc.want)
+			}
+		})
+	}
+}
+
+// TestOAuthTokenRefusals covers the token endpoint's refusals.
+func TestOAuthTokenRefusals(t *testing.T) {
+	e := newOAuthEnv(t)
+	b := signedIn(t, e)
+	verifier, challenge := pkce("t")
+	q := b.consent(e.authorizeURL(challenge, "echo"), []string{"echo"}, nil)
+	code := q.Get("code")
+	base := func() url.Values {
+		return url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier},
+			"client_id": {oauthClientID}, "redirect_uri": {"http://127.0.0.1:43210/callback"}}
+	}
+	for _, tc := range []struct {
+		name   string
+		mod    func(url.Values)
+		status int
+		want   string
+	}{
+		{"wrong verifier", func(f url.Values) { f.Set("code_verifier", strings.Repeat("x", 64)) }, 400, "invalid_grant"},
+		{"no verifier", func(f url.Values) { f.Del("code_verifier") }, 400, "invalid_grant"},
+		{"challenge as verifier", func(f url.Values) { f.Set("code_verifier", challenge) }, 400, "invalid_grant"},
+		{"other redirect", func(f url.Values) { f.Set("redirect_uri", "http://127.0.0.1:43210/other") }, 400, "invalid_grant"},
+		{"other client", func(f url.Values) { f.Set("client_id", "nobody") }, 401, "invalid_client"},
+		{"a secret", func(f url.Values) { f.Set("client_secret", "s3cret") }, 401, "invalid_client"},
+		{"other resource", func(f url.Values) { f.Set("resource", "https://other.example/mcp") }, 400, "invalid_target"},
+		{"forged code", func(f url.Values) { f.Set("code", "oac_"+strings.Repeat("A", 40)+".9999999999.abc") }, 400, "invalid_grant"},
+		{"unsupported grant", func(f url.Values) { f.Set("grant_type", "password") }, 400, "unsupported_grant_type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := base()
+			tc.mod(f)
+			status, out := e.tokenRequest(t, f)
+			if status != tc.status || out["error"] != tc.want {
+				t.Fatalf("got %d %v, want %d %s", status, out, tc.status, tc.want)
+			}
+		})
+	}
+	// None of the refusals spent the code.
+	if status, out := e.tokenRequest(t, base()); status != http.StatusOK {
+		t.Fatalf("the code after the refusals: %d %v", status, out)
+	}
+	// An expired code is refused.
+	q = b.consent(e.authorizeURL(challenge, "echo"), []string{"echo"}, nil)
+	e.clock.Advance(2 * 60e9)
+	code = q.Get("code")
+	if status, out := e.tokenRequest(t, base()); status != http.StatusBadRequest || out["error"] != "invalid_grant" {
+		t.Fatalf("expired code: %d %v", status, out)
+	}
+}
+
+// TestOAuthRefreshRotation: a refresh token is good once; each use hands
+// out a new pair; an old one presented again revokes the grant.
+func TestOAuthRefreshRotation(t *testing.T) {
+	e := newOAuthEnv(t)
+	b := signedIn(t, e)
+	tok := e.grant(t, b)
+	refresh := func(rt string) (int, map[string]any) {
+		return e.tokenRequest(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {oauthClientID}})
+	}
+	status, next := refresh(tok["refresh_token"].(string))
+	if status != http.StatusOK || next["refresh_token"] == tok["refresh_token"] || next["access_token"] == "" {
+		t.Fatalf("refresh: %d %v", status, next)
+	}
+	if _, err := e.mcpSession(t, next["access_token"].(string)); err != nil {
+		t.Fatalf("the refreshed access token: %v", err)
+	}
+	// Another client cannot use it.
+	if status, out := e.tokenRequest(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {next["refresh_token"].(string)}, "client_id": {"nobody"}}); status != http.StatusUnauthorized {
+		t.Fatalf("refresh by another client: %d %v", status, out)
+	}
+	// The first refresh token again: the whole grant goes.
+	if status, out := refresh(tok["refresh_token"].(string)); status != http.StatusBadRequest || out["error"] != "invalid_grant" {
+		t.Fatalf("reused refresh token: %d %v", status, out)
+	}
+	if status, out := refresh(next["refresh_token"].(string)); status != http.StatusBadRequest {
+		t.Fatalf("the newest refresh token after a reuse: %d %v", status, out)
+	}
+	if _, err := e.mcpSession(t, next["access_token"].(string)); err == nil {
+		t.Fatal("the access token still works after a refresh token was reused")
+	}
+}
+
+// TestOAuthAccessTokenBoundToResource: a token issued for one MCP
+// endpoint is refused at another, and at the capability locations; an
+// expired one is refused.
+func TestOAuthAccessTokenBoundToResource(t *testing.T) {
+	e := newOAuthEnv(t, func(c *provider.Config) { c.Endpoints = append(c.Endpoints, c.Issuer+"/mcp-other") })
+	tok := e.grant(t, signedIn(t, e))
+	access := tok["access_token"].(string)
+	ctx := context.Background()
+	req := &auth.Request{Authorization: "Bearer " + access}
+	here, _ := e.p.EndpointVerifier(e.resource)
+	other, _ := e.p.EndpointVerifier(e.url + "/mcp-other")
+	id, err := here.Verify(ctx, req)
+	if err != nil || !id.ScopeChallenge || id.UserID != "alice" {
+		t.Fatalf("at its resource: %+v %v", id, err)
+	}
+	if _, err := other.Verify(ctx, req); err == nil {
+		t.Fatal("a token for one endpoint was accepted at another")
+	}
+	if _, err := e.p.Verify(ctx, req); err == nil {
+		t.Fatal("an access token was accepted at the capability locations")
+	}
+	tampered := access[:len(access)-3] + "AAA"
+	if _, err := here.Verify(ctx, &auth.Request{Authorization: "Bearer " + tampered}); err == nil {
+		t.Fatal("a tampered access token was accepted")
+	}
+	e.clock.Advance(11 * 60e9)
+	if _, err := here.Verify(ctx, req); err == nil {
+		t.Fatal("an expired access token was accepted")
+	}
+}
+
+// TestOAuthRevocation: revoking either token (RFC 7009) revokes the grant;
+// so does revoking the agent on "Your agents".
+func TestOAuthRevocation(t *testing.T) {
+	e := newOAuthEnv(t)
+	b := signedIn(t, e)
+	revoke := func(token string) int {
+		resp, err := http.PostForm(e.url+"/oauth/revoke", url.Values{"token": {token}, "client_id": {oauthClientID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, which := range []string{"refresh_token", "access_token"} {
+		tok := e.grant(t, b)
+		if status := revoke(tok[which].(string)); status != http.StatusOK {
+			t.Fatalf("revoke %s: %d", which, status)
+		}
+		if _, err := e.mcpSession(t, tok["access_token"].(string)); err == nil {
+			t.Fatalf("the access token works after its %s was revoked", which)
+		}
+	}
+	if status := revoke("garbage"); status != http.StatusOK {
+		t.Fatalf("revoking an unknown token: %d", status)
+	}
+	// The user revokes the agent.
+	tok := e.grant(t, b)
+	id, err := e.p.EndpointVerifier(e.resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	who, err := id.Verify(context.Background(), &auth.Request{Authorization: "Bearer " + tok["access_token"].(string)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.p.RevokeAgent(context.Background(), "alice", who.AgentID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.mcpSession(t, tok["access_token"].(string)); err == nil {
+		t.Fatal("the access token works after the user revoked the agent")
+	}
+}
+
+// TestOAuthConsentPage: the consent shows the client as untrusted text,
+// where it returns, and what it asks for; it is never framed; its form
+// needs the page's token; denying tells the client.
+func TestOAuthConsentPage(t *testing.T) {
+	e := newOAuthEnv(t)
+	b := signedIn(t, e)
+	_, challenge := pkce("c")
+	_, _, h := b.get(e.authorizeURL(challenge, "echo check_balance"))
+	loc, _ := url.Parse(h.Get("Location"))
+	_, _, h = b.get(loc.RequestURI())
+	page, _ := url.Parse(h.Get("Location"))
+	status, body, h := b.get(page.RequestURI())
+	if status != http.StatusOK {
+		t.Fatalf("page: %d", status)
+	}
+	for _, want := range []string{"Desk &lt;b&gt;App&lt;/b&gt;", "http://127.0.0.1:43210", "cap-echo", "cap-check_balance"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the consent page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<b>App</b>") {
+		t.Error("the client's name reached the page as HTML")
+	}
+	if h.Get("X-Frame-Options") != "DENY" || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") ||
+		!strings.Contains(h.Get("Content-Security-Policy"), "form-action 'self' http://127.0.0.1:43210") {
+		t.Errorf("headers %v", h)
+	}
+	token := oauthField.FindStringSubmatch(body)[1]
+	forged := url.Values{"csrf": {"forged"}, "oauth": {token}, "step": {"review"}, "request": {page.Query().Get("request")}, "action": {"allow"}, "capability": {"echo"}}
+	if resp := b.postResp(page.Path, forged); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a forged form: %d", resp.StatusCode)
+	}
+	cross := newBrowser(t, e.env)
+	cross.signIn("bob", "/")
+	if status, _, _ := cross.get(page.RequestURI()); status != http.StatusNotFound && status != http.StatusBadRequest {
+		t.Fatalf("bob opened alice's consent: %d", status)
+	}
+	q := b.consent(e.authorizeURL(challenge, "echo"), nil, nil)
+	if q.Get("error") != "access_denied" || q.Get("code") != "" || q.Get("state") != "st-1" {
+		t.Fatalf("denied: %v", q)
+	}
+}
+
+// TestOAuthStepUp: a consent for more adds grants to the same agent; a
+// consent for what the agent holds already needs no page.
+func TestOAuthStepUp(t *testing.T) {
+	e := newOAuthEnv(t)
+	b := signedIn(t, e)
+	first := e.grant(t, b)
+	cs, err := e.mcpSession(t, first["access_token"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolNames(t, cs); strings.Join(got, ",") != "echo" {
+		t.Fatalf("tools before: %v", got)
+	}
+	verifier, challenge := pkce("s")
+	q := b.consent(e.authorizeURL(challenge, "check_balance"), []string{"check_balance"}, nil)
+	status, second := e.redeem(t, q.Get("code"), verifier)
+	if status != http.StatusOK || second["scope"] != "check_balance echo" {
+		t.Fatalf("second token: %d %v", status, second)
+	}
+	// Both tokens act as the one agent.
+	v, _ := e.p.EndpointVerifier(e.resource)
+	a1, _ := v.Verify(context.Background(), &auth.Request{Authorization: "Bearer " + first["access_token"].(string)})
+	a2, _ := v.Verify(context.Background(), &auth.Request{Authorization: "Bearer " + second["access_token"].(string)})
+	if a1 == nil || a2 == nil || a1.AgentID != a2.AgentID {
+		t.Fatalf("agents %v %v", a1, a2)
+	}
+	// Asking for what it holds goes straight back with a code.
+	verifier, challenge = pkce("u")
+	q = b.consent(e.authorizeURL(challenge, "echo"), []string{"echo"}, nil)
+	if status, out := e.redeem(t, q.Get("code"), verifier); status != http.StatusOK {
+		t.Fatalf("third token: %d %v", status, out)
+	}
+}
