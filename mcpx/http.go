@@ -160,7 +160,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, ok := s.readMessage(w, r)
-	if !ok || s.stepUp(w, r, id, body) {
+	if !ok || s.stepUp(w, r, id, body) || s.directCall(w, r, id, body) {
 		return
 	}
 	ctx := context.WithValue(r.Context(), verifiedKey{}, tokenInfo(id))

@@ -124,6 +124,9 @@ type Server struct {
 	trusted      map[string]bool
 	origins      *http.CrossOriginProtection
 	streamable   http.Handler
+	// noDirectCall sends every request through the SDK (see directCall),
+	// for the tests that compare the two.
+	noDirectCall bool
 }
 
 // tool is one capability as MCP presents it, rendered once.

@@ -12,7 +12,7 @@ import (
 )
 
 // signedIn is a browser with alice signed in.
-func signedIn(t *testing.T, e *oauthEnv) *browser {
+func signedIn(t testing.TB, e *oauthEnv) *browser {
 	t.Helper()
 	b := newBrowser(t, e.env)
 	if b.signIn("alice", "/") != http.StatusSeeOther {
@@ -22,7 +22,7 @@ func signedIn(t *testing.T, e *oauthEnv) *browser {
 }
 
 // grant runs a whole consent allowing echo and returns the token answer.
-func (e *oauthEnv) grant(t *testing.T, b *browser) map[string]any {
+func (e *oauthEnv) grant(t testing.TB, b *browser) map[string]any {
 	t.Helper()
 	verifier, challenge := pkce("g")
 	q := b.consent(e.authorizeURL(challenge, "echo"), []string{"echo"}, nil)

@@ -34,7 +34,7 @@ type oauthEnv struct {
 	resource string
 }
 
-func newOAuthEnv(t *testing.T, mods ...func(*provider.Config)) *oauthEnv {
+func newOAuthEnv(t testing.TB, mods ...func(*provider.Config)) *oauthEnv {
 	t.Helper()
 	var mcpHandler http.Handler
 	wrapPage, signIn := devLoginSite()
@@ -166,7 +166,7 @@ func (b *browser) postResp(path string, form url.Values) *http.Response {
 
 // tokenRequest posts a token request and returns the status and the
 // decoded answer.
-func (e *oauthEnv) tokenRequest(t *testing.T, form url.Values) (int, map[string]any) {
+func (e *oauthEnv) tokenRequest(t testing.TB, form url.Values) (int, map[string]any) {
 	t.Helper()
 	resp, err := http.PostForm(e.url+"/oauth/token", form)
 	if err != nil {
@@ -180,7 +180,7 @@ func (e *oauthEnv) tokenRequest(t *testing.T, form url.Values) (int, map[string]
 	return resp.StatusCode, out
 }
 
-func (e *oauthEnv) redeem(t *testing.T, code, verifier string) (int, map[string]any) {
+func (e *oauthEnv) redeem(t testing.TB, code, verifier string) (int, map[string]any) {
 	t.Helper()
 	return e.tokenRequest(t, url.Values{
 		"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier},

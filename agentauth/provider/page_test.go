@@ -37,12 +37,12 @@ func devLoginSite() (func(http.Handler) http.Handler, func(*provider.Config)) {
 // browser is a cookie-keeping HTTP client that does not follow
 // redirects, so that each step is seen.
 type browser struct {
-	t *testing.T
+	t testing.TB
 	c *http.Client
 	e *env
 }
 
-func newBrowser(t *testing.T, e *env) *browser {
+func newBrowser(t testing.TB, e *env) *browser {
 	jar, _ := cookiejar.New(nil)
 	return &browser{t: t, e: e, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
