@@ -508,6 +508,9 @@ func (p *Provider) oauthSession(ctx context.Context, endpoint, token string) (*a
 		return nil, err
 	}
 	if err := p.touch(ctx, a.ID, a); err != nil {
+		if e := agentcap.As(err); e != nil && e.HTTPStatus() >= 500 {
+			return nil, err
+		}
 		return nil, errAccessToken("the access token's grant has lapsed")
 	}
 	return sess, nil
@@ -666,17 +669,29 @@ func (p *Provider) throwawayKey() (json.RawMessage, error) {
 }
 
 // oauthHost returns the user's host for client c, making it when the user
-// has none that is active: one host per user and client, linked to the
-// user, named after the client.
+// has none that is active or pending: one host per user and client, linked
+// to the user, named after the client. A host it makes is pending until
+// the user's first consent activates it, so that a client the user never
+// allowed shows as nothing more.
 func (p *Provider) oauthHost(ctx context.Context, u *User, c *oauthClient) (*store.Host, bool, error) {
 	hosts, err := p.store.ListUserHosts(ctx, u.ID)
 	if err != nil {
 		return nil, false, err
 	}
+	var pending *store.Host
 	for _, h := range hosts {
-		if h.OAuthClient == c.id && h.Status == agentcap.StatusActive {
-			return h, true, nil
+		if h.OAuthClient != c.id {
+			continue
 		}
+		switch h.Status {
+		case agentcap.StatusActive:
+			return h, true, nil
+		case agentcap.StatusPending:
+			pending = h
+		}
+	}
+	if pending != nil {
+		return pending, false, nil
 	}
 	key, err := p.throwawayKey()
 	if err != nil {
@@ -686,14 +701,12 @@ func (p *Provider) oauthHost(ctx context.Context, u *User, c *oauthClient) (*sto
 	if err != nil {
 		return nil, false, err
 	}
-	now := p.now()
 	h := &store.Host{
 		ID:          id,
 		Name:        c.displayName(),
 		PublicKey:   key,
 		UserID:      u.ID,
-		Status:      agentcap.StatusActive,
-		ActivatedAt: &now,
+		Status:      agentcap.StatusPending,
 		OAuthClient: c.id,
 	}
 	if err := p.store.CreateHost(ctx, h); err != nil {

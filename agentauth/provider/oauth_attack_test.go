@@ -265,6 +265,11 @@ func TestOAuthConsentPage(t *testing.T) {
 		!strings.Contains(h.Get("Content-Security-Policy"), "form-action 'self' http://127.0.0.1:43210") {
 		t.Errorf("headers %v", h)
 	}
+	// Until the user allows something, the client's host is pending.
+	hosts, err := e.st.ListUserHosts(context.Background(), "alice")
+	if err != nil || len(hosts) != 1 || hosts[0].Status != "pending" || hosts[0].OAuthClient != oauthClientID {
+		t.Fatalf("hosts before the consent: %+v %v", hosts, err)
+	}
 	token := oauthField.FindStringSubmatch(body)[1]
 	forged := url.Values{"csrf": {"forged"}, "oauth": {token}, "step": {"review"}, "request": {page.Query().Get("request")}, "action": {"allow"}, "capability": {"echo"}}
 	if resp := b.postResp(page.Path, forged); resp.StatusCode != http.StatusForbidden {
@@ -278,6 +283,9 @@ func TestOAuthConsentPage(t *testing.T) {
 	q := b.consent(e.authorizeURL(challenge, "echo"), nil, nil)
 	if q.Get("error") != "access_denied" || q.Get("code") != "" || q.Get("state") != "st-1" {
 		t.Fatalf("denied: %v", q)
+	}
+	if hosts, _ := e.st.ListUserHosts(context.Background(), "alice"); len(hosts) != 1 || hosts[0].Status != "pending" {
+		t.Fatalf("hosts after a denial: %+v", hosts)
 	}
 }
 
