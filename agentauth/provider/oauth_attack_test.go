@@ -287,6 +287,11 @@ func TestOAuthConsentPage(t *testing.T) {
 	if hosts, _ := e.st.ListUserHosts(context.Background(), "alice"); len(hosts) != 1 || hosts[0].Status != "pending" {
 		t.Fatalf("hosts after a denial: %+v", hosts)
 	}
+	// Once allowed, "Your agents" names the client.
+	e.grant(t, b)
+	if status, page, _ := b.get("/agents"); status != http.StatusOK || !strings.Contains(page, "identified as <code>desk-app</code>") {
+		t.Fatalf("agents page: %d %s", status, page)
+	}
 }
 
 // TestOAuthStepUp: a consent for more adds grants to the same agent; a

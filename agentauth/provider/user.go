@@ -91,6 +91,9 @@ type UserHost struct {
 	DefaultCapabilities []string   `json:"default_capabilities"`
 	CreatedAt           time.Time  `json:"created_at"`
 	LastUsedAt          *time.Time `json:"last_used_at,omitempty"`
+	// OAuthClient is the client_id of the MCP host the provider made
+	// this host for, when the user connected one through OAuth.
+	OAuthClient string `json:"oauth_client,omitempty"`
 }
 
 // GrantRequest is a capability the user grants an agent of theirs.
@@ -132,7 +135,7 @@ func userHostView(h *store.Host) UserHost {
 		caps = []string{}
 	}
 	return UserHost{ID: h.ID, Name: h.Name, Status: h.Status, DefaultCapabilities: caps,
-		CreatedAt: h.CreatedAt, LastUsedAt: h.LastUsedAt}
+		CreatedAt: h.CreatedAt, LastUsedAt: h.LastUsedAt, OAuthClient: h.OAuthClient}
 }
 
 // ownAgent loads agentID if it acts for userID or runs under a host
