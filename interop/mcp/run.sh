@@ -2,7 +2,8 @@
 # Runs agentcap's MCP interop suite: installs the pinned TypeScript MCP SDK
 # and MCP Inspector CLI, then runs the Go tests built with the
 # "mcpinterop" tag, which start the example bank, agentcap and an mcpx
-# server on loopback and drive them with those clients.
+# server on loopback and drive them with those clients; the SDK's OAuth
+# client consents through headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")"
 
