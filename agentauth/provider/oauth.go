@@ -100,8 +100,10 @@ type oauthRequest struct {
 	Challenge string   `json:"p"`
 	Resource  string   `json:"t"`
 	Scopes    []string `json:"o,omitempty"`
-	// Agent and Approval are set once the consent step has found or
-	// made the client's agent and asked the user.
+	// Key, Agent and Approval are set once the consent step has found
+	// or made the client's host (whose OAuthClient is Key, see
+	// oauthClient.key) and agent, and asked the user.
+	Key      string `json:"k,omitempty"`
 	Agent    string `json:"a,omitempty"`
 	Approval string `json:"q,omitempty"`
 }
@@ -111,12 +113,23 @@ type oauthRequest struct {
 // is good for; a code also its redirect URI and PKCE challenge, a code and
 // a refresh token the nonce spent when they are used.
 type oauthGrant struct {
-	Agent     string `json:"a"`
-	Client    string `json:"c"`
+	Agent  string `json:"a"`
+	Client string `json:"c"`
+	// Key is the client's key (oauthClient.key), which its agent's host
+	// records; empty when it is Client.
+	Key       string `json:"k,omitempty"`
 	Resource  string `json:"t"`
 	Redirect  string `json:"r,omitempty"`
 	Challenge string `json:"p,omitempty"`
 	Nonce     string `json:"n,omitempty"`
+}
+
+// clientKey is the key of the grant's client (see oauthClient.key).
+func (g oauthGrant) clientKey() string {
+	if g.Key != "" {
+		return g.Key
+	}
+	return g.Client
 }
 
 // oauthServer is the authorization server's protocol machinery: the
@@ -406,7 +419,7 @@ func (p *Provider) issueOAuthTokens(ctx context.Context, g oauthGrant) (*op.Resp
 		return nil, oidc.ErrInvalidGrant().WithDescription("the grant is %s", a.Status)
 	}
 	now := p.now()
-	access, err := p.sealJSON(accessTokenPrefix, "oauth-access", "", oauthGrant{Agent: a.ID, Client: g.Client, Resource: g.Resource})
+	access, err := p.sealJSON(accessTokenPrefix, "oauth-access", "", oauthGrant{Agent: a.ID, Client: g.Client, Key: g.Key, Resource: g.Resource})
 	if err != nil {
 		return nil, oidc.ErrServerError().WithParent(err)
 	}
@@ -414,7 +427,7 @@ func (p *Provider) issueOAuthTokens(ctx context.Context, g oauthGrant) (*op.Resp
 	if err != nil {
 		return nil, oidc.ErrServerError().WithParent(err)
 	}
-	refresh, err := p.sealJSON(refreshTokenPrefix, "oauth-refresh", g.Client, oauthGrant{Agent: a.ID, Client: g.Client, Resource: g.Resource, Nonce: nonce})
+	refresh, err := p.sealJSON(refreshTokenPrefix, "oauth-refresh", g.Client, oauthGrant{Agent: a.ID, Client: g.Client, Key: g.Key, Resource: g.Resource, Nonce: nonce})
 	if err != nil {
 		return nil, oidc.ErrServerError().WithParent(err)
 	}
@@ -490,7 +503,7 @@ func (p *Provider) oauthSession(ctx context.Context, endpoint, token string) (*a
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, storeDown(fmt.Errorf("reading host %s: %w", a.HostID, err))
 	}
-	if err != nil || h.OAuthClient != g.Client || a.Status != agentcap.StatusActive || h.Status != agentcap.StatusActive {
+	if err != nil || h.OAuthClient != g.clientKey() || a.Status != agentcap.StatusActive || h.Status != agentcap.StatusActive {
 		return nil, errAccessToken("the access token's grant was revoked")
 	}
 	now := p.now()
@@ -680,7 +693,7 @@ func (p *Provider) oauthHost(ctx context.Context, u *User, c *oauthClient) (*sto
 	}
 	var pending *store.Host
 	for _, h := range hosts {
-		if h.OAuthClient != c.id {
+		if h.OAuthClient != c.key() {
 			continue
 		}
 		switch h.Status {
@@ -707,7 +720,7 @@ func (p *Provider) oauthHost(ctx context.Context, u *User, c *oauthClient) (*sto
 		PublicKey:   key,
 		UserID:      u.ID,
 		Status:      agentcap.StatusPending,
-		OAuthClient: c.id,
+		OAuthClient: c.key(),
 	}
 	if err := p.store.CreateHost(ctx, h); err != nil {
 		return nil, false, err
@@ -840,6 +853,9 @@ func (p *Provider) serveOAuthConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rq.Agent = agent.ID
+	if k := c.key(); k != c.id {
+		rq.Key = k
+	}
 	if len(needed) == 0 && agent.Status == agentcap.StatusActive {
 		p.redirectWithCode(w, r, rq)
 		return
@@ -869,7 +885,7 @@ func (p *Provider) oauthHostFor(ctx context.Context, u *User, c *oauthClient) (*
 		if err != nil {
 			return nil, false, err
 		}
-		if !slices.ContainsFunc(hosts, func(h *store.Host) bool { return h.OAuthClient == c.id && h.Status == agentcap.StatusActive }) {
+		if !slices.ContainsFunc(hosts, func(h *store.Host) bool { return h.OAuthClient == c.key() && h.Status == agentcap.StatusActive }) {
 			return nil, false, errRegistrationExpired
 		}
 	}
@@ -981,7 +997,7 @@ func (p *Provider) redirectWithCode(w http.ResponseWriter, r *http.Request, rq o
 	if err == nil {
 		var code string
 		code, err = p.sealJSON(codePrefix, "oauth-code", rq.Client, oauthGrant{
-			Agent: rq.Agent, Client: rq.Client, Resource: rq.Resource,
+			Agent: rq.Agent, Client: rq.Client, Key: rq.Key, Resource: rq.Resource,
 			Redirect: rq.Redirect, Challenge: rq.Challenge, Nonce: nonce,
 		})
 		if err == nil {

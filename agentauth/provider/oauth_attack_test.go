@@ -2,10 +2,12 @@ package provider_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/auth"
@@ -325,5 +327,64 @@ func TestOAuthStepUp(t *testing.T) {
 	q = b.consent(e.authorizeURL(challenge, "echo"), []string{"echo"}, nil)
 	if status, out := e.redeem(t, q.Get("code"), verifier); status != http.StatusOK {
 		t.Fatalf("third token: %d %v", status, out)
+	}
+}
+
+// TestOAuthRegisteringAgainKeepsTheAgent: a client that registers again
+// with the same details, as some do before every authorization, gets
+// another client_id, but its consents add to the same host and agent.
+func TestOAuthRegisteringAgainKeepsTheAgent(t *testing.T) {
+	e := newOAuthEnv(t, func(c *provider.Config) { c.OAuth.DynamicRegistration = true })
+	b := signedIn(t, e)
+	register := func() string {
+		resp, err := http.Post(e.url+"/oauth/register", "application/json",
+			strings.NewReader(`{"redirect_uris":["http://127.0.0.1/callback"],"client_name":"Re-registering host"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			ClientID string `json:"client_id"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("register: %d %v", resp.StatusCode, err)
+		}
+		return out.ClientID
+	}
+	token := func(clientID, scope string, allow []string) string {
+		verifier, challenge := pkce(scope[:1])
+		q := b.consent(e.authorizeURL(challenge, scope, func(v url.Values) { v.Set("client_id", clientID) }), allow, nil)
+		status, tok := e.tokenRequest(t, url.Values{
+			"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "code_verifier": {verifier},
+			"client_id": {clientID}, "redirect_uri": {"http://127.0.0.1:43210/callback"},
+		})
+		if status != http.StatusOK {
+			t.Fatalf("token: %d %v", status, tok)
+		}
+		return tok["access_token"].(string)
+	}
+	first := register()
+	a1 := token(first, "echo", []string{"echo"})
+	e.clock.Advance(2 * time.Second)
+	second := register()
+	if first == second {
+		t.Fatal("two registrations a moment apart got one client_id")
+	}
+	a2 := token(second, "check_balance", []string{"check_balance"})
+	v, _ := e.p.EndpointVerifier(e.resource)
+	id1, err1 := v.Verify(context.Background(), &auth.Request{Authorization: "Bearer " + a1})
+	id2, err2 := v.Verify(context.Background(), &auth.Request{Authorization: "Bearer " + a2})
+	if err1 != nil || err2 != nil || id1.AgentID != id2.AgentID {
+		t.Fatalf("agents: %v %v, %v %v", id1, err1, id2, err2)
+	}
+	if hosts, _ := e.st.ListUserHosts(context.Background(), "alice"); len(hosts) != 1 {
+		t.Fatalf("hosts: %+v", hosts)
+	}
+	cs, err := e.mcpSession(t, a1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(toolNames(t, cs), ","); got != "check_balance,echo" {
+		t.Fatalf("tools: %s", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -99,6 +100,28 @@ type oauthClient struct {
 	origin string
 	// issuedAt is, for a dynamic client, when its client_id was issued.
 	issuedAt time.Time
+}
+
+// key is what the client's host records (store.Host.OAuthClient) and its
+// tokens are checked against: its client_id, except for a dynamic client,
+// whose key is a digest of what it registered (its name and redirect
+// URIs). A client that registers again, as some do on every
+// authorization, gets another client_id for the same registration: its
+// consents go to the same host and agent, so that a step-up adds to the
+// grants the user gave before. Two registrations alike in every detail
+// send their codes to the same redirect URIs and show the user the same
+// consent: they are one client as far as anyone can tell.
+func (c *oauthClient) key() string {
+	if c.kind != clientKindDynamic {
+		return c.id
+	}
+	h := sha256.New()
+	h.Write([]byte(c.name))
+	for _, u := range c.redirectURIs {
+		h.Write([]byte{0})
+		h.Write([]byte(u))
+	}
+	return dynamicClientPrefix + "registration:" + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
 func (c *oauthClient) clone() *oauthClient {
