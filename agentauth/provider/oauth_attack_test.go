@@ -58,6 +58,20 @@ func TestOAuthAuthorizeRefusals(t *testing.T) {
 		{"redirect with fragment", func(q url.Values) { q.Set("redirect_uri", "http://127.0.0.1:43210/callback#x") }, false, "invalid_request"},
 		{"redirect with credentials", func(q url.Values) { q.Set("redirect_uri", "http://evil@127.0.0.1:43210/callback") }, false, "invalid_request"},
 		{"no redirect", func(q url.Values) { q.Del("redirect_uri") }, false, "invalid_request"},
+		{"https redirect on another port", func(q url.Values) {
+			q.Set("client_id", "web-app")
+			q.Set("redirect_uri", "https://app.example:8443/cb")
+		}, false, "invalid_request"},
+		{"https redirect with dot segments", func(q url.Values) {
+			q.Set("client_id", "web-app")
+			q.Set("redirect_uri", "https://app.example/cb/../evil")
+		}, false, "invalid_request"},
+		{"https redirect as http", func(q url.Values) { q.Set("client_id", "web-app"); q.Set("redirect_uri", "http://app.example/cb") }, false, "invalid_request"},
+		{"https redirect on a subdomain", func(q url.Values) {
+			q.Set("client_id", "web-app")
+			q.Set("redirect_uri", "https://evil.app.example/cb")
+		}, false, "invalid_request"},
+		{"another client's redirect", func(q url.Values) { q.Set("client_id", "web-app") }, false, "invalid_request"},
 		{"no PKCE", func(q url.Values) { q.Del("code_challenge"); q.Del("code_challenge_method") }, true, "invalid_request"},
 		{"PKCE plain", func(q url.Values) { q.Set("code_challenge_method", "plain") }, true, "invalid_request"},
 		{"PKCE method missing", func(q url.Values) { q.Del("code_challenge_method") }, true, "invalid_request"},

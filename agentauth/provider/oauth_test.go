@@ -50,7 +50,10 @@ func newOAuthEnv(t testing.TB, mods ...func(*provider.Config)) *oauthEnv {
 		c.Endpoints = []string{c.Issuer + "/mcp"}
 		c.OAuth = provider.OAuthConfig{
 			Enabled: true,
-			Clients: []provider.OAuthClient{{ID: oauthClientID, Name: "Desk <b>App</b>", RedirectURIs: []string{oauthRedirect}}},
+			Clients: []provider.OAuthClient{
+				{ID: oauthClientID, Name: "Desk <b>App</b>", RedirectURIs: []string{oauthRedirect}},
+				{ID: "web-app", Name: "Web App", RedirectURIs: []string{"https://app.example/cb"}},
+			},
 		}
 	}}, mods...)...)
 	resource := e.url + "/mcp"
