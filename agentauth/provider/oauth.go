@@ -845,7 +845,7 @@ func (p *Provider) serveOAuthConsent(w http.ResponseWriter, r *http.Request) {
 	_ = known
 	caps := rq.Scopes
 	if caps == nil {
-		caps = p.visibleTo(ctx, u)
+		caps = p.visibleTo(ctx, u, host)
 	}
 	agent, needed, err := p.oauthAgent(ctx, u, c, host, caps)
 	if err != nil {
@@ -892,10 +892,18 @@ func (p *Provider) oauthHostFor(ctx context.Context, u *User, c *oauthClient) (*
 	return p.oauthHost(ctx, u, c)
 }
 
-// visibleTo lists the capabilities user u may see, for a request that
-// named no scope.
-func (p *Provider) visibleTo(ctx context.Context, u *User) []string {
-	id := &auth.Identity{Subject: "user:" + u.ID, UserID: u.ID}
+// visibleTo lists the capabilities that the agent a consent of user u
+// makes under host h would see, for a request that named no scope: the
+// visibility rules are asked about a delegated, active agent of u under
+// h, as they will be asked about it once it calls.
+func (p *Provider) visibleTo(ctx context.Context, u *User, h *store.Host) []string {
+	host := h.DirectoryHost()
+	host.Status, host.UserID = agentcap.StatusActive, u.ID
+	sess := &agentauth.Session{
+		Agent: &agentauth.Agent{HostID: h.ID, UserID: u.ID, Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive},
+		Host:  host,
+	}
+	id := &auth.Identity{Subject: "oauth-consent:" + h.ID, HostID: h.ID, UserID: u.ID, Claims: sess}
 	var out []string
 	for _, d := range p.reg.Visible(ctx, id) {
 		out = append(out, d.Name())

@@ -402,3 +402,27 @@ func TestOAuthRegisteringAgainKeepsTheAgent(t *testing.T) {
 		t.Fatalf("tools: %s", got)
 	}
 }
+
+// TestOAuthNoScope: a request that names no scope lets the user choose
+// among every capability they may see.
+func TestOAuthNoScope(t *testing.T) {
+	e := newOAuthEnv(t)
+	b := signedIn(t, e)
+	_, challenge := pkce("n")
+	_, _, h := b.get(e.authorizeURL(challenge, ""))
+	loc, _ := url.Parse(h.Get("Location"))
+	if !strings.HasPrefix(loc.Path, "/oauth/consent") {
+		t.Fatalf("authorize without a scope went to %s", loc)
+	}
+	_, _, h = b.get(loc.RequestURI())
+	page, _ := url.Parse(h.Get("Location"))
+	status, body, _ := b.get(page.RequestURI())
+	if status != http.StatusOK {
+		t.Fatalf("page: %d", status)
+	}
+	for _, name := range []string{"echo", "check_balance", "transfer", "statement"} {
+		if !strings.Contains(body, `id="cap-`+name+`"`) {
+			t.Errorf("the consent page does not offer %s", name)
+		}
+	}
+}
