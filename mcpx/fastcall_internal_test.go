@@ -30,7 +30,7 @@ func directServer(t testing.TB) *Server {
 	t.Helper()
 	reg := core.MustRegistry(
 		core.MustDefine("echo", "Echo.", func(_ context.Context, _ struct{}, in directIn) (directOut, error) {
-			return directOut{Message: in.Message, Count: in.Count}, nil
+			return directOut(in), nil
 		}, core.WithReadOnly()),
 		core.MustDefine("fail", "Fail.", func(context.Context, struct{}, directIn) (directOut, error) {
 			return directOut{}, agentcap.NewError(agentcap.CodeConflict, "the account is frozen")
