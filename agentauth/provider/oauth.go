@@ -686,10 +686,10 @@ func (p *Provider) throwawayKey() (json.RawMessage, error) {
 // to the user, named after the client. A host it makes is pending until
 // the user's first consent activates it, so that a client the user never
 // allowed shows as nothing more.
-func (p *Provider) oauthHost(ctx context.Context, u *User, c *oauthClient) (*store.Host, bool, error) {
+func (p *Provider) oauthHost(ctx context.Context, u *User, c *oauthClient) (*store.Host, error) {
 	hosts, err := p.store.ListUserHosts(ctx, u.ID)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	var pending *store.Host
 	for _, h := range hosts {
@@ -698,21 +698,21 @@ func (p *Provider) oauthHost(ctx context.Context, u *User, c *oauthClient) (*sto
 		}
 		switch h.Status {
 		case agentcap.StatusActive:
-			return h, true, nil
+			return h, nil
 		case agentcap.StatusPending:
 			pending = h
 		}
 	}
 	if pending != nil {
-		return pending, false, nil
+		return pending, nil
 	}
 	key, err := p.throwawayKey()
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	id, err := p.newID("hst_")
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	h := &store.Host{
 		ID:          id,
@@ -723,10 +723,10 @@ func (p *Provider) oauthHost(ctx context.Context, u *User, c *oauthClient) (*sto
 		OAuthClient: c.key(),
 	}
 	if err := p.store.CreateHost(ctx, h); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	p.record(ctx, audit.Record{Event: audit.EventHostRegistered, UserID: u.ID, HostID: h.ID, Detail: "OAuth client " + c.id})
-	return h, false, nil
+	return h, nil
 }
 
 // displayName is the name a consent shows and the records carry.
@@ -833,7 +833,7 @@ func (p *Provider) serveOAuthConsent(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
-	host, known, err := p.oauthHostFor(ctx, u, c)
+	host, err := p.oauthHostFor(ctx, u, c)
 	if errors.Is(err, errRegistrationExpired) {
 		p.renderPage(w, http.StatusBadRequest, d, "Registration expired", "done", "The application's registration has expired. Start again from the application.")
 		return
@@ -842,7 +842,6 @@ func (p *Provider) serveOAuthConsent(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
-	_ = known
 	caps := rq.Scopes
 	if caps == nil {
 		caps = p.visibleTo(ctx, u, host)
@@ -879,14 +878,14 @@ var errRegistrationExpired = errors.New("provider: the dynamic registration has 
 // oauthHostFor is oauthHost, refusing a dynamic registration that has
 // expired unless the user consented to it before (their host for it is
 // still active).
-func (p *Provider) oauthHostFor(ctx context.Context, u *User, c *oauthClient) (*store.Host, bool, error) {
+func (p *Provider) oauthHostFor(ctx context.Context, u *User, c *oauthClient) (*store.Host, error) {
 	if c.kind == "dynamic" && p.registrationExpired(c) {
 		hosts, err := p.store.ListUserHosts(ctx, u.ID)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		if !slices.ContainsFunc(hosts, func(h *store.Host) bool { return h.OAuthClient == c.key() && h.Status == agentcap.StatusActive }) {
-			return nil, false, errRegistrationExpired
+			return nil, errRegistrationExpired
 		}
 	}
 	return p.oauthHost(ctx, u, c)
