@@ -605,7 +605,6 @@ type oauthMetadata struct {
 	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
 	ClientIDMetadataDocumentSupported bool     `json:"client_id_metadata_document_supported"`
 	AuthorizationResponseISSSupported bool     `json:"authorization_response_iss_parameter_supported"`
-	ResourceIndicatorsSupported       bool     `json:"resource_indicators_supported"`
 	ProtectedResources                []string `json:"protected_resources,omitempty"`
 }
 
@@ -630,7 +629,6 @@ func (p *Provider) serveOAuthMetadata(w http.ResponseWriter, r *http.Request) {
 		CodeChallengeMethodsSupported:     []string{"S256"},
 		ClientIDMetadataDocumentSupported: true,
 		AuthorizationResponseISSSupported: true,
-		ResourceIndicatorsSupported:       true,
 		ProtectedResources:                p.endpoints,
 	}
 	if p.oauth.dynamic {
