@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -424,5 +425,41 @@ func TestOAuthNoScope(t *testing.T) {
 		if !strings.Contains(body, `id="cap-`+name+`"`) {
 			t.Errorf("the consent page does not offer %s", name)
 		}
+	}
+}
+
+// TestOAuthMetadata: the authorization server's metadata names its
+// endpoints and what it supports, and nothing when the server is off.
+func TestOAuthMetadata(t *testing.T) {
+	e := newOAuthEnv(t)
+	resp, err := http.Get(e.url + "/.well-known/oauth-authorization-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var md map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&md); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	want := map[string]any{
+		"issuer":                                e.url,
+		"authorization_endpoint":                e.url + "/oauth/authorize",
+		"token_endpoint":                        e.url + "/oauth/token",
+		"revocation_endpoint":                   e.url + "/oauth/revoke",
+		"client_id_metadata_document_supported": true,
+		"authorization_response_iss_parameter_supported": true,
+	}
+	for k, v := range want {
+		if md[k] != v {
+			t.Errorf("%s = %v, want %v", k, md[k], v)
+		}
+	}
+	if fmt.Sprint(md["code_challenge_methods_supported"]) != "[S256]" || fmt.Sprint(md["token_endpoint_auth_methods_supported"]) != "[none]" ||
+		fmt.Sprint(md["scopes_supported"]) != "[check_balance echo statement transfer]" || md["registration_endpoint"] != nil {
+		t.Errorf("metadata %v", md)
+	}
+	off := newPageEnv(t)
+	if resp, err := http.Get(off.url + "/.well-known/oauth-authorization-server"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("without OAuth: %v %v", resp.StatusCode, err)
 	}
 }
