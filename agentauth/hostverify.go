@@ -2,16 +2,14 @@ package agentauth
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
 // HostReplayKeyPrefix starts every key recorded in a ReplayCache for a
@@ -272,8 +270,6 @@ func (v *Verifier) checkHostTimes(tok *HostJWT) error {
 	return agentcap.NewError(agentcap.CodeInvalidJWT, msg)
 }
 
-var hostB64 = base64.RawURLEncoding.Strict()
-
 // ParseHostJWT runs the syntax, header and claim-type checks of a host
 // JWT (step 1 of HostVerifier.VerifyHost): at most MaxTokenBytes, three
 // base64url segments, JSON objects without duplicate members, header
@@ -283,89 +279,33 @@ var hostB64 = base64.RawURLEncoding.Strict()
 // invalid_jwt with one message, so that a caller cannot tell which check
 // failed. Nothing is verified: a provider reads the token's key claims
 // from the result to find the key it then verifies with.
+//
+// The token is read by the reader of agent JWTs (see Verifier.Session),
+// with the readings host JWTs have always had: a line break inside a
+// segment is skipped; a string's byte outside UTF-8, or surrogate escape
+// that is not half of a pair, reads as U+FFFD, as encoding/json reads it
+// (so two names that read alike are duplicates); nesting is bounded by
+// the size alone; every number must fit a float64; an aud of null reads
+// as one empty audience; an iat or exp of null as the epoch; and
+// NumericDates up to 1e11, their fraction truncated, in the local zone.
 func ParseHostJWT(token string) (*HostJWT, error) {
-	if len(token) > MaxTokenBytes {
-		return nil, invalidHostToken(errors.New("token too large"))
-	}
-	segs := strings.Split(token, ".")
-	if len(segs) != 3 || segs[0] == "" || segs[1] == "" || segs[2] == "" {
-		return nil, invalidHostToken(errors.New("not a JWS compact serialization"))
-	}
-	header, err := hostB64.DecodeString(segs[0])
+	d1, d2, err := hostJWT.segments(token)
 	if err != nil {
 		return nil, invalidHostToken(err)
 	}
-	payload, err := hostB64.DecodeString(segs[1])
+	src := []byte(token)
+	header, payload, sig, err := decodeSegments(make([]byte, decodedLen(len(src), d1, d2)), src, d1, d2)
 	if err != nil {
 		return nil, invalidHostToken(err)
 	}
-	sig, err := hostB64.DecodeString(segs[2])
+	var rd jsonvalue.Reader
+	kid, err := hostJWT.readHeader(&rd, string(header))
 	if err != nil {
-		return nil, invalidHostToken(err)
+		return nil, invalidHostToken(fmt.Errorf("header: %w", err))
 	}
-	h, err := decodeObject(header)
-	if err != nil {
-		return nil, invalidHostToken(err)
-	}
-	for name := range h {
-		if name != "alg" && name != "typ" && name != "kid" {
-			return nil, invalidHostToken(fmt.Errorf("header member %q is not accepted", name))
-		}
-	}
-	typ, err1 := optString(h, "typ")
-	alg, err2 := optString(h, "alg")
-	kid, err3 := optString(h, "kid")
-	switch {
-	case err1 != nil || err2 != nil || err3 != nil:
-		return nil, invalidHostToken(errors.New("header member of the wrong type"))
-	case typ != agentcap.TypeHostJWT:
-		return nil, invalidHostToken(fmt.Errorf("typ %q is not %s", typ, agentcap.TypeHostJWT))
-	case alg != "EdDSA":
-		return nil, invalidHostToken(fmt.Errorf("alg %q is not EdDSA", alg))
-	}
-	if err := checkNoDuplicates(payload); err != nil {
-		return nil, invalidHostToken(err)
-	}
-	c, err := decodeObject(payload)
-	if err != nil {
-		return nil, invalidHostToken(err)
-	}
-	tok := &HostJWT{
-		Kid:          kid,
-		Claims:       c,
-		Payload:      payload,
-		SigningInput: []byte(segs[0] + "." + segs[1]),
-		Signature:    sig,
-	}
-	if tok.Issuer, err = optString(c, "iss"); err != nil || tok.Issuer == "" {
-		return nil, invalidHostToken(errors.New("iss is missing or not a string"))
-	}
-	if tok.ID, err = optString(c, "jti"); err != nil {
-		return nil, invalidHostToken(err)
-	}
-	if raw, ok := c["aud"]; ok {
-		var one string
-		if json.Unmarshal(raw, &one) == nil {
-			tok.Audience = []string{one}
-		} else if err := json.Unmarshal(raw, &tok.Audience); err != nil || slices.Contains(tok.Audience, "") {
-			return nil, invalidHostToken(errors.New(`claim "aud" has the wrong type`))
-		}
-	}
-	for _, d := range []struct {
-		name string
-		t    *time.Time
-		has  *bool
-	}{{"iat", &tok.IssuedAt, &tok.HasIssuedAt}, {"exp", &tok.Expiry, &tok.HasExpiry}} {
-		raw, ok := c[d.name]
-		if !ok {
-			continue
-		}
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e11 {
-			return nil, invalidHostToken(fmt.Errorf("claim %q is not a NumericDate", d.name))
-		}
-		sec, frac := math.Modf(f)
-		*d.t, *d.has = time.Unix(int64(sec), int64(frac*1e9)), true
+	tok := &HostJWT{Kid: kid, Payload: payload, SigningInput: src[:d2:d2], Signature: sig}
+	if err := tok.readClaims(&rd, payload); err != nil {
+		return nil, invalidHostToken(fmt.Errorf("claims: %w", err))
 	}
 	return tok, nil
 }
@@ -373,21 +313,16 @@ func ParseHostJWT(token string) (*HostJWT, error) {
 // tokenType returns the "typ" header of a compact JWT without verifying
 // anything, or "" when the header cannot be read. It tells a host JWT
 // from an agent JWT before either is verified, so that each goes to its
-// own verifier; the verifier then checks typ again.
+// own verifier; the verifier then checks typ again, read the same way.
 func tokenType(token string) string {
 	head, _, ok := strings.Cut(token, ".")
 	if !ok || len(head) > MaxTokenBytes {
 		return ""
 	}
-	header, err := hostB64.DecodeString(head)
+	header, err := b64.DecodeString(head)
 	if err != nil {
 		return ""
 	}
-	var h struct {
-		Typ string `json:"typ"`
-	}
-	if json.Unmarshal(header, &h) != nil {
-		return ""
-	}
-	return h.Typ
+	var rd jsonvalue.Reader
+	return readType(&rd, string(header))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/internal/jsonvalue"
 )
 
 // This file keeps the way the verifier read agent JWTs before it had its
@@ -64,7 +65,7 @@ func ReferenceTokenView(token string, pub ed25519.PublicKey) (TokenView, error) 
 // DeliberateParseDifference reports whether the header or the payload of
 // token holds what the parser refuses on purpose and encoding/json
 // accepts: a surrogate escape (the parser refuses those that are not half
-// of a pair) or nesting deeper than maxJSONDepth. It may say yes for a
+// of a pair) or nesting deeper than jsonvalue.MaxDepth. It may say yes for a
 // token the parser accepts; the differential tests only ask it about
 // tokens the parser refused.
 func DeliberateParseDifference(token string) bool {
@@ -74,7 +75,7 @@ func DeliberateParseDifference(token string) bool {
 		if err != nil {
 			continue
 		}
-		if surrogateEscape.Match(text) || jsonDepth(text) > maxJSONDepth {
+		if surrogateEscape.Match(text) || jsonDepth(text) > jsonvalue.MaxDepth {
 			return true
 		}
 	}
@@ -370,8 +371,8 @@ func TestTokenParserJSON(t *testing.T) {
 		{"lone low surrogate", hdr, `{"sub":"a","x":"\udc00"}`, false, true},
 		{"high surrogate then a letter", hdr, `{"sub":"a","x":"\ud800\u0041"}`, false, true},
 		{"lone surrogate in sub", hdr, `{"sub":"\udfff"}`, false, true},
-		{"nesting at the limit", hdr, `{"sub":"a","x":` + strings.Repeat("[", maxJSONDepth-1) + strings.Repeat("]", maxJSONDepth-1) + `}`, true, false},
-		{"nesting beyond the limit", hdr, `{"sub":"a","x":` + strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth) + `}`, false, true},
+		{"nesting at the limit", hdr, `{"sub":"a","x":` + strings.Repeat("[", jsonvalue.MaxDepth-1) + strings.Repeat("]", jsonvalue.MaxDepth-1) + `}`, true, false},
+		{"nesting beyond the limit", hdr, `{"sub":"a","x":` + strings.Repeat("[", jsonvalue.MaxDepth) + strings.Repeat("]", jsonvalue.MaxDepth) + `}`, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 // This file is the one place of the module that decodes the escape
 // sequences of JSON strings. The readers differ only in what they do with
 // a surrogate escape that is not half of a pair, which is policy, not
-// grammar: Parse, Reader and the agent JWT reader refuse it, the
-// constraint grammar keeps it as its own three bytes (as WTF-8 does), and
-// Unquote, which reads as encoding/json does, replaces it with U+FFFD.
+// grammar: Parse and Reader refuse it, the constraint grammar keeps it as
+// its own three bytes (as WTF-8 does), and Unquote and a Reader under
+// Rules.Replace, which read as encoding/json does, replace it with U+FFFD.
 
 // EscapeFailure says why ReadEscape could not read an escape sequence.
 type EscapeFailure uint8

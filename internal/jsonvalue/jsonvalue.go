@@ -13,6 +13,10 @@
 // error. encoding/json replaces such escapes with U+FFFD, which can make two
 // different keys collide after decoding, so this package rejects them.
 //
+// A Reader can be given Rules that relax some of this for a document whose
+// reading was decided elsewhere, such as a host JWT, which has always been
+// read as encoding/json reads it.
+//
 // The tree shares memory: every string, key and number that contains no
 // escape sequence is a substring of a single copy of the input made by the
 // parse, so a retained value keeps that copy alive. Request-scoped trees are
@@ -193,6 +197,9 @@ type parser struct {
 	i    int
 
 	depth int
+	// anyNumber lifts MaxNumberLen and MaxExponent, and replace reads
+	// strings as encoding/json does (see Rules); both are off for Parse.
+	anyNumber, replace bool
 	// raw asks the next object parsed at depth 1 to record member spans.
 	raw     bool
 	members map[string]json.RawMessage
@@ -220,6 +227,7 @@ const maxPooledScratch = 4096
 
 func putParser(p *parser) {
 	p.s, p.data, p.i, p.depth, p.raw, p.members = "", nil, 0, 0, false, nil
+	p.anyNumber, p.replace = false, false
 	if cap(p.mstack) > maxPooledScratch || cap(p.vstack) > maxPooledScratch || cap(p.buf) > 16*maxPooledScratch {
 		return
 	}
@@ -239,6 +247,22 @@ var plain = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// plainWord reports whether the eight bytes of b are all plain, testing
+// them at once as one word: none is below 0x20, none is the quote or the
+// backslash, and none has its high bit set. Each test is exact for the
+// word as a whole (a borrow only starts at a byte that matches).
+func plainWord(b string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	control := (w - 0x20*ones) &^ w
+	q := w ^ '"'*ones
+	quote := (q - ones) &^ q
+	bs := w ^ '\\'*ones
+	backslash := (bs - ones) &^ bs
+	return (control|quote|backslash|w)&highs == 0
+}
 
 func (p *parser) skipSpace() {
 	for p.i < len(p.s) && whitespace[p.s[p.i]] {
@@ -469,6 +493,11 @@ func (p *parser) str() (string, error) {
 	s := p.s
 	start := p.i + 1
 	i := start
+	// Eight plain bytes at a time, then byte by byte from the first that
+	// is not.
+	for i+8 <= len(s) && plainWord(s[i:i+8]) {
+		i += 8
+	}
 	for i < len(s) {
 		c := s[i]
 		if plain[c] {
@@ -486,6 +515,9 @@ func (p *parser) str() (string, error) {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
+			if p.replace {
+				return p.escapedStr(start, i)
+			}
 			return "", p.errAt(i, MsgInvalidUTF8)
 		}
 		i += size
@@ -515,7 +547,12 @@ func (p *parser) escapedStr(start, i int) (string, error) {
 		case c >= 0x80:
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size == 1 {
-				return "", p.errAt(i, MsgInvalidUTF8)
+				if !p.replace {
+					return "", p.errAt(i, MsgInvalidUTF8)
+				}
+				b = utf8.AppendRune(b, utf8.RuneError)
+				i++
+				continue
 			}
 			b = append(b, s[i:i+size]...)
 			i += size
@@ -532,6 +569,16 @@ func (p *parser) escapedStr(start, i int) (string, error) {
 			return "", p.errAt(at, "invalid character "+describe(s[at])+" in \\u escape")
 		}
 		switch {
+		case p.replace && IsHighSurrogate(r):
+			// As encoding/json reads it: a pair is a character, any
+			// other surrogate escape U+FFFD.
+			if pair, n2, ok := ReadSurrogatePair(s, r, i+n); ok {
+				r, n = pair, n+n2
+			} else {
+				r = utf8.RuneError
+			}
+		case p.replace && IsLowSurrogate(r):
+			r = utf8.RuneError
 		case IsLowSurrogate(r):
 			return "", p.errAt(i, MsgSurrogate)
 		case IsHighSurrogate(r):
@@ -625,11 +672,11 @@ func (p *parser) number() (json.Number, error) {
 				exp = exp*10 + int(s[i]-'0')
 			}
 		}
-		if exp > MaxExponent {
+		if exp > MaxExponent && !p.anyNumber {
 			return "", p.errAt(start, MsgExponentTooBig)
 		}
 	}
-	if i-start > MaxNumberLen {
+	if i-start > MaxNumberLen && !p.anyNumber {
 		return "", p.errAt(start, MsgNumberTooLong)
 	}
 	p.i = i

@@ -3,6 +3,7 @@ package jsonvalue
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 )
 
 // Kind is the JSON type of the value a Reader is about to read.
@@ -66,6 +67,30 @@ type Reader struct {
 	// start in keys and whether a member or element has been read.
 	keys  []string
 	opens []open
+	// maxDepth and outerKeysOnly are the Rules of the document.
+	maxDepth      int
+	outerKeysOnly bool
+}
+
+// Rules are the ways in which a Reader may read a document otherwise than
+// Parse does, for a caller whose documents are bounded, or whose readings
+// were decided, elsewhere. The zero Rules are Parse's.
+type Rules struct {
+	// MaxDepth, when positive, replaces MaxDepth as the deepest nesting
+	// read.
+	MaxDepth int
+	// AnyNumber lifts MaxNumberLen and MaxExponent, for a document small
+	// enough whose numbers the caller converts itself, if at all.
+	AnyNumber bool
+	// Replace reads strings and keys as encoding/json does (see
+	// Unquote): each byte that is not part of valid UTF-8, and each
+	// surrogate escape that is not half of a pair, becomes U+FFFD instead
+	// of being an error. Keys are compared as read, so two that read as
+	// one are duplicates.
+	Replace bool
+	// OuterKeysOnly checks for duplicate keys in the top-level object
+	// only.
+	OuterKeysOnly bool
 }
 
 type open struct {
@@ -77,8 +102,17 @@ type open struct {
 // Reset makes r read data from its beginning. Scratch space grown by an
 // unusually large document is released rather than kept.
 func (r *Reader) Reset(data []byte) {
-	r.p.s = string(data)
+	r.ResetText(string(data), Rules{})
 	r.p.data = data
+}
+
+// ResetText is Reset for a document held in a string, which the Reader
+// reads in place, without a copy, under rules.
+func (r *Reader) ResetText(doc string, rules Rules) {
+	r.p.s = doc
+	r.p.data = nil
+	r.p.anyNumber, r.p.replace = rules.AnyNumber, rules.Replace
+	r.maxDepth, r.outerKeysOnly = rules.MaxDepth, rules.OuterKeysOnly
 	r.p.i = 0
 	r.p.depth = 0
 	clear(r.keys)
@@ -150,8 +184,8 @@ func (r *Reader) BeginArray() error {
 func (r *Reader) begin(object bool) error {
 	p := &r.p
 	p.depth++
-	if p.depth > MaxDepth {
-		return p.errAt(p.i, MsgTooDeep)
+	if limit := r.maxDepth; limit > 0 && p.depth > limit || limit <= 0 && p.depth > MaxDepth {
+		return p.errAt(p.i, tooDeep(limit))
 	}
 	p.i++
 	r.opens = append(r.opens, open{keyBase: len(r.keys), object: object})
@@ -205,7 +239,9 @@ func (r *Reader) NextMember() (string, bool, error) {
 		return "", false, p.errAt(p.i, "invalid character "+describe(p.s[p.i])+" after object key")
 	}
 	p.i++
-	r.keys = append(r.keys, key)
+	if !r.outerKeysOnly || len(r.opens) == 1 {
+		r.keys = append(r.keys, key)
+	}
 	return key, true, nil
 }
 
@@ -255,7 +291,10 @@ func (r *Reader) close() error {
 	if len(keys) <= 8 {
 		for i := 1; i < len(keys); i++ {
 			for j := range i {
-				if keys[i] == keys[j] {
+				// Keys are short and often of one length: their ends
+				// tell most apart before the whole is compared.
+				a, b := keys[i], keys[j]
+				if len(a) == len(b) && (len(a) == 0 || a[0] == b[0] && a[len(a)-1] == b[len(b)-1]) && a == b {
 					return &DuplicateKeyError{Key: keys[i]}
 				}
 			}
@@ -270,6 +309,15 @@ func (r *Reader) close() error {
 		}
 	}
 	return nil
+}
+
+// tooDeep is the message of a nesting deeper than limit, or than MaxDepth
+// when limit is not positive.
+func tooDeep(limit int) string {
+	if limit <= 0 || limit == MaxDepth {
+		return MsgTooDeep
+	}
+	return "nesting deeper than " + strconv.Itoa(limit) + " levels"
 }
 
 // Skip reads one whole value, of any kind, checking it as Parse would.

@@ -293,3 +293,95 @@ func TestAppend(t *testing.T) {
 	}()
 	jsonvalue.Append(nil, 1.5)
 }
+
+// lenient are the Rules that read JSON as encoding/json does, but for
+// duplicate keys.
+var lenient = jsonvalue.Rules{MaxDepth: jsonvalue.ScanMaxDepth, AnyNumber: true, Replace: true}
+
+func readWith(data []byte, rules jsonvalue.Rules) (any, error) {
+	var r jsonvalue.Reader
+	r.ResetText(string(data), rules)
+	v, err := readTree(&r)
+	if err != nil {
+		return nil, err
+	}
+	return v, r.Finish()
+}
+
+// lenientAgrees fails unless a Reader under lenient reads data as
+// encoding/json does: the same tree, or a refusal, which for a text
+// encoding/json reads must be a duplicate key.
+func lenientAgrees(t *testing.T, data []byte) {
+	t.Helper()
+	got, err := readWith(data, lenient)
+	want, stdErr := decodeStd(data)
+	switch {
+	case err == nil && stdErr != nil:
+		t.Fatalf("the Reader accepts %q, encoding/json refuses it: %v", data, stdErr)
+	case err == nil && !reflect.DeepEqual(want, got):
+		t.Fatalf("%q reads otherwise (-encoding/json +Reader):\n%s", data, cmp.Diff(want, got))
+	case err != nil && stdErr == nil:
+		var dup *jsonvalue.DuplicateKeyError
+		if !errors.As(err, &dup) {
+			t.Fatalf("encoding/json accepts %q, the Reader refuses it: %v", data, err)
+		}
+	}
+}
+
+func TestReaderRules(t *testing.T) {
+	for _, doc := range []string{
+		`"\ud800"`, `"\udc00x"`, `"a\ud800\u0041"`, `"\ud83d\ude00"`, `"\ud800\ud800\udc00"`, "\"\xff\xfe\"", "\"a\xc3\"",
+		"{\"\xff\":1,\"\xfe\":2}", `{"\ud800":1,"\udc00":2}`, `{"\ud800":1,"\ud801":2}`, `{"a":{"\ud800":1}}`,
+		`1e401`, `[-` + strings.Repeat("1", 300) + `]`, `1e-99999`, `"\ud800\u00"`, `"\ud800\uZZZZ"`, `"\ud800\"`,
+		strings.Repeat(`[`, jsonvalue.MaxDepth+1) + strings.Repeat(`]`, jsonvalue.MaxDepth+1),
+		strings.Repeat(`[`, jsonvalue.ScanMaxDepth+1) + strings.Repeat(`]`, jsonvalue.ScanMaxDepth+1),
+	} {
+		lenientAgrees(t, []byte(doc))
+	}
+	// The zero Rules are Parse's.
+	for _, doc := range []string{`"\ud800"`, "\"\xff\"", `1e401`, `{"a":{"b":1,"b":2}}`} {
+		if _, err := readWith([]byte(doc), jsonvalue.Rules{}); err == nil {
+			t.Errorf("%s: accepted under the zero Rules", doc)
+		}
+	}
+	for _, tt := range []struct {
+		doc   string
+		rules jsonvalue.Rules
+		ok    bool
+	}{
+		{strings.Repeat(`[`, 5) + strings.Repeat(`]`, 5), jsonvalue.Rules{MaxDepth: 5}, true},
+		{strings.Repeat(`[`, 6) + strings.Repeat(`]`, 6), jsonvalue.Rules{MaxDepth: 5}, false},
+		{`{"a":{"b":1,"b":2}}`, jsonvalue.Rules{OuterKeysOnly: true}, true},
+		{`{"a":[{"b":1,"b":2}],"c":1}`, jsonvalue.Rules{OuterKeysOnly: true}, true},
+		{`{"a":{"b":1},"a":2}`, jsonvalue.Rules{OuterKeysOnly: true}, false},
+		{`[{"b":1,"b":2}]`, jsonvalue.Rules{OuterKeysOnly: true}, true},
+		{`{"n":` + strings.Repeat("9", 257) + `}`, jsonvalue.Rules{AnyNumber: true}, true},
+		{`{"n":` + strings.Repeat("9", 257) + `}`, jsonvalue.Rules{}, false},
+	} {
+		if _, err := readWith([]byte(tt.doc), tt.rules); (err == nil) != tt.ok {
+			t.Errorf("%.40s under %+v: %v, want accepted %v", tt.doc, tt.rules, err, tt.ok)
+		}
+	}
+	var r jsonvalue.Reader
+	r.ResetText(strings.Repeat(`[`, 6), jsonvalue.Rules{MaxDepth: 5})
+	if err := r.Skip(); err == nil || !strings.Contains(err.Error(), "deeper than 5 levels") {
+		t.Errorf("too deep for the Rules: %v", err)
+	}
+	// Reset goes back to Parse's rules.
+	r.Reset([]byte(`"\ud800"`))
+	if err := r.Skip(); err == nil {
+		t.Error("Reset kept the Rules of ResetText")
+	}
+}
+
+// FuzzReaderRules checks a Reader under lenient against encoding/json.
+func FuzzReaderRules(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `"\ud800"`, "\"\xff\"", `{"\ud800":1,"\udc00":2}`, `1e401`, `{"a":[1,{"b":"\udfff"}]}`, `"\ud83d\ude00"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lenientAgrees(t, data)
+	})
+}
