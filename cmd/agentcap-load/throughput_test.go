@@ -28,12 +28,24 @@ import (
 // the median of THROUGHPUT_RUNS runs (default 3) of THROUGHPUT_SECONDS
 // (default 10) after a warm-up; CPU time per request is the bank
 // process's (from /proc) and the load generator's own (getrusage). The
-// table goes to the test log and to THROUGHPUT_REPORT when set.
+// table goes to the test log and to THROUGHPUT_REPORT when set;
+// THROUGHPUT_CONCURRENCY (such as 1,16) chooses other concurrency levels.
 //
 //	go test -tags throughput -run TestThroughput -timeout 60m -v ./cmd/agentcap-load/
 func TestThroughput(t *testing.T) {
 	runs := envInt(t, "THROUGHPUT_RUNS", 3)
 	seconds := envInt(t, "THROUGHPUT_SECONDS", 10)
+	concurrencies := []int{1, 16, 64}
+	if v := os.Getenv("THROUGHPUT_CONCURRENCY"); v != "" {
+		concurrencies = nil
+		for f := range strings.SplitSeq(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				t.Fatalf("THROUGHPUT_CONCURRENCY=%q: want concurrency levels such as 1,16", v)
+			}
+			concurrencies = append(concurrencies, n)
+		}
+	}
 	testdata, err := filepath.Abs("../../examples/bank/testdata")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +96,7 @@ func TestThroughput(t *testing.T) {
 			return n / s.Seconds, s.All.Latency.P50, s.All.Latency.P99, (b1 - b0).Seconds() * 1e6 / n, (l1 - l0).Seconds() * 1e6 / n
 		}
 		run(16, 3*time.Second) // warm-up
-		for _, conc := range []int{1, 16, 64} {
+		for _, conc := range concurrencies {
 			var rps, p50, p99, bank, load []float64
 			for range runs {
 				a, b, c, d, e := run(conc, time.Duration(seconds)*time.Second)
