@@ -1,7 +1,6 @@
 package mcpx
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,8 +31,8 @@ var fastProtocols = map[string]bool{"2025-06-18": true, "2025-11-25": true}
 // event itself, byte for byte as the SDK does (TestDirectCallAnswersAsTheSDK
 // holds both to the same bytes). Anything else, or any doubt, goes to the
 // SDK: directCall returns false having written nothing.
-func (s *Server) directCall(w http.ResponseWriter, r *http.Request, id *auth.Identity, body []byte) bool {
-	if s.noDirectCall || body == nil || !fastProtocols[r.Header.Get("Mcp-Protocol-Version")] ||
+func (s *Server) directCall(w http.ResponseWriter, r *http.Request, id *auth.Identity, call toolCall) bool {
+	if s.noDirectCall || !call.plain || !fastProtocols[r.Header.Get("Mcp-Protocol-Version")] ||
 		r.Header.Get("Mcp-Session-Id") != "" || r.Header.Get("Last-Event-ID") != "" ||
 		!acceptsStream(r.Header.Values("Accept")) || !isJSON(r.Header.Get("Content-Type")) {
 		return false
@@ -43,10 +42,7 @@ func (s *Server) directCall(w http.ResponseWriter, r *http.Request, id *auth.Ide
 	if token, ok := auth.BearerToken(r.Header.Get("Authorization")); !ok || token == "" {
 		return false
 	}
-	rpcID, name, args, ok := plainToolCall(body)
-	if !ok {
-		return false
-	}
+	rpcID, name, args := call.id, call.name, call.args
 	def, known := s.reg.Lookup(name)
 	if !known || s.tools[def] == nil || !def.Visible(r.Context(), id, true) {
 		return false
@@ -81,50 +77,6 @@ func (s *Server) directCall(w http.ResponseWriter, r *http.Request, id *auth.Ide
 	buf = append(buf, "\n\n"...)
 	_, _ = w.Write(buf)
 	return true
-}
-
-// plainToolCall reads a JSON-RPC request that is a tools/call with a
-// tool name and, at most, an arguments object: members jsonrpc, id,
-// method and params, and in params name and arguments, nothing else.
-func plainToolCall(body []byte) (id jsonrpc.ID, name string, args json.RawMessage, ok bool) {
-	var msg struct {
-		JSONRPC json.RawMessage `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  json.RawMessage `json:"method"`
-		Params  json.RawMessage `json:"params"`
-	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(body, &members) != nil || len(members) != 4 || json.Unmarshal(body, &msg) != nil {
-		return id, "", nil, false
-	}
-	if v, ok := jsonString(msg.JSONRPC); !ok || v != "2.0" {
-		return id, "", nil, false
-	}
-	if m, ok := jsonString(msg.Method); !ok || m != methodCallTool {
-		return id, "", nil, false
-	}
-	if id, ok = rpcID(msg.ID); !ok {
-		return id, "", nil, false
-	}
-	var params map[string]json.RawMessage
-	if p := bytes.TrimSpace(msg.Params); len(p) == 0 || p[0] != '{' || json.Unmarshal(p, &params) != nil {
-		return id, "", nil, false
-	}
-	for k := range params {
-		if k != "name" && k != "arguments" {
-			return id, "", nil, false
-		}
-	}
-	if name, ok = jsonString(params["name"]); !ok {
-		return id, "", nil, false
-	}
-	if a, present := params["arguments"]; present {
-		if t := bytes.TrimSpace(a); len(t) == 0 || t[0] != '{' {
-			return id, "", nil, false
-		}
-		args = a
-	}
-	return id, name, args, true
 }
 
 // acceptsStream reports Accept values that name both application/json

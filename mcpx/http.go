@@ -160,7 +160,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, ok := s.readMessage(w, r)
-	if !ok || s.stepUp(w, r, id, body) || s.directCall(w, r, id, body) {
+	if !ok {
+		return
+	}
+	if call, isCall := readToolCall(body); isCall && (s.stepUp(w, r, id, call) || s.directCall(w, r, id, call)) {
 		return
 	}
 	ctx := context.WithValue(r.Context(), verifiedKey{}, tokenInfo(id))
@@ -247,14 +250,11 @@ func writeRPCError(w http.ResponseWriter, status int, body []byte) {
 // else (another method, a notification, a batch, a name that is not a
 // string, an unknown or hidden tool, a granted one) goes on to the SDK,
 // and stepUp returns false.
-func (s *Server) stepUp(w http.ResponseWriter, r *http.Request, id *auth.Identity, body []byte) bool {
-	if !id.ScopeChallenge || id.Authorizer == nil || body == nil {
+func (s *Server) stepUp(w http.ResponseWriter, r *http.Request, id *auth.Identity, call toolCall) bool {
+	if !id.ScopeChallenge || id.Authorizer == nil {
 		return false
 	}
-	rpcID, name, ok := toolCallOf(body)
-	if !ok {
-		return false
-	}
+	rpcID, name := call.id, call.name
 	def, known := s.reg.Lookup(name)
 	if !known || !def.Visible(r.Context(), id, true) || id.Authorizer.GrantStatus(name) != agentcap.GrantStatusNotGranted {
 		return false
@@ -280,34 +280,59 @@ func (s *Server) stepUp(w http.ResponseWriter, r *http.Request, id *auth.Identit
 // not see.
 const codeNotGranted = jsonrpc.CodeInvalidParams
 
-// toolCallOf returns the id and the tool name of body when it is one
-// JSON-RPC request (not a notification, not a batch) of tools/call whose
-// params name a tool; the id is a string or an integer that the SDK
-// would answer with unchanged. Member names are matched exactly, as the
-// SDK matches them, and any member of another type is ok false: such a
-// message is the SDK's to answer.
-func toolCallOf(body []byte) (id jsonrpc.ID, name string, ok bool) {
+// toolCall is a JSON-RPC request of tools/call, as readToolCall found
+// it.
+type toolCall struct {
+	id   jsonrpc.ID
+	name string
+	// args are the arguments, nil when absent.
+	args json.RawMessage
+	// plain reports a call of nothing but its name and, at most, an
+	// arguments object: members jsonrpc, id, method and params, and in
+	// params name and arguments (see directCall).
+	plain bool
+}
+
+// readToolCall reads body once for stepUp and directCall: ok when it is
+// one JSON-RPC request (not a notification, not a batch) of tools/call
+// whose params name a tool; the id is a string or an integer that the
+// SDK would answer with unchanged. Member names are matched exactly, as
+// the SDK matches them, and any member of another type is ok false: such
+// a message is the SDK's to answer.
+func readToolCall(body []byte) (c toolCall, ok bool) {
 	var msg map[string]json.RawMessage
-	if json.Unmarshal(body, &msg) != nil {
-		return id, "", false
+	if body == nil || json.Unmarshal(body, &msg) != nil {
+		return c, false
 	}
 	if v, ok := jsonString(msg["jsonrpc"]); !ok || v != "2.0" {
-		return id, "", false
+		return c, false
 	}
 	if m, ok := jsonString(msg["method"]); !ok || m != methodCallTool {
-		return id, "", false
+		return c, false
 	}
-	if id, ok = rpcID(msg["id"]); !ok {
-		return id, "", false
+	if c.id, ok = rpcID(msg["id"]); !ok {
+		return c, false
 	}
 	var params map[string]json.RawMessage
 	if p := bytes.TrimSpace(msg["params"]); len(p) == 0 || p[0] != '{' || json.Unmarshal(p, &params) != nil {
-		return id, "", false
+		return c, false
 	}
-	if name, ok = jsonString(params["name"]); !ok {
-		return id, "", false
+	if c.name, ok = jsonString(params["name"]); !ok {
+		return c, false
 	}
-	return id, name, true
+	c.plain = len(msg) == 4
+	for k, v := range params {
+		switch {
+		case k == "arguments":
+			if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '{' {
+				c.plain = false
+			}
+			c.args = v
+		case k != "name":
+			c.plain = false
+		}
+	}
+	return c, true
 }
 
 // jsonString decodes raw when it is a JSON string.
