@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/agentcap/agentcap/audit"
-	"github.com/agentcap/agentcap/audit/internal/sqlstore"
+	sqlstore "github.com/agentcap/agentcap/internal/sqlstores/auditsql"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 

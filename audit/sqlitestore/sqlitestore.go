@@ -29,7 +29,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/agentcap/agentcap/audit"
-	"github.com/agentcap/agentcap/audit/internal/sqlstore"
+	sqlstore "github.com/agentcap/agentcap/internal/sqlstores/auditsql"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/agentcap/agentcap/confirm"
-	"github.com/agentcap/agentcap/confirm/internal/sqlstore"
+	sqlstore "github.com/agentcap/agentcap/internal/sqlstores/confirmsql"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 

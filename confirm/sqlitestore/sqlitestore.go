@@ -11,7 +11,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/agentcap/agentcap/confirm"
-	"github.com/agentcap/agentcap/confirm/internal/sqlstore"
+	sqlstore "github.com/agentcap/agentcap/internal/sqlstores/confirmsql"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 

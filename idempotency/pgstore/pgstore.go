@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/agentcap/agentcap/idempotency"
-	"github.com/agentcap/agentcap/idempotency/internal/sqlstore"
+	sqlstore "github.com/agentcap/agentcap/internal/sqlstores/idemsql"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 

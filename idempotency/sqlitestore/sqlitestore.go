@@ -11,7 +11,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/agentcap/agentcap/idempotency"
-	"github.com/agentcap/agentcap/idempotency/internal/sqlstore"
+	sqlstore "github.com/agentcap/agentcap/internal/sqlstores/idemsql"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 

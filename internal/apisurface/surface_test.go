@@ -9,8 +9,12 @@ import (
 
 // The limits of the exported surface. Lower them when the surface
 // shrinks; raising one is a design decision, not a fix.
+//
+// maxIdentifiers counts package sqlstore (19) next to the eight
+// per-feature SQL packages it replaces (28 between them); it comes down
+// to 943 or less when they are removed.
 const (
-	maxIdentifiers = 952
+	maxIdentifiers = 971
 	maxGeneric     = 15
 )
 

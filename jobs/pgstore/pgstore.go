@@ -16,9 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	sqlstore "github.com/agentcap/agentcap/internal/sqlstores/jobsql"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 	"github.com/agentcap/agentcap/jobs"
-	"github.com/agentcap/agentcap/jobs/internal/sqlstore"
 )
 
 // Table is the name of the table holding the jobs.

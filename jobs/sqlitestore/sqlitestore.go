@@ -13,9 +13,9 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	sqlstore "github.com/agentcap/agentcap/internal/sqlstores/jobsql"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 	"github.com/agentcap/agentcap/jobs"
-	"github.com/agentcap/agentcap/jobs/internal/sqlstore"
 )
 
 // Table is the name of the table holding the jobs.

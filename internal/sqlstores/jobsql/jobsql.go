@@ -1,7 +1,7 @@
-// Package sqlstore is the jobs.Store shared by the SQLite and PostgreSQL
+// Package jobsql is the jobs.Store shared by the SQLite and PostgreSQL
 // stores: one table, times as Unix milliseconds, every state change a
 // single conditional UPDATE so that the database decides races.
-package sqlstore
+package jobsql
 
 import (
 	"context"
@@ -69,6 +69,12 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Sto
 	if err := sqlutil.CreateSchema(ctx, db, d.Lock, Schema(d.Table)); err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
+	return New(db, d, close), nil
+}
+
+// New returns a Store on a database that holds the table already (d.Lock
+// is not used); close, if set, is what Close calls.
+func New(db *sql.DB, d *Dialect, close func() error) *Store {
 	t := d.Table
 	s := &Store{db: db, d: d, close: close}
 	s.insert = s.q(`INSERT INTO ` + t + ` (id, owner, capability, state, result, failure, progress, instance, lease_until, created_at, updated_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
@@ -79,7 +85,7 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Sto
 	s.expire = s.q(`UPDATE ` + t + ` SET state = ?, result = NULL, failure = ?, expires_at = ?, updated_at = ? WHERE state = 'pending' AND lease_until < ?`)
 	s.sweep = s.q(`DELETE FROM ` + t + ` WHERE state <> 'pending' AND expires_at < ?`)
 	s.count = s.q(`SELECT COALESCE(SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END), 0), COUNT(*) FROM ` + t + ` WHERE owner = ? AND (state = 'pending' OR expires_at >= ?)`)
-	return s, nil
+	return s
 }
 
 // q numbers the placeholders for dialects that want $1, $2, ...

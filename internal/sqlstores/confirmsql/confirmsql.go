@@ -1,8 +1,8 @@
-// Package sqlstore is the confirm.Store shared by the SQLite and
+// Package confirmsql is the confirm.Store shared by the SQLite and
 // PostgreSQL stores: one table, times as Unix milliseconds, and
 // consumption by one conditional UPDATE, so that the database decides
 // which of several instances spends a token.
-package sqlstore
+package confirmsql
 
 import (
 	"context"
@@ -38,8 +38,16 @@ var _ confirm.Store = (*Store)(nil)
 // Open creates the table if needed and returns a Store; close, if set, is
 // what Close calls.
 func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Store, error) {
-	t := d.Table
-	schema := []string{
+	if err := sqlutil.CreateSchema(ctx, db, d.Lock, Schema(d.Table)); err != nil {
+		return nil, fmt.Errorf("confirm: %w", err)
+	}
+	return New(db, d, close), nil
+}
+
+// Schema returns the statements creating table and its index, if they
+// do not exist.
+func Schema(t string) []string {
+	return []string{
 		`CREATE TABLE IF NOT EXISTS ` + t + ` (
 	id TEXT PRIMARY KEY,
 	subject TEXT NOT NULL,
@@ -52,9 +60,12 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Sto
 )`,
 		`CREATE INDEX IF NOT EXISTS ` + t + `_forget ON ` + t + ` (forget_at)`,
 	}
-	if err := sqlutil.CreateSchema(ctx, db, d.Lock, schema); err != nil {
-		return nil, fmt.Errorf("confirm: %w", err)
-	}
+}
+
+// New returns a Store on a database that holds the table already (d.Lock
+// is not used); close, if set, is what Close calls.
+func New(db *sql.DB, d *Dialect, close func() error) *Store {
+	t := d.Table
 	q := func(s string) string {
 		if d.Numbered {
 			return sqlutil.Number(s)
@@ -68,7 +79,7 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Sto
 AND expires_at > ? AND forget_at > ? RETURNING expires_at`),
 		get:   q(`SELECT subject, capability, digest, audience, expires_at, used FROM ` + t + ` WHERE id = ? AND forget_at > ?`),
 		sweep: q(`DELETE FROM ` + t + ` WHERE forget_at <= ?`),
-	}, nil
+	}
 }
 
 // Close closes what Open was given to close.

@@ -1,7 +1,7 @@
-// Package sqlstore is the audit.Store shared by the SQLite and PostgreSQL
+// Package auditsql is the audit.Store shared by the SQLite and PostgreSQL
 // stores: one append-only table, times as Unix microseconds, pages by
 // (time, id) newest first.
-package sqlstore
+package auditsql
 
 import (
 	"context"
@@ -121,12 +121,19 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Sto
 	if err := sqlutil.Migrate(ctx, db, d.Lock, MigrationsTable, d.Migrations); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
+	return New(db, d, close), nil
+}
+
+// New returns a Store on a database whose schema is already up to date
+// (d.Migrations and d.Lock are not used); close, if set, is what Close
+// calls.
+func New(db *sql.DB, d *Dialect, close func() error) *Store {
 	s := &Store{db: db, stmts: sqlutil.NewStmts(db, d.Prepare), close: close, d: d, now: time.Now, numbered: d.Numbered,
 		insert: `INSERT INTO ` + Table + ` (` + columns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sweep:  `DELETE FROM ` + Table + ` WHERE at < ?`,
 	}
 	s.insert, s.sweep = s.q(s.insert), s.q(s.sweep)
-	return s, nil
+	return s
 }
 
 func (s *Store) q(query string) string {

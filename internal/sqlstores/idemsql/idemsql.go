@@ -1,10 +1,10 @@
-// Package sqlstore is the idempotency.Store shared by the SQLite and
+// Package idemsql is the idempotency.Store shared by the SQLite and
 // PostgreSQL stores: one table, expiry as Unix milliseconds, claims by one
 // INSERT ... ON CONFLICT DO UPDATE that only takes over an expired row, so
 // that the database decides which of several instances claims a key, and
 // that counts the scope's live keys in the same statement when they are
 // bounded.
-package sqlstore
+package idemsql
 
 import (
 	"context"
@@ -68,6 +68,13 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Sto
 	if err := sqlutil.Migrate(ctx, db, d.Lock, t+"_migrations", Migrations(t)); err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}
+	return New(db, d, close), nil
+}
+
+// New returns a Store on a database whose table is already up to date
+// (d.Lock is not used); close, if set, is what Close calls.
+func New(db *sql.DB, d *Dialect, close func() error) *Store {
+	t := d.Table
 	q := func(s string) string {
 		if d.Numbered {
 			return sqlutil.Number(s)
@@ -92,7 +99,7 @@ WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM ` + t + ` WHERE scope = ? AND expires
 		complete: q(`UPDATE ` + t + ` SET done = 1, status = ?, header = ?, body = ?, expires_at = ? WHERE idem_key = ? AND token = ? AND done = 0 AND expires_at > ?`),
 		release:  q(`DELETE FROM ` + t + ` WHERE idem_key = ? AND token = ? AND done = 0`),
 		sweep:    q(`DELETE FROM ` + t + ` WHERE expires_at <= ?`),
-	}, nil
+	}
 }
 
 // Close closes what Open was given to close.

@@ -1,0 +1,87 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/agentcap/agentcap/internal/sqlstores/auditsql"
+	"github.com/agentcap/agentcap/internal/sqlutil"
+)
+
+// dialect is what differs between SQLite and PostgreSQL.
+type dialect struct {
+	name string
+	// numbered placeholders ($1) instead of ?.
+	numbered bool
+	// prepare keeps statements prepared (SQLite parses every text
+	// again; pgx caches statements itself).
+	prepare bool
+	// groupCommit has the audit store write concurrent records in one
+	// transaction (SQLite's single writer).
+	groupCommit bool
+	// locks run first in the migrating transaction.
+	locks []func(context.Context, *sql.Tx) error
+	// auditSchema creates the audit table, its indexes and the trigger
+	// that refuses updates.
+	auditSchema []string
+	isUnique    func(error) bool
+	// tableExists reports whether the current schema holds table.
+	tableExistsQuery string
+}
+
+func (d *dialect) tableExists(ctx context.Context, tx *sql.Tx, table string) (bool, error) {
+	var n int
+	if err := tx.QueryRowContext(ctx, d.tableExistsQuery, table).Scan(&n); err != nil {
+		return false, err
+	}
+	return n > 0, nil
+}
+
+func (d *dialect) auditDialect() *auditsql.Dialect {
+	return &auditsql.Dialect{Numbered: d.numbered, IsUnique: d.isUnique, Prepare: d.prepare, GroupCommit: d.groupCommit}
+}
+
+var sqliteDialect = &dialect{
+	name:        "sqlite",
+	prepare:     true,
+	groupCommit: true,
+	auditSchema: append(append([]string{}, auditsql.CreateTable...),
+		`CREATE TRIGGER `+auditTable+`_append_only BEFORE UPDATE ON `+auditTable+` BEGIN SELECT RAISE(ABORT, '`+auditTable+` is append-only'); END`),
+	isUnique: func(err error) bool {
+		var se *sqlite.Error
+		return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
+	},
+	tableExistsQuery: `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`,
+}
+
+var postgresDialect = &dialect{
+	name:     "postgres",
+	numbered: true,
+	// The new lock, then those of the per-feature packages, so that an
+	// instance still running one of them, starting at the same moment,
+	// does not create a table this migration creates too.
+	locks: []func(context.Context, *sql.Tx) error{
+		sqlutil.PostgresLock(postgresLockName),
+		sqlutil.PostgresLock("agentcap.confirm.schema"),
+		sqlutil.PostgresLock("agentcap.idempotency.schema"),
+		sqlutil.PostgresLock("agentcap.jobs.schema"),
+		sqlutil.PostgresLock("agentcap.audit.schema"),
+	},
+	auditSchema: append(append([]string{}, auditsql.CreateTable...),
+		`CREATE FUNCTION `+auditTable+`_refuse_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION '`+auditTable+` is append-only';
+END
+$$`,
+		`CREATE TRIGGER `+auditTable+`_append_only BEFORE UPDATE ON `+auditTable+` FOR EACH ROW EXECUTE FUNCTION `+auditTable+`_refuse_update()`),
+	isUnique: func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == "23505"
+	},
+	tableExistsQuery: `SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1`,
+}

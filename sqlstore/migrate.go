@@ -1,0 +1,134 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/agentcap/agentcap/internal/sqlstores/auditsql"
+	"github.com/agentcap/agentcap/internal/sqlstores/confirmsql"
+	"github.com/agentcap/agentcap/internal/sqlstores/idemsql"
+	"github.com/agentcap/agentcap/internal/sqlstores/jobsql"
+)
+
+// migrationsTable records the versions of the one schema applied to a
+// database, one row per version.
+const migrationsTable = "agentcap_store_migrations"
+
+// The tables of the stores. They keep the names the per-feature packages
+// gave them, so that a database those packages created is adopted as it
+// is.
+const (
+	auditTable        = auditsql.Table
+	confirmTable      = "agentcap_confirmations"
+	idempotencyTable  = "agentcap_idempotency"
+	jobsTable         = "agentcap_jobs"
+	auditOldVersions  = auditsql.MigrationsTable
+	idemOldVersions   = idempotencyTable + "_migrations"
+	postgresLockName  = "agentcap.store.schema"
+	migrationsColumns = `(version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`
+)
+
+// step is one version of the schema.
+type step struct {
+	// stmts are its statements in the dialect d.
+	stmts func(d *dialect) []string
+	// adopted, when set, reports whether a database already holds the
+	// step, applied by a per-feature package that recorded its own
+	// versions; the step is then recorded without running. Steps
+	// without it are written so that running them on such a database
+	// changes nothing (CREATE ... IF NOT EXISTS, the same shape).
+	adopted func(ctx context.Context, tx *sql.Tx, d *dialect) (bool, error)
+}
+
+// steps is the one migration set, oldest first: steps[i] is version
+// i+1. Versions are never changed once released; a change of schema is
+// a new step at the end.
+var steps = []step{
+	// 1: confirmation tokens, as confirm's stores create them.
+	{stmts: func(*dialect) []string { return confirmsql.Schema(confirmTable) }},
+	// 2: idempotency keys, as idempotency's stores' version 1.
+	{stmts: func(*dialect) []string { return idemsql.Migrations(idempotencyTable)[0] }},
+	// 3: the scope of each key, idempotency's stores' version 2.
+	{
+		stmts:   func(*dialect) []string { return idemsql.Migrations(idempotencyTable)[1] },
+		adopted: oldVersionAtLeast(idemOldVersions, 2),
+	},
+	// 4: jobs, as jobs' stores create them.
+	{stmts: func(*dialect) []string { return jobsql.Schema(jobsTable) }},
+	// 5: the audit trail and its append-only trigger, audit's stores'
+	// version 1.
+	{
+		stmts:   func(d *dialect) []string { return d.auditSchema },
+		adopted: oldVersionAtLeast(auditOldVersions, 1),
+	},
+}
+
+// oldVersionAtLeast adopts a step when the versions table of a
+// per-feature package records version v or a later one.
+func oldVersionAtLeast(table string, v int64) func(context.Context, *sql.Tx, *dialect) (bool, error) {
+	return func(ctx context.Context, tx *sql.Tx, d *dialect) (bool, error) {
+		exists, err := d.tableExists(ctx, tx, table)
+		if err != nil || !exists {
+			return false, err
+		}
+		var have sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM `+table).Scan(&have); err != nil {
+			return false, err
+		}
+		return have.Int64 >= v, nil
+	}
+}
+
+// migrate brings the database up to date in one transaction, after the
+// dialect's locks: the versions it lacks run (or are adopted) in order
+// and are recorded. A database holding a version beyond steps was
+// written by a newer program and is refused.
+func migrate(ctx context.Context, db *sql.DB, d *dialect, now time.Time) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlstore: migrating: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, lock := range d.locks {
+		if err := lock(ctx, tx); err != nil {
+			return fmt.Errorf("sqlstore: locking the schema: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+migrationsTable+` `+migrationsColumns); err != nil {
+		return fmt.Errorf("sqlstore: migrating: %w", err)
+	}
+	var current sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM `+migrationsTable).Scan(&current); err != nil {
+		return fmt.Errorf("sqlstore: migrating: %w", err)
+	}
+	if current.Int64 > int64(len(steps)) {
+		return fmt.Errorf("sqlstore: the database has schema version %d, which this program does not know: it was written by a newer version", current.Int64)
+	}
+	for v := int(current.Int64) + 1; v <= len(steps); v++ {
+		st := steps[v-1]
+		skip := false
+		if st.adopted != nil {
+			if skip, err = st.adopted(ctx, tx, d); err != nil {
+				return fmt.Errorf("sqlstore: migrating to version %d: %w", v, err)
+			}
+		}
+		if !skip {
+			for _, stmt := range st.stmts(d) {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("sqlstore: migrating to version %d: %w", v, err)
+				}
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+migrationsTable+` (version, applied_at) VALUES (`+
+			strconv.Itoa(v)+`, `+strconv.FormatInt(now.UnixMilli(), 10)+`)`); err != nil {
+			return fmt.Errorf("sqlstore: migrating to version %d: %w", v, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlstore: migrating: %w", err)
+	}
+	return nil
+}
