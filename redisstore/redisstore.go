@@ -19,12 +19,14 @@
 // Every key starts with Config.Prefix, then the part of one store:
 // "confirm:" for confirmation tokens, "idem:" for idempotency keys,
 // "replay:" for the replay cache and "limit:" for the rate limiter. With
-// the prefix "bank:", the token "t1" is the key "bank:confirm:t1". What
-// follows is each store's own layout, described on its type. Keys
-// written by the packages these stores were before (confirm/redisstore,
+// the prefix "bank:", the token id "t1" is the key "bank:confirm:t1".
+// What follows is each store's own layout, described on its type, as the
+// packages these stores were before (confirm/redisstore,
 // idempotency/redisstore, agentauth/redisreplay and
-// agentauth/ratelimit/redislimit) are read as they are when
-// Config.Prefixes gives each store the prefix its package was given.
+// agentauth/ratelimit/redislimit) wrote it. Their keys are read as they
+// are: with Config.Prefix when their prefixes had the shape above (such
+// as "bank:confirm:" and "bank:idem:"), else with Config.Prefixes giving
+// each store the prefix its package was given.
 //
 // Some scripts touch two keys that need not share a hash slot, so the
 // Store runs on one Redis primary (with or without replicas), not on
