@@ -14,7 +14,7 @@
 //     or its JWKS key, the agent's and host's states, iss, aud, iat, exp
 //     and jti, in the order documented on Verifier.Session. Token ids are
 //     recorded in a ReplayCache: MemoryReplayCache for one process,
-//     package redisreplay for several. Both are OwnerReplayCaches, charged
+//     package redisstore for several. Both are OwnerReplayCaches, charged
 //     to the token's agent and host, so that no agent or host can fill
 //     the cache the others rely on. A location without a provider in
 //     front limits each agent's and host's requests with

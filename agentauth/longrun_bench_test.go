@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/idempotency"
-	"github.com/agentcap/agentcap/idempotency/redisstore"
+	"github.com/agentcap/agentcap/redisstore"
 )
 
 // benchIdempotent is BenchmarkVerifiedExecute with an Idempotency-Key on
@@ -53,5 +53,5 @@ func BenchmarkVerifiedExecuteIdempotentRedis(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchIdempotent(b, st)
+	benchIdempotent(b, st.Idempotency())
 }

@@ -61,7 +61,7 @@ func ReplayKey(prefix, id, jti string) string {
 // out. The verifiers record through CheckAndSetFor when their cache
 // implements it, after the token's signature and every other check, so
 // that the owners it is charged to are the verified ones. MemoryReplayCache
-// and package redisreplay's Cache implement it.
+// and package redisstore's ReplayCache implement it.
 type OwnerReplayCache interface {
 	ReplayCache
 	// CheckAndSetFor is CheckAndSet for a token id of agentID, an agent
@@ -150,7 +150,7 @@ const ReplayCacheEntryBytes = 100
 // the seed.
 //
 // A MemoryReplayCache only protects one process. Applications running
-// several instances share a cache through Redis (package redisreplay).
+// several instances share a cache through Redis (package redisstore).
 type MemoryReplayCache struct {
 	seeds   [2]maphash.Seed
 	entries *ttlmap.Map[replayHash]

@@ -82,7 +82,7 @@ type VerifierConfig struct {
 	MaxAge time.Duration
 	// Replay records token ids. Nil means NewMemoryReplayCache(0) with
 	// the Verifier's clock; applications running several instances must
-	// share one (see package redisreplay). A cache that is an
+	// share one (see package redisstore). A cache that is an
 	// OwnerReplayCache, as both are, is charged to the token's agent and
 	// host, so that no agent or host can fill it for the others.
 	Replay ReplayCache
@@ -95,7 +95,7 @@ type VerifierConfig struct {
 	// the token with 503 temporarily_unavailable. Nil counts nothing: a
 	// location whose agents are not limited elsewhere (by a provider in
 	// front, say) should set one (ratelimit.NewMemory, or package
-	// redislimit for several instances).
+	// redisstore for several instances).
 	Limiter ratelimit.Limiter
 	// PerAgent and PerHost are Limiter's limits: zero means 120 and 600
 	// requests a minute, a provider's defaults.

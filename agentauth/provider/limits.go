@@ -16,8 +16,7 @@ import (
 // limits take the defaults named on each field; Off turns limiting off.
 type RateLimits struct {
 	// Limiter decides; nil means ratelimit.NewMemory(0). Applications on
-	// several machines share one through package
-	// agentauth/ratelimit/redislimit.
+	// several machines share one through package redisstore.
 	Limiter ratelimit.Limiter
 	// Off disables every limit, for tests that measure something else.
 	Off bool

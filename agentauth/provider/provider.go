@@ -186,7 +186,7 @@ type Config struct {
 	RateLimits RateLimits
 
 	// Replay records host and agent JWT ids. Nil means an in-memory cache;
-	// several instances must share one (package agentauth/redisreplay).
+	// several instances must share one (package redisstore).
 	Replay agentauth.ReplayCache
 	// Skew is the clock skew tolerated on iat (exp gets none, as in
 	// agentauth.Verifier); zero means agentauth.DefaultSkew.

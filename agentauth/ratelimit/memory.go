@@ -26,7 +26,7 @@ const defaultMaxKeys = 1 << 20
 // background.
 //
 // Memory only limits one process; instances that must share limits use
-// package redislimit.
+// the Limiter of package redisstore.
 type Memory struct {
 	tats *ttlmap.Map[string] // key -> theoretical arrival time, unix ns
 }

@@ -4,8 +4,8 @@
 // rate_limited with Retry-After.
 //
 // A Limiter decides for one key at a time. Memory decides in process;
-// package redislimit shares the decisions of several instances through
-// Redis. Both use the generic cell rate algorithm (GCRA): a limit of N
+// the Limiter of package redisstore shares the decisions of several
+// instances through Redis. Both use the generic cell rate algorithm (GCRA): a limit of N
 // requests per Window lets a burst of N through, then one request every
 // Window/N: over any span of time t, at most N + t*N/Window requests pass,
 // and never more than N at one instant (a fixed window counter lets 2N

@@ -15,7 +15,7 @@ import (
 
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
-	"github.com/agentcap/agentcap/agentauth/ratelimit/internal/limittest"
+	"github.com/agentcap/agentcap/internal/limittest"
 )
 
 func TestMemory(t *testing.T) {

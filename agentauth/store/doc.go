@@ -43,5 +43,5 @@
 // Host and agent JWT ids are not kept here. They only matter for a token's
 // lifetime plus clock skew (protocol §10.3), so they belong in an
 // agentauth.ReplayCache: in memory for one process, or shared through
-// Redis (package agentauth/redisreplay).
+// Redis (package redisstore).
 package store

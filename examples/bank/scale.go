@@ -19,8 +19,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
-	"github.com/agentcap/agentcap/agentauth/ratelimit/redislimit"
-	"github.com/agentcap/agentcap/agentauth/redisreplay"
+	"github.com/agentcap/agentcap/redisstore"
 )
 
 // Connection pool and time-out settings for the shared stores. A bank
@@ -111,15 +110,12 @@ func (s *shared) close() error {
 // The Redis stores refuse a server that may evict their keys.
 func (s *shared) apply(ctx context.Context, c *provider.Config, cfg config) error {
 	if s.redis != nil {
-		replay, err := redisreplay.New(ctx, s.redis, redisreplay.Config{Prefix: "bank:replay:"})
+		// The keys start with "bank:replay:" and "bank:limit:".
+		rs, err := redisstore.New(ctx, s.redis, redisstore.Config{Prefix: "bank:"})
 		if err != nil {
 			return fmt.Errorf("-redis: %w", err)
 		}
-		limiter, err := redislimit.New(ctx, s.redis, redislimit.Config{Prefix: "bank:limit:"})
-		if err != nil {
-			return fmt.Errorf("-redis: %w", err)
-		}
-		c.Replay, c.RateLimits.Limiter = replay, limiter
+		c.Replay, c.RateLimits.Limiter = rs.Replay(), rs.Limiter()
 	}
 	c.RateLimits.Off = cfg.limits.off
 	c.RateLimits.PerAgent = cfg.limits.agent

@@ -7,7 +7,7 @@ import (
 
 	"github.com/agentcap/agentcap/confirm"
 	confirmpg "github.com/agentcap/agentcap/confirm/pgstore"
-	confirmredis "github.com/agentcap/agentcap/confirm/redisstore"
+	"github.com/agentcap/agentcap/redisstore"
 )
 
 // confirmSweepEvery is how often forgotten tokens are deleted from
@@ -27,11 +27,11 @@ func NewConfirmer(ctx context.Context, s Stores) (*confirm.Manager, func() error
 	)
 	switch {
 	case s.Redis != nil:
-		rst, err := confirmredis.New(ctx, s.Redis, confirmredis.Config{Prefix: "bank:confirm:"})
+		rs, err := redisstore.New(ctx, s.Redis, redisstore.Config{Prefix: s.redisPrefix()})
 		if err != nil {
 			return nil, nil, fmt.Errorf("bank: confirmation store: %w", err)
 		}
-		st = rst
+		st = rs.Confirm()
 	case s.Postgres != nil:
 		pst, err := confirmpg.New(ctx, s.Postgres)
 		if err != nil {

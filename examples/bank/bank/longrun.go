@@ -11,11 +11,11 @@ import (
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/idempotency"
 	idempg "github.com/agentcap/agentcap/idempotency/pgstore"
-	"github.com/agentcap/agentcap/idempotency/redisstore"
 	idemsqlite "github.com/agentcap/agentcap/idempotency/sqlitestore"
 	"github.com/agentcap/agentcap/jobs"
 	jobspg "github.com/agentcap/agentcap/jobs/pgstore"
 	jobssqlite "github.com/agentcap/agentcap/jobs/sqlitestore"
+	"github.com/agentcap/agentcap/redisstore"
 )
 
 // Stores says where the bank keeps its jobs (statement_export) and
@@ -26,8 +26,9 @@ type Stores struct {
 	// PostgreSQL: every instance sharing the database polls every job
 	// and honours every key.
 	Postgres *pgxpool.Pool
-	// Redis keeps idempotency keys, under RedisPrefix ("bank:idem:" when
-	// empty).
+	// Redis keeps idempotency keys and confirmation tokens, in
+	// redisstore's layout under RedisPrefix ("bank:" when empty): the
+	// keys start with "bank:idem:" and "bank:confirm:".
 	Redis       redis.UniversalClient
 	RedisPrefix string
 	// SQLite is a file for jobs and keys when neither server is given:
@@ -35,6 +36,14 @@ type Stores struct {
 	SQLite string
 	// Instance names this instance in job records; empty picks one.
 	Instance string
+}
+
+// redisPrefix is the prefix of the bank's Redis keys.
+func (s Stores) redisPrefix() string {
+	if s.RedisPrefix == "" {
+		return "bank:"
+	}
+	return s.RedisPrefix
 }
 
 // LongRunning is the bank's job runner and idempotency guard.
@@ -71,16 +80,12 @@ func NewLongRunning(ctx context.Context, s Stores) (*LongRunning, error) {
 	}
 	switch {
 	case s.Redis != nil:
-		prefix := s.RedisPrefix
-		if prefix == "" {
-			prefix = "bank:idem:"
-		}
-		k, err := redisstore.New(ctx, s.Redis, redisstore.Config{Prefix: prefix})
+		rs, err := redisstore.New(ctx, s.Redis, redisstore.Config{Prefix: s.redisPrefix()})
 		if err != nil {
 			_ = l.Close()
 			return nil, fmt.Errorf("bank: idempotency store: %w", err)
 		}
-		is = k
+		is = rs.Idempotency()
 	case s.Postgres != nil:
 		k, err := idempg.New(ctx, s.Postgres)
 		if err != nil {

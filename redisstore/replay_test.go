@@ -1,11 +1,10 @@
-package redisreplay_test
+package redisstore_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,70 +13,20 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentcap/agentcap/agentauth"
-	"github.com/agentcap/agentcap/agentauth/redisreplay"
 	"github.com/agentcap/agentcap/internal/servicetest"
+	"github.com/agentcap/agentcap/redisstore"
 )
 
-// redisClient connects to the Redis server named by AGENTCAP_REDIS_ADDR
-// (a loopback address such as 127.0.0.1:6379). Without it the test is
-// skipped, except under CI, where these tests must run. It returns the
-// client and a key prefix unique to this test, whose keys are deleted when
-// the test ends.
-func redisClient(t testing.TB) (*redis.Client, string) {
+// newCache returns the replay cache of a Store on client under prefix,
+// with the default shares, and the prefix of the cache's keys.
+func newCache(t testing.TB, client redis.UniversalClient, prefix string) (*redisstore.ReplayCache, string) {
 	t.Helper()
-	addr := os.Getenv("AGENTCAP_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("AGENTCAP_REDIS_ADDR is not set; CI must run the Redis replay cache tests against a loopback redis-server")
-		}
-		t.Skip("AGENTCAP_REDIS_ADDR is not set; start redis-server on loopback and set it to run these tests")
-	}
-	client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
-	ctx := context.Background()
-	if err := client.Ping(ctx).Err(); err != nil {
-		client.Close()
-		t.Fatalf("redis at %s: %v", addr, err)
-	}
-	prefix := fmt.Sprintf("agentcap-test:%d:%d:%s:", os.Getpid(), time.Now().UnixNano(), t.Name())
-	t.Cleanup(func() {
-		defer client.Close()
-		iter := client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		var keys []string
-		flush := func() {
-			if len(keys) > 0 {
-				if err := client.Del(ctx, keys...).Err(); err != nil {
-					t.Errorf("cleanup: %v", err)
-				}
-				keys = keys[:0]
-			}
-		}
-		for iter.Next(ctx) {
-			if keys = append(keys, iter.Val()); len(keys) == 1000 {
-				flush()
-			}
-		}
-		flush()
-		if err := iter.Err(); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	return client, prefix
-}
-
-// newCache returns a Cache on client under prefix, with the default
-// shares.
-func newCache(t testing.TB, client redis.UniversalClient, prefix string) *redisreplay.Cache {
-	t.Helper()
-	c, err := redisreplay.New(context.Background(), client, redisreplay.Config{Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return newStore(t, client, redisstore.Config{Prefix: prefix}).Replay(), prefix + "replay:"
 }
 
 func TestCache(t *testing.T) {
-	client, prefix := redisClient(t)
-	c := newCache(t, client, prefix)
+	client, base := servicetest.Redis(t)
+	c, prefix := newCache(t, client, base)
 	ctx := context.Background()
 	for i, step := range []struct {
 		key   string
@@ -119,8 +68,8 @@ func TestCache(t *testing.T) {
 // join ReplayKeyPrefix + id + ":" + jti is the same are recorded apart:
 // the token of one agent does not use up the id of another.
 func TestCacheKeysDoNotCollide(t *testing.T) {
-	client, prefix := redisClient(t)
-	c := newCache(t, client, prefix)
+	client, base := servicetest.Redis(t)
+	c, prefix := newCache(t, client, base)
 	ctx := context.Background()
 	for _, pair := range [][2][2]string{
 		{{"a:b", "c"}, {"a", "b:c"}},
@@ -144,8 +93,8 @@ func TestCacheKeysDoNotCollide(t *testing.T) {
 }
 
 func TestCacheExpiry(t *testing.T) {
-	client, prefix := redisClient(t)
-	c := newCache(t, client, prefix)
+	client, base := servicetest.Redis(t)
+	c, _ := newCache(t, client, base)
 	ctx := context.Background()
 	if fresh, err := c.CheckAndSet(ctx, "short", 50*time.Millisecond); !fresh || err != nil {
 		t.Fatalf("first: %v, %v", fresh, err)
@@ -170,10 +119,10 @@ func TestCacheExpiry(t *testing.T) {
 // TestCacheSharedAcrossInstances: two caches (two application instances)
 // on one Redis agree that a key was used.
 func TestCacheSharedAcrossInstances(t *testing.T) {
-	client, prefix := redisClient(t)
-	other := redis.NewClient(&redis.Options{Addr: os.Getenv("AGENTCAP_REDIS_ADDR")})
-	defer other.Close()
-	a, b := newCache(t, client, prefix), newCache(t, other, prefix)
+	client, base := servicetest.Redis(t)
+	other, _ := servicetest.Redis(t)
+	a, _ := newCache(t, client, base)
+	b, _ := newCache(t, other, base)
 	ctx := context.Background()
 	if fresh, err := a.CheckAndSet(ctx, "k", time.Minute); !fresh || err != nil {
 		t.Fatalf("instance a: %v, %v", fresh, err)
@@ -184,8 +133,8 @@ func TestCacheSharedAcrossInstances(t *testing.T) {
 }
 
 func TestCacheConcurrentSameKey(t *testing.T) {
-	client, prefix := redisClient(t)
-	c := newCache(t, client, prefix)
+	client, base := servicetest.Redis(t)
+	c, _ := newCache(t, client, base)
 	for round := range 10 {
 		key := fmt.Sprintf("race-%d", round)
 		const n = 16
@@ -215,8 +164,8 @@ func TestCacheConcurrentSameKey(t *testing.T) {
 }
 
 func TestCacheFailsClosed(t *testing.T) {
-	client, prefix := redisClient(t)
-	c := newCache(t, client, prefix)
+	client, base := servicetest.Redis(t)
+	c, _ := newCache(t, client, base)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if fresh, err := c.CheckAndSet(ctx, "k", time.Minute); err == nil || fresh {
@@ -224,18 +173,18 @@ func TestCacheFailsClosed(t *testing.T) {
 	}
 	closed := redis.NewClient(&redis.Options{Addr: os.Getenv("AGENTCAP_REDIS_ADDR")})
 	closed.Close()
-	down, err := redisreplay.New(context.Background(), closed, redisreplay.Config{Prefix: prefix, AcceptEviction: true})
+	down, err := redisstore.New(context.Background(), closed, redisstore.Config{Prefix: base, AcceptEviction: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fresh, err := down.CheckAndSet(context.Background(), "k", time.Minute); err == nil || fresh {
+	if fresh, err := down.Replay().CheckAndSet(context.Background(), "k", time.Minute); err == nil || fresh {
 		t.Fatalf("closed client: fresh = %v, err = %v; want an error", fresh, err)
 	}
 }
 
 func BenchmarkRedisReplayCache(b *testing.B) {
-	client, prefix := redisClient(b)
-	c := newCache(b, client, prefix)
+	client, base := servicetest.Redis(b)
+	c, _ := newCache(b, client, base)
 	ctx := context.Background()
 	var seq atomic.Int64
 	b.ReportAllocs()
@@ -248,12 +197,12 @@ func BenchmarkRedisReplayCache(b *testing.B) {
 	})
 }
 
-func ExampleNew() {
+func ExampleStore_Replay() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer client.Close()
 
 	// New refuses a Redis that may evict keys (see the package docs).
-	cache, err := redisreplay.New(context.Background(), client, redisreplay.Config{Prefix: "bank:agentauth:"})
+	rs, err := redisstore.New(context.Background(), client, redisstore.Config{Prefix: "bank:"})
 	if err != nil {
 		panic(err)
 	}
@@ -262,7 +211,7 @@ func ExampleNew() {
 		Audiences: []string{"https://bank.example/capability/execute"},
 		// Every instance of the application refuses a token id that any
 		// instance has accepted.
-		Replay: cache,
+		Replay: rs.Replay(),
 	})
 	if err != nil {
 		panic(err)
@@ -275,12 +224,10 @@ func ExampleNew() {
 // while other owners still get in; a replay is reported as a replay and
 // charges nobody; the charges expire with the ids.
 func TestCacheShares(t *testing.T) {
-	client, prefix := redisClient(t)
+	client, base := servicetest.Redis(t)
 	clock := &shareClock{t: time.Unix(1_800_000_000, 0)}
-	c, err := redisreplay.New(context.Background(), client, redisreplay.Config{Prefix: prefix, PerAgent: 5, PerHost: 8, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newStore(t, client, redisstore.Config{Prefix: base, ReplayPerAgent: 5, ReplayPerHost: 8, ReplayNow: clock.Now}).Replay()
+	prefix := base + "replay:"
 	ctx := context.Background()
 	record := func(key, agent, host string) (bool, error) {
 		return c.CheckAndSetFor(ctx, key, 70*time.Second, agent, host)
@@ -345,39 +292,4 @@ func (c *shareClock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
-}
-
-// TestNewRefusesEvictingRedis: on a Redis whose maxmemory-policy evicts,
-// or which will not say (CONFIG GET refused), New refuses to start unless
-// the application accepts the risk.
-func TestNewRefusesEvictingRedis(t *testing.T) {
-	addr := servicetest.RedisServer(t, "--maxmemory", "4mb", "--maxmemory-policy", "volatile-lru")
-	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: addr})
-	defer client.Close()
-	_, err := redisreplay.New(ctx, client, redisreplay.Config{Prefix: "r:"})
-	if err == nil || !strings.Contains(err.Error(), "maxmemory-policy is volatile-lru") || !strings.Contains(err.Error(), "AcceptEviction") {
-		t.Fatalf("New on volatile-lru: %v; want a refusal naming the policy and AcceptEviction", err)
-	}
-	if _, err := redisreplay.New(ctx, client, redisreplay.Config{Prefix: "r:", AcceptEviction: true}); err != nil {
-		t.Fatalf("New accepting eviction: %v", err)
-	}
-	// A user without CONFIG, as managed services give.
-	if err := client.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-config").Err(); err != nil {
-		t.Fatal(err)
-	}
-	limited := redis.NewClient(&redis.Options{Addr: addr, Username: "app", Password: "pw"})
-	defer limited.Close()
-	_, err = redisreplay.New(ctx, limited, redisreplay.Config{Prefix: "r:"})
-	if err == nil || !strings.Contains(err.Error(), "cannot read Redis's maxmemory-policy") || !strings.Contains(err.Error(), "NOPERM") {
-		t.Fatalf("New without CONFIG: %v; want a refusal saying the policy cannot be read", err)
-	}
-	if _, err := redisreplay.New(ctx, limited, redisreplay.Config{Prefix: "r:", AcceptEviction: true}); err != nil {
-		t.Fatalf("New without CONFIG, accepting eviction: %v", err)
-	}
-	// The server this suite shares keeps Redis's default, noeviction.
-	shared, _ := redisClient(t)
-	if _, err := redisreplay.New(ctx, shared, redisreplay.Config{Prefix: "r:"}); err != nil {
-		t.Fatalf("New on noeviction: %v", err)
-	}
 }

@@ -1,20 +1,7 @@
-// Package redislimit is a ratelimit.Limiter shared through Redis, for
-// applications that serve one agent from several instances: a request
-// counted by one instance counts for all of them.
-//
-// A key's state expires when its bucket is full again, and Redis must
-// keep it until then: a key evicted early hands its caller a fresh burst.
-// New therefore refuses a Redis whose maxmemory-policy is not noeviction
-// (volatile-* and allkeys-* policies drop keys with a TTL when Redis is
-// full), or whose policy it cannot read because CONFIG GET is refused,
-// unless Config.AcceptEviction says the application takes that risk.
-// Under noeviction a full Redis refuses writes, which the limiter reports
-// as errors, and its callers refuse the request (503).
-package redislimit
+package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -22,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
-	"github.com/agentcap/agentcap/internal/rediseviction"
 )
 
 // gcraScript runs the same generic cell rate algorithm as
@@ -55,7 +41,16 @@ redis.call('SET', KEYS[1], string.format('%d', nxt), 'PX', math.ceil((nxt - now)
 return {1, math.floor((window - (nxt - now)) / period), 0, nxt - now}
 `)
 
-// Limiter is a ratelimit.Limiter in Redis. It is safe for concurrent use.
+// Limiter is a ratelimit.Limiter shared through Redis, for applications
+// that serve one agent from several instances: a request counted by one
+// instance counts for all of them. It is safe for concurrent use.
+//
+// A key is the Redis string prefix + the caller's key, holding the
+// bucket's theoretical arrival time in microseconds. It expires when its
+// bucket is full again, and Redis must keep it until then: a key evicted
+// early hands its caller a fresh burst (see the package documentation).
+// Under noeviction a full Redis refuses writes, which the limiter
+// reports as errors, and its callers refuse the request (503).
 type Limiter struct {
 	client redis.UniversalClient
 	prefix string
@@ -64,35 +59,10 @@ type Limiter struct {
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
 
-// Config configures a Limiter.
-type Config struct {
-	// Prefix starts every key the Limiter writes, for example
-	// "myapp:ratelimit:".
-	Prefix string
-	// AcceptEviction starts the Limiter on a Redis whose
-	// maxmemory-policy may evict keys, or whose policy cannot be read,
-	// without asking: the application takes the risk that an evicted key
-	// lets a burst through (see the package documentation).
-	AcceptEviction bool
-}
-
-// New checks that the server behind client does not evict keys (see the
-// package documentation) and returns a Limiter storing its keys under
-// cfg.Prefix. The client's own timeouts bound each call; an error from
-// Redis is returned with no decision.
-func New(ctx context.Context, client redis.UniversalClient, cfg Config) (*Limiter, error) {
-	if client == nil {
-		return nil, errors.New("redislimit: nil client")
-	}
-	if err := rediseviction.Check(ctx, client, "redislimit", "a limit whose state it forgets lets its caller through again at once", cfg.AcceptEviction); err != nil {
-		return nil, err
-	}
-	return &Limiter{client: client, prefix: cfg.Prefix}, nil
-}
-
 // WithClock makes l pass the time from now to Redis instead of letting
 // Redis read its own clock, and returns l. Tests use it to move time
 // without sleeping; instances in production should share Redis's clock.
+// The Store hands out one Limiter: set its clock before it is used.
 func (l *Limiter) WithClock(now func() time.Time) *Limiter {
 	l.now = now
 	return l
@@ -106,7 +76,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 	}
 	period := (limit.Window / time.Duration(limit.N)).Microseconds()
 	if period <= 0 {
-		return ratelimit.Decision{}, fmt.Errorf("redislimit: limit %v: Window/N is under a microsecond", limit)
+		return ratelimit.Decision{}, fmt.Errorf("redisstore: limit %v: Window/N is under a microsecond", limit)
 	}
 	now := int64(-1)
 	if l.now != nil {
@@ -115,10 +85,10 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 	res, err := gcraScript.Run(ctx, l.client, []string{l.prefix + key},
 		strconv.FormatInt(period, 10), strconv.FormatInt(limit.Window.Microseconds(), 10), strconv.FormatInt(now, 10)).Int64Slice()
 	if err != nil {
-		return ratelimit.Decision{}, fmt.Errorf("redislimit: %w", err)
+		return ratelimit.Decision{}, fmt.Errorf("redisstore: %w", err)
 	}
 	if len(res) != 4 {
-		return ratelimit.Decision{}, fmt.Errorf("redislimit: script answered %d values, want 4", len(res))
+		return ratelimit.Decision{}, fmt.Errorf("redisstore: script answered %d values, want 4", len(res))
 	}
 	return ratelimit.Decision{
 		Allowed:    res[0] == 1,

@@ -1,7 +1,20 @@
-// Package redisstore keeps idempotency keys (package idempotency) in
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentcap/agentcap/idempotency"
+)
+
+// IdempotencyStore keeps idempotency keys (package idempotency) in
 // Redis, shared by every instance of an application using the same
 // server. Redis expires keys itself: a claim lives for its lease, an
-// answer for its TTL.
+// answer for its TTL. It is safe for concurrent use.
 //
 // A key is the Redis string prefix + the scoped key, holding a small JSON
 // document (fingerprint, claim token, whether it is answered, and the
@@ -11,67 +24,21 @@
 // (idempotency.Config.MaxKeysPerScope), its live keys are also the
 // members of the sorted set prefix + "scope:" + scope, by expiry, which
 // the claim counts in the same step; a scoped key starts with a digit, so
-// the two never meet. The two keys need not share a hash slot, so the
-// Store runs on one Redis primary (with or without replicas), not on
-// Redis Cluster.
+// the two never meet.
 //
-// Redis must keep each key until its TTL ends: under a maxmemory-policy
-// that evicts (volatile-* and allkeys-*, the default of several managed
-// services) a full Redis drops keys early, and a retry whose key was
-// dropped runs the call again. New therefore refuses a Redis whose
-// policy is not noeviction, or whose policy it cannot read because
-// CONFIG GET is refused, unless Config.AcceptEviction says the
-// application takes that risk. Under noeviction a full Redis refuses
-// writes: a key that cannot be claimed answers 503, and the call does not
-// run.
-package redisstore
-
-import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"time"
-
-	"github.com/redis/go-redis/v9"
-
-	"github.com/agentcap/agentcap/idempotency"
-	"github.com/agentcap/agentcap/internal/rediseviction"
-)
-
-// Store is a idempotency.Store in Redis. It is safe for concurrent use.
-type Store struct {
+// Redis must keep each key until its TTL ends: a retry whose key Redis
+// dropped early runs the call again (see the package documentation).
+// Under noeviction a full Redis refuses writes: a key that cannot be
+// claimed answers 503, and the call does not run.
+type IdempotencyStore struct {
 	client redis.UniversalClient
 	prefix string
 }
 
-var _ idempotency.Store = (*Store)(nil)
+var _ idempotency.Store = (*IdempotencyStore)(nil)
 
-// Config configures a Store.
-type Config struct {
-	// Prefix starts every key the Store writes, for example "bank:idem:".
-	Prefix string
-	// AcceptEviction starts the Store on a Redis whose maxmemory-policy
-	// may evict keys, or whose policy cannot be read, without asking:
-	// the application takes the risk (see the package documentation).
-	AcceptEviction bool
-}
-
-// New checks that the server behind client does not evict keys (see the
-// package documentation) and returns a Store keeping its keys under
-// cfg.Prefix. The client's own timeouts bound each call.
-func New(ctx context.Context, client redis.UniversalClient, cfg Config) (*Store, error) {
-	if client == nil {
-		return nil, errors.New("redisstore: nil client")
-	}
-	if err := rediseviction.Check(ctx, client, "idempotency/redisstore", "a key it forgets before its TTL lets a retried call run twice", cfg.AcceptEviction); err != nil {
-		return nil, err
-	}
-	return &Store{client: client, prefix: cfg.Prefix}, nil
-}
-
-// doc is the stored form of a key.
-type doc struct {
+// keyDoc is the stored form of a key.
+type keyDoc struct {
 	Fingerprint string            `json:"f"`
 	Token       string            `json:"t"`
 	Done        bool              `json:"d,omitempty"`
@@ -107,11 +74,11 @@ return {1}
 `)
 
 // scopeKey is the sorted set of scope's live keys.
-func (s *Store) scopeKey(scope string) string { return s.prefix + "scope:" + scope }
+func (s *IdempotencyStore) scopeKey(scope string) string { return s.prefix + "scope:" + scope }
 
 // Claim implements idempotency.Store.
-func (s *Store) Claim(ctx context.Context, scope, key, fingerprint, token string, lease time.Duration, max int) (bool, *idempotency.Record, error) {
-	val, err := json.Marshal(doc{Fingerprint: fingerprint, Token: token})
+func (s *IdempotencyStore) Claim(ctx context.Context, scope, key, fingerprint, token string, lease time.Duration, max int) (bool, *idempotency.Record, error) {
+	val, err := json.Marshal(keyDoc{Fingerprint: fingerprint, Token: token})
 	if err != nil {
 		return false, nil, err
 	}
@@ -128,7 +95,7 @@ func (s *Store) Claim(ctx context.Context, scope, key, fingerprint, token string
 		return false, nil, fmt.Errorf("redisstore: the claim script answered %v", res)
 	}
 	raw, _ := res[1].(string)
-	var d doc
+	var d keyDoc
 	if err := json.Unmarshal([]byte(raw), &d); err != nil {
 		return false, nil, fmt.Errorf("redisstore: decoding %s: %w", key, err)
 	}
@@ -174,8 +141,8 @@ return 1
 `)
 
 // Complete implements idempotency.Store.
-func (s *Store) Complete(ctx context.Context, scope, key, token string, answer idempotency.Record, ttl time.Duration) error {
-	val, err := json.Marshal(doc{Status: answer.Status, Header: answer.Header, Body: string(answer.Body)})
+func (s *IdempotencyStore) Complete(ctx context.Context, scope, key, token string, answer idempotency.Record, ttl time.Duration) error {
+	val, err := json.Marshal(keyDoc{Status: answer.Status, Header: answer.Header, Body: string(answer.Body)})
 	if err != nil {
 		return err
 	}
@@ -186,7 +153,7 @@ func (s *Store) Complete(ctx context.Context, scope, key, token string, answer i
 }
 
 // Release implements idempotency.Store.
-func (s *Store) Release(ctx context.Context, scope, key, token string) error {
+func (s *IdempotencyStore) Release(ctx context.Context, scope, key, token string) error {
 	if err := releaseScript.Run(ctx, s.client, []string{s.prefix + key, s.scopeKey(scope)}, token, key).Err(); err != nil {
 		return fmt.Errorf("redisstore: releasing a key: %w", err)
 	}

@@ -1,0 +1,181 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentcap/agentcap/agentauth"
+)
+
+// ReplayCache is an agentauth.ReplayCache shared through Redis, for
+// applications that verify agent JWTs on more than one instance: a token
+// id recorded by one instance is refused by every other. It records
+// token ids with SET key 1 NX PX ttl: Redis decides atomically which of
+// several concurrent callers records a key first, and expires the key
+// itself. It is safe for concurrent use.
+//
+// A recorded token id is a key with a TTL, which Redis must keep until
+// the TTL ends: a token whose id Redis dropped early is accepted again
+// (see the package documentation). Under noeviction a full Redis refuses
+// writes, and the verifiers refuse tokens with 503 (failing closed).
+//
+// # Shares
+//
+// The cache is an agentauth.OwnerReplayCache: the verifiers charge each
+// token id to its agent and host, and the cache refuses a token
+// (agentauth.ErrReplayShare, answered 429) of an agent that holds
+// Config.ReplayPerAgent unexpired ids, or of a host whose agents hold
+// Config.ReplayPerHost, so that one agent or host cannot fill the Redis
+// every instance relies on. The ids an owner holds are counted in
+// buckets of ten seconds of recording time, over the token's lifetime
+// and the bucket it started in: an owner may be refused a little early,
+// never late.
+//
+// # Keys
+//
+// A recorded token id is the Redis string key prefix + key, holding "1",
+// which Redis expires after the ttl. The key is the one the caller passes
+// to CheckAndSet; for agent JWTs it is agentauth.ReplayKey's:
+// ReplayKeyPrefix ("agentauth:jti:"), the agent id with every ':' and
+// '%' percent-encoded, ':' and the jti. With the Store's prefix "bank:"
+// (the cache's prefix "bank:replay:"), the token "j1" of agent "agt_1"
+// is the key "bank:replay:agentauth:jti:agt_1:j1", and the token "c" of
+// agent "a:b" is "bank:replay:agentauth:jti:a%3Ab:c", which the token
+// "b:c" of agent "a" ("...:jti:a:b:c") cannot share. The cache itself
+// adds nothing but the prefix, so keys that differ stay different in
+// Redis.
+//
+// An owner's buckets are the counters prefix + "share:agent:" + agent id
+// (or "share:host:" + host id) + ":" + the bucket's number (Unix time in
+// tens of seconds), which expire with the last id they count. The number
+// after the last ':' ends the key, so two owners never share a bucket,
+// and no key agentauth.ReplayKey makes starts with "share:".
+type ReplayCache struct {
+	client            redis.UniversalClient
+	prefix            string
+	perAgent, perHost int
+	now               func() time.Time
+}
+
+var _ agentauth.OwnerReplayCache = (*ReplayCache)(nil)
+
+// newReplayCache returns the cache under prefix, with cfg's shares and
+// clock or their defaults.
+func newReplayCache(client redis.UniversalClient, prefix string, cfg Config) *ReplayCache {
+	c := &ReplayCache{client: client, prefix: prefix, perAgent: cfg.ReplayPerAgent, perHost: cfg.ReplayPerHost, now: cfg.ReplayNow}
+	if c.perAgent == 0 {
+		c.perAgent = 100_000
+	}
+	if c.perHost == 0 {
+		c.perHost = 1_000_000
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return c
+}
+
+// ttlMillis is a ttl in whole milliseconds, rounded up.
+func ttlMillis(ttl time.Duration) int64 {
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+}
+
+// CheckAndSet implements agentauth.ReplayCache. The ttl is rounded up to a
+// whole millisecond; a ttl that is not positive is an error. The id is
+// charged to nobody.
+func (c *ReplayCache) CheckAndSet(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if ttl <= 0 {
+		return false, fmt.Errorf("redisstore: ttl %v is not positive", ttl)
+	}
+	err := c.client.Do(ctx, "SET", c.prefix+key, "1", "NX", "PX", ttlMillis(ttl)).Err()
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	default:
+		return false, fmt.Errorf("redisstore: SET NX: %w", err)
+	}
+}
+
+// bucketWidth is the span of recording time one bucket of an owner
+// counts.
+const bucketWidth = 10 * time.Second
+
+// shareScript records a token id charged to an agent and a host, unless
+// it is recorded already (0) or an owner holds its share (-1 the agent,
+// -2 the host), in one step, so that concurrent tokens of one owner never
+// pass its share together.
+//
+// KEYS[1] is the id's key; then ARGV[2] bucket keys of the agent and
+// ARGV[3] of the host, oldest first, the last one the current bucket.
+// ARGV[1] is the ttl in ms, ARGV[4] and ARGV[5] the shares (0: none),
+// ARGV[6] how long a charged bucket is kept, in ms.
+var shareScript = redis.NewScript(`
+local function held(first, n)
+	local sum = 0
+	for _, v in ipairs(redis.call('MGET', unpack(KEYS, first, first + n - 1))) do
+		if v then sum = sum + tonumber(v) end
+	end
+	return sum
+end
+local function charge(k, keep)
+	redis.call('INCR', k)
+	if redis.call('PTTL', k) < keep then redis.call('PEXPIRE', k, keep) end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local na, nh = tonumber(ARGV[2]), tonumber(ARGV[3])
+local la, lh = tonumber(ARGV[4]), tonumber(ARGV[5])
+if na > 0 and la > 0 and held(2, na) >= la then return -1 end
+if nh > 0 and lh > 0 and held(2 + na, nh) >= lh then return -2 end
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+local keep = tonumber(ARGV[6])
+if na > 0 then charge(KEYS[1 + na], keep) end
+if nh > 0 then charge(KEYS[1 + na + nh], keep) end
+return 1
+`)
+
+// CheckAndSetFor implements agentauth.OwnerReplayCache.
+func (c *ReplayCache) CheckAndSetFor(ctx context.Context, key string, ttl time.Duration, agentID, hostID string) (bool, error) {
+	if ttl <= 0 {
+		return false, fmt.Errorf("redisstore: ttl %v is not positive", ttl)
+	}
+	now := c.now()
+	// An id recorded in bucket b expires by the end of b plus ttl: the
+	// buckets from the one holding now - ttl on may count live ids.
+	last := now.UnixNano() / int64(bucketWidth)
+	first := now.Add(-ttl).UnixNano() / int64(bucketWidth)
+	keys := []string{c.prefix + key}
+	buckets := func(kind, id string) int {
+		if id == "" {
+			return 0
+		}
+		for b := first; b <= last; b++ {
+			keys = append(keys, c.prefix+"share:"+kind+":"+id+":"+strconv.FormatInt(b, 10))
+		}
+		return int(last - first + 1)
+	}
+	na := buckets("agent", agentID)
+	nh := buckets("host", hostID)
+	keep := ttlMillis(ttl + 2*bucketWidth)
+	res, err := shareScript.Run(ctx, c.client, keys, ttlMillis(ttl), na, nh, max(c.perAgent, 0), max(c.perHost, 0), keep).Int64()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: recording a token id: %w", err)
+	}
+	switch res {
+	case 1:
+		return true, nil
+	case 0:
+		return false, nil
+	case -1:
+		return false, fmt.Errorf("%w: agent %q holds %d unexpired token ids", agentauth.ErrReplayShare, agentID, c.perAgent)
+	case -2:
+		return false, fmt.Errorf("%w: the agents of host %q hold %d unexpired token ids", agentauth.ErrReplayHostShare, hostID, c.perHost)
+	}
+	return false, fmt.Errorf("redisstore: the script answered %d", res)
+}
