@@ -8,14 +8,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentcap/agentcap/confirm"
-	"github.com/agentcap/agentcap/confirm/confirmtest"
 	"github.com/agentcap/agentcap/confirm/redisstore"
 	"github.com/agentcap/agentcap/internal/servicetest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func TestConformance(t *testing.T) {
 	prefixes := map[confirm.Store]string{}
-	confirmtest.Run(t, confirmtest.Factory{
+	storetest.Confirm(t, storetest.ConfirmFactory{
 		New: func(t *testing.T) confirm.Store {
 			c, prefix := servicetest.Redis(t)
 			s, err := redisstore.New(context.Background(), c, redisstore.Config{Prefix: prefix})

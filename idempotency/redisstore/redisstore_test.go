@@ -8,14 +8,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentcap/agentcap/idempotency"
-	"github.com/agentcap/agentcap/idempotency/idemtest"
 	"github.com/agentcap/agentcap/idempotency/redisstore"
 	"github.com/agentcap/agentcap/internal/servicetest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func TestConformance(t *testing.T) {
 	prefixes := map[idempotency.Store]string{}
-	idemtest.Run(t, idemtest.Factory{
+	storetest.Idempotency(t, storetest.IdempotencyFactory{
 		New: func(t *testing.T) idempotency.Store {
 			c, prefix := servicetest.Redis(t)
 			s, err := redisstore.New(context.Background(), c, redisstore.Config{Prefix: prefix})
