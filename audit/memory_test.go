@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/audit"
-	"github.com/agentcap/agentcap/audit/audittest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func TestMemoryConformance(t *testing.T) {
-	audittest.Run(t, func(t *testing.T) audit.Store { return audit.NewMemory(nil) })
+	storetest.Audit(t, func(t *testing.T) audit.Store { return audit.NewMemory(nil) })
 }

@@ -4,11 +4,11 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/confirm"
-	"github.com/agentcap/agentcap/confirm/confirmtest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func TestMemoryStore(t *testing.T) {
-	confirmtest.Run(t, confirmtest.Factory{
+	storetest.Confirm(t, storetest.ConfirmFactory{
 		New:    func(*testing.T) confirm.Store { return confirm.NewMemoryStore() },
 		Reopen: func(_ *testing.T, s confirm.Store) confirm.Store { return s },
 	})

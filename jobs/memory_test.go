@@ -4,11 +4,11 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/jobs"
-	"github.com/agentcap/agentcap/jobs/jobstest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func TestMemoryStore(t *testing.T) {
-	jobstest.Run(t, jobstest.Factory{
+	storetest.Jobs(t, storetest.JobsFactory{
 		New:    func(*testing.T) jobs.Store { return jobs.NewMemoryStore() },
 		Reopen: func(_ *testing.T, s jobs.Store) jobs.Store { return s },
 	})

@@ -4,14 +4,14 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/confirm"
-	"github.com/agentcap/agentcap/confirm/confirmtest"
 	"github.com/agentcap/agentcap/internal/servicetest"
 	"github.com/agentcap/agentcap/redisstore"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func TestConfirmConformance(t *testing.T) {
 	prefixes := map[confirm.Store]string{}
-	confirmtest.Run(t, confirmtest.Factory{
+	storetest.Confirm(t, storetest.ConfirmFactory{
 		New: func(t *testing.T) confirm.Store {
 			c, prefix := servicetest.Redis(t)
 			s := newStore(t, c, redisstore.Config{Prefix: prefix}).Confirm()

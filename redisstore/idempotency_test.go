@@ -4,14 +4,14 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/idempotency"
-	"github.com/agentcap/agentcap/idempotency/idemtest"
 	"github.com/agentcap/agentcap/internal/servicetest"
 	"github.com/agentcap/agentcap/redisstore"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func TestIdempotencyConformance(t *testing.T) {
 	prefixes := map[idempotency.Store]string{}
-	idemtest.Run(t, idemtest.Factory{
+	storetest.Idempotency(t, storetest.IdempotencyFactory{
 		New: func(t *testing.T) idempotency.Store {
 			c, prefix := servicetest.Redis(t)
 			s := newStore(t, c, redisstore.Config{Prefix: prefix}).Idempotency()

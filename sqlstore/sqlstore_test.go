@@ -7,15 +7,12 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/audit"
-	"github.com/agentcap/agentcap/audit/audittest"
 	"github.com/agentcap/agentcap/confirm"
-	"github.com/agentcap/agentcap/confirm/confirmtest"
 	"github.com/agentcap/agentcap/idempotency"
-	"github.com/agentcap/agentcap/idempotency/idemtest"
 	"github.com/agentcap/agentcap/internal/servicetest"
 	"github.com/agentcap/agentcap/jobs"
-	"github.com/agentcap/agentcap/jobs/jobstest"
 	"github.com/agentcap/agentcap/sqlstore"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 // backend makes empty databases: fresh returns a function opening a DB
@@ -79,11 +76,11 @@ func TestConformance(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Run("Audit", func(t *testing.T) {
-				audittest.Run(t, func(t *testing.T) audit.Store { return b.fresh(t)(t).Audit() })
+				storetest.Audit(t, func(t *testing.T) audit.Store { return b.fresh(t)(t).Audit() })
 			})
 			t.Run("Confirm", func(t *testing.T) {
 				var in instances[confirm.Store]
-				confirmtest.Run(t, confirmtest.Factory{
+				storetest.Confirm(t, storetest.ConfirmFactory{
 					New: func(t *testing.T) confirm.Store {
 						open := b.fresh(t)
 						return in.add(open(t).Confirm(), open)
@@ -93,7 +90,7 @@ func TestConformance(t *testing.T) {
 			})
 			t.Run("Idempotency", func(t *testing.T) {
 				var in instances[idempotency.Store]
-				idemtest.Run(t, idemtest.Factory{
+				storetest.Idempotency(t, storetest.IdempotencyFactory{
 					New: func(t *testing.T) idempotency.Store {
 						open := b.fresh(t)
 						return in.add(open(t).Idempotency(), open)
@@ -103,7 +100,7 @@ func TestConformance(t *testing.T) {
 			})
 			t.Run("Jobs", func(t *testing.T) {
 				var in instances[jobs.Store]
-				jobstest.Run(t, jobstest.Factory{
+				storetest.Jobs(t, storetest.JobsFactory{
 					New: func(t *testing.T) jobs.Store {
 						open := b.fresh(t)
 						return in.add(open(t).Jobs(), open)

@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/agentauth/store"
-	"github.com/agentcap/agentcap/agentauth/store/storetest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func BenchmarkMemory(b *testing.B) {
-	storetest.Bench(b, func(b *testing.B) store.Store { return store.NewMemory(nil) })
+	storetest.BenchProvider(b, func(b *testing.B) store.Store { return store.NewMemory(nil) })
 }

@@ -4,11 +4,11 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/agentauth/store"
-	"github.com/agentcap/agentcap/agentauth/store/storetest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func TestMemoryConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
+	storetest.Provider(t, func(t *testing.T) store.Store {
 		s := store.NewMemory(nil)
 		t.Cleanup(func() { s.Close() })
 		return s

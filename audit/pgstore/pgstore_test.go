@@ -10,9 +10,9 @@ import (
 
 	providerpg "github.com/agentcap/agentcap/agentauth/store/pgstore"
 	"github.com/agentcap/agentcap/audit"
-	"github.com/agentcap/agentcap/audit/audittest"
 	"github.com/agentcap/agentcap/audit/pgstore"
 	"github.com/agentcap/agentcap/internal/servicetest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func open(t *testing.T, pool *pgxpool.Pool) *pgstore.Store {
@@ -26,7 +26,7 @@ func open(t *testing.T, pool *pgxpool.Pool) *pgstore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	audittest.Run(t, func(t *testing.T) audit.Store { return open(t, servicetest.PostgresSchema(t)()) })
+	storetest.Audit(t, func(t *testing.T) audit.Store { return open(t, servicetest.PostgresSchema(t)()) })
 }
 
 func TestAppendOnly(t *testing.T) {

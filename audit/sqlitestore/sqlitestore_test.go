@@ -10,8 +10,8 @@ import (
 	"github.com/agentcap/agentcap/agentauth/store"
 	providersqlite "github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/audit"
-	"github.com/agentcap/agentcap/audit/audittest"
 	"github.com/agentcap/agentcap/audit/sqlitestore"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func open(t *testing.T, path string) *sqlitestore.Store {
@@ -25,7 +25,7 @@ func open(t *testing.T, path string) *sqlitestore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	audittest.Run(t, func(t *testing.T) audit.Store { return open(t, filepath.Join(t.TempDir(), "audit.db")) })
+	storetest.Audit(t, func(t *testing.T) audit.Store { return open(t, filepath.Join(t.TempDir(), "audit.db")) })
 }
 
 func TestAppendOnly(t *testing.T) {

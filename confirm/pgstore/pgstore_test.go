@@ -7,9 +7,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentcap/agentcap/confirm"
-	"github.com/agentcap/agentcap/confirm/confirmtest"
 	"github.com/agentcap/agentcap/confirm/pgstore"
 	"github.com/agentcap/agentcap/internal/servicetest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func open(t *testing.T, pool *pgxpool.Pool) *pgstore.Store {
@@ -24,7 +24,7 @@ func open(t *testing.T, pool *pgxpool.Pool) *pgstore.Store {
 
 func TestConformance(t *testing.T) {
 	pools := map[confirm.Store]func() *pgxpool.Pool{}
-	confirmtest.Run(t, confirmtest.Factory{
+	storetest.Confirm(t, storetest.ConfirmFactory{
 		New: func(t *testing.T) confirm.Store {
 			newPool := servicetest.PostgresSchema(t)
 			s := open(t, newPool())

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/confirm"
-	"github.com/agentcap/agentcap/confirm/confirmtest"
 	"github.com/agentcap/agentcap/confirm/sqlitestore"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func open(t *testing.T, path string) *sqlitestore.Store {
@@ -23,7 +23,7 @@ func open(t *testing.T, path string) *sqlitestore.Store {
 
 func TestConformance(t *testing.T) {
 	paths := map[confirm.Store]string{}
-	confirmtest.Run(t, confirmtest.Factory{
+	storetest.Confirm(t, storetest.ConfirmFactory{
 		New: func(t *testing.T) confirm.Store {
 			path := filepath.Join(t.TempDir(), "confirm.db")
 			s := open(t, path)

@@ -7,9 +7,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentcap/agentcap/idempotency"
-	"github.com/agentcap/agentcap/idempotency/idemtest"
 	"github.com/agentcap/agentcap/idempotency/pgstore"
 	"github.com/agentcap/agentcap/internal/servicetest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func open(t *testing.T, pool *pgxpool.Pool) *pgstore.Store {
@@ -24,7 +24,7 @@ func open(t *testing.T, pool *pgxpool.Pool) *pgstore.Store {
 
 func TestConformance(t *testing.T) {
 	pools := map[idempotency.Store]func() *pgxpool.Pool{}
-	idemtest.Run(t, idemtest.Factory{
+	storetest.Idempotency(t, storetest.IdempotencyFactory{
 		New: func(t *testing.T) idempotency.Store {
 			newPool := servicetest.PostgresSchema(t)
 			s := open(t, newPool())

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/idempotency"
-	"github.com/agentcap/agentcap/idempotency/idemtest"
 	"github.com/agentcap/agentcap/idempotency/sqlitestore"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func open(t *testing.T, path string) *sqlitestore.Store {
@@ -25,7 +25,7 @@ func open(t *testing.T, path string) *sqlitestore.Store {
 
 func TestConformance(t *testing.T) {
 	paths := map[idempotency.Store]string{}
-	idemtest.Run(t, idemtest.Factory{
+	storetest.Idempotency(t, storetest.IdempotencyFactory{
 		New: func(t *testing.T) idempotency.Store {
 			path := filepath.Join(t.TempDir(), "idem.db")
 			s := open(t, path)

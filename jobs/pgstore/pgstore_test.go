@@ -8,8 +8,8 @@ import (
 
 	"github.com/agentcap/agentcap/internal/servicetest"
 	"github.com/agentcap/agentcap/jobs"
-	"github.com/agentcap/agentcap/jobs/jobstest"
 	"github.com/agentcap/agentcap/jobs/pgstore"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func open(t *testing.T, pool *pgxpool.Pool) *pgstore.Store {
@@ -24,7 +24,7 @@ func open(t *testing.T, pool *pgxpool.Pool) *pgstore.Store {
 
 func TestConformance(t *testing.T) {
 	pools := map[jobs.Store]func() *pgxpool.Pool{}
-	jobstest.Run(t, jobstest.Factory{
+	storetest.Jobs(t, storetest.JobsFactory{
 		New: func(t *testing.T) jobs.Store {
 			newPool := servicetest.PostgresSchema(t)
 			s := open(t, newPool())

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/jobs"
-	"github.com/agentcap/agentcap/jobs/jobstest"
 	"github.com/agentcap/agentcap/jobs/sqlitestore"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func open(t *testing.T, path string) *sqlitestore.Store {
@@ -22,7 +22,7 @@ func open(t *testing.T, path string) *sqlitestore.Store {
 
 func TestConformance(t *testing.T) {
 	paths := map[jobs.Store]string{}
-	jobstest.Run(t, jobstest.Factory{
+	storetest.Jobs(t, storetest.JobsFactory{
 		New: func(t *testing.T) jobs.Store {
 			path := filepath.Join(t.TempDir(), "jobs.db")
 			s := open(t, path)

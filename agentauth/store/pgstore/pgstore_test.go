@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/agentauth/store/pgstore"
-	"github.com/agentcap/agentcap/agentauth/store/storetest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 // dsn returns the PostgreSQL server named by AGENTCAP_POSTGRES_DSN. Without
@@ -87,11 +87,11 @@ func open(t testing.TB) *pgstore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
+	storetest.Provider(t, func(t *testing.T) store.Store { return open(t) })
 }
 
 func BenchmarkStore(b *testing.B) {
-	storetest.Bench(b, func(b *testing.B) store.Store { return open(b) })
+	storetest.BenchProvider(b, func(b *testing.B) store.Store { return open(b) })
 }
 
 // TestMigrateOnce: stores opened together on one schema apply the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
-	"github.com/agentcap/agentcap/agentauth/store/storetest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func open(t testing.TB) *sqlitestore.Store {
@@ -25,9 +25,9 @@ func open(t testing.TB) *sqlitestore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
+	storetest.Provider(t, func(t *testing.T) store.Store { return open(t) })
 }
 
 func BenchmarkStore(b *testing.B) {
-	storetest.Bench(b, func(b *testing.B) store.Store { return open(b) })
+	storetest.BenchProvider(b, func(b *testing.B) store.Store { return open(b) })
 }

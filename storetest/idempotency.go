@@ -1,8 +1,4 @@
-// Package idemtest is the conformance suite every idempotency.Store
-// passes: claims, answers, releases, expiry, 50 concurrent calls with one
-// key through two stores sharing their keys, of which exactly one runs,
-// and the bound of a scope's live keys, counted across both stores.
-package idemtest
+package storetest
 
 import (
 	"context"
@@ -19,8 +15,8 @@ import (
 	"github.com/agentcap/agentcap/idempotency"
 )
 
-// Factory makes the stores under test.
-type Factory struct {
+// IdempotencyFactory makes the stores under test.
+type IdempotencyFactory struct {
 	// New returns an empty store, closed by the test's cleanup.
 	New func(t *testing.T) idempotency.Store
 	// Reopen returns a second store on the keys of s, as another instance
@@ -29,18 +25,18 @@ type Factory struct {
 	Reopen func(t *testing.T, s idempotency.Store) idempotency.Store
 }
 
-// Run runs the suite.
-func Run(t *testing.T, f Factory) {
+// Idempotency runs the suite of a idempotency store.
+func Idempotency(t *testing.T, f IdempotencyFactory) {
 	t.Run("ClaimCompleteReplay", func(t *testing.T) { testClaim(t, f) })
 	t.Run("Release", func(t *testing.T) { testRelease(t, f) })
-	t.Run("Expiry", func(t *testing.T) { testExpiry(t, f) })
-	t.Run("ConcurrentTwoInstances", func(t *testing.T) { testConcurrent(t, f) })
+	t.Run("Expiry", func(t *testing.T) { idempotencyTestExpiry(t, f) })
+	t.Run("ConcurrentTwoInstances", func(t *testing.T) { idempotencyTestConcurrent(t, f) })
 	t.Run("GuardErrors", func(t *testing.T) { testGuardErrors(t, f) })
 	t.Run("BoundedScope", func(t *testing.T) { testBoundedScope(t, f) })
 	t.Run("AnswerBound", func(t *testing.T) { testAnswerBound(t, f) })
 }
 
-func testClaim(t *testing.T, f Factory) {
+func testClaim(t *testing.T, f IdempotencyFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	claimed, rec, err := s.Claim(ctx, "agt_1", "k1", "fp1", "tok1", time.Minute, 0)
@@ -79,7 +75,7 @@ func testClaim(t *testing.T, f Factory) {
 	}
 }
 
-func testRelease(t *testing.T, f Factory) {
+func testRelease(t *testing.T, f IdempotencyFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	if claimed, _, err := s.Claim(ctx, "agt_1", "k", "fp", "tok1", time.Minute, 0); !claimed || err != nil {
@@ -99,7 +95,7 @@ func testRelease(t *testing.T, f Factory) {
 	}
 }
 
-func testExpiry(t *testing.T, f Factory) {
+func idempotencyTestExpiry(t *testing.T, f IdempotencyFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	if claimed, _, _ := s.Claim(ctx, "agt_1", "lease", "fp", "tok1", 50*time.Millisecond, 0); !claimed {
@@ -129,7 +125,7 @@ func testExpiry(t *testing.T, f Factory) {
 // testConcurrent: 50 identical calls with one key, half through each of
 // two stores sharing their keys, run the handler exactly once; every
 // call gets the one answer.
-func testConcurrent(t *testing.T, f Factory) {
+func idempotencyTestConcurrent(t *testing.T, f IdempotencyFactory) {
 	s := f.New(t)
 	stores := []idempotency.Store{s, f.Reopen(t, s)}
 	guards := make([]*idempotency.Guard, 2)
@@ -176,7 +172,7 @@ func testConcurrent(t *testing.T, f Factory) {
 	}
 }
 
-func testGuardErrors(t *testing.T, f Factory) {
+func testGuardErrors(t *testing.T, f IdempotencyFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	g, err := idempotency.New(idempotency.Config{Store: s, Wait: -1})
@@ -216,7 +212,7 @@ func testGuardErrors(t *testing.T, f Factory) {
 // (claimed or answered) gets ErrTooManyKeys for a new key, through any
 // store sharing the keys, while its held keys are still answered and
 // other scopes are not refused; a released or expired key frees its place.
-func testBoundedScope(t *testing.T, f Factory) {
+func testBoundedScope(t *testing.T, f IdempotencyFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	guards := make([]*idempotency.Guard, 2)
@@ -289,7 +285,7 @@ func testBoundedScope(t *testing.T, f Factory) {
 // testAnswerBound: an answer longer than Config.MaxAnswerBytes (raised to
 // MinAnswerBytes) is not stored; the claim still holds the key for a
 // shorter one.
-func testAnswerBound(t *testing.T, f Factory) {
+func testAnswerBound(t *testing.T, f IdempotencyFactory) {
 	ctx := context.Background()
 	g, err := idempotency.New(idempotency.Config{Store: f.New(t), Wait: -1, MaxAnswerBytes: 10})
 	if err != nil {

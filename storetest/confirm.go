@@ -1,9 +1,4 @@
-// Package confirmtest is the conformance suite every confirm.Store
-// passes: records, atomic consumption, expiry, forgetting, the refusals
-// of a confirm.Manager over the store, and many goroutines consuming one
-// token through two store clients sharing their tokens, of which exactly
-// one wins.
-package confirmtest
+package storetest
 
 import (
 	"context"
@@ -20,8 +15,8 @@ import (
 	"github.com/agentcap/agentcap/core"
 )
 
-// Factory makes the stores under test.
-type Factory struct {
+// ConfirmFactory makes the stores under test.
+type ConfirmFactory struct {
 	// New returns an empty store, closed by the test's cleanup.
 	New func(t *testing.T) confirm.Store
 	// Reopen returns a second store client on the tokens of s, as
@@ -30,13 +25,13 @@ type Factory struct {
 	Reopen func(t *testing.T, s confirm.Store) confirm.Store
 }
 
-// Run runs the suite.
-func Run(t *testing.T, f Factory) {
+// Confirm runs the suite of a confirm store.
+func Confirm(t *testing.T, f ConfirmFactory) {
 	t.Run("PutConsume", func(t *testing.T) { testPutConsume(t, f) })
 	t.Run("NoMatchNoSpend", func(t *testing.T) { testNoMatch(t, f) })
-	t.Run("ExpiryAndForgetting", func(t *testing.T) { testExpiry(t, f) })
+	t.Run("ExpiryAndForgetting", func(t *testing.T) { confirmTestExpiry(t, f) })
 	t.Run("Manager", func(t *testing.T) { testManager(t, f) })
-	t.Run("ConcurrentTwoClients", func(t *testing.T) { testConcurrent(t, f) })
+	t.Run("ConcurrentTwoClients", func(t *testing.T) { confirmTestConcurrent(t, f) })
 }
 
 // ms keeps times to the millisecond, as stores do.
@@ -46,7 +41,7 @@ func binding() confirm.Record {
 	return confirm.Record{Subject: "agt_1", Capability: "transfer_money", Digest: "d1", Audience: "https://bank.example/"}
 }
 
-func testPutConsume(t *testing.T, f Factory) {
+func testPutConsume(t *testing.T, f ConfirmFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	now := ms(time.Now())
@@ -71,7 +66,7 @@ func testPutConsume(t *testing.T, f Factory) {
 	}
 }
 
-func testNoMatch(t *testing.T, f Factory) {
+func testNoMatch(t *testing.T, f ConfirmFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	now := ms(time.Now())
@@ -98,7 +93,7 @@ func testNoMatch(t *testing.T, f Factory) {
 	}
 }
 
-func testExpiry(t *testing.T, f Factory) {
+func confirmTestExpiry(t *testing.T, f ConfirmFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	now := ms(time.Now())
@@ -120,7 +115,7 @@ func testExpiry(t *testing.T, f Factory) {
 	}
 }
 
-func testManager(t *testing.T, f Factory) {
+func testManager(t *testing.T, f ConfirmFactory) {
 	ctx := context.Background()
 	now := time.Now()
 	clock := func() time.Time { return now }
@@ -187,7 +182,7 @@ func testManager(t *testing.T, f Factory) {
 // testConcurrent: 50 goroutines, half through each of two store clients
 // sharing their tokens, consume one token; exactly one wins and every
 // other is told the token was used.
-func testConcurrent(t *testing.T, f Factory) {
+func confirmTestConcurrent(t *testing.T, f ConfirmFactory) {
 	s := f.New(t)
 	stores := []confirm.Store{s, f.Reopen(t, s)}
 	managers := make([]*confirm.Manager, 2)

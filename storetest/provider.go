@@ -1,17 +1,3 @@
-// Package storetest is the conformance suite every store.Store must pass:
-// round trips of every record, not-found and conflict errors,
-// compare-and-set transitions, constraint bytes kept as written, the
-// lifetime clocks and sweeps, and concurrent writers that must lose
-// nothing and agree on exactly one winner.
-//
-// A Store implementation runs it from its own tests:
-//
-//	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
-//	}
-//
-// open is called once per subtest and must return an empty store that the
-// test's cleanup closes and removes.
 package storetest
 
 import (
@@ -36,9 +22,9 @@ import (
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
-// Run runs the conformance suite, one subtest per behaviour, each on a
+// Provider runs the conformance suite of a store.Store, one subtest per behaviour, each on a
 // fresh store from open.
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
+func Provider(t *testing.T, open func(t *testing.T) store.Store) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s store.Store)

@@ -1,17 +1,4 @@
-// Package audittest is the conformance suite every audit.Store must pass:
-// round trips of every field, ids and times filled in, filters, time
-// ranges, cursor pagination newest first, the retention sweep, JSON Lines
-// export, and concurrent writers that lose nothing.
-//
-// A Store implementation runs it from its own tests:
-//
-//	func TestConformance(t *testing.T) {
-//		audittest.Run(t, func(t *testing.T) audit.Store { return open(t) })
-//	}
-//
-// open is called once per subtest and must return an empty store that the
-// test's cleanup closes and removes.
-package audittest
+package storetest
 
 import (
 	"bufio"
@@ -29,8 +16,8 @@ import (
 	"github.com/agentcap/agentcap/audit"
 )
 
-// Run runs the suite, one subtest per behaviour, each on a fresh store.
-func Run(t *testing.T, open func(t *testing.T) audit.Store) {
+// Audit runs the suite of an audit.Store, one subtest per behaviour, each on a fresh store.
+func Audit(t *testing.T, open func(t *testing.T) audit.Store) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s audit.Store)
@@ -44,16 +31,16 @@ func Run(t *testing.T, open func(t *testing.T) audit.Store) {
 		{"Pagination", testPagination},
 		{"SameTimeOrderedByID", testSameTime},
 		{"BadQueries", testBadQueries},
-		{"Sweep", testSweep},
+		{"Sweep", auditTestSweep},
 		{"Export", testExport},
-		{"ConcurrentWriters", testConcurrent},
+		{"ConcurrentWriters", auditTestConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
 }
 
-var base = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var auditBase = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func write(t *testing.T, s audit.Store, rs ...audit.Record) {
 	t.Helper()
@@ -83,17 +70,17 @@ func ids(rs []audit.Record) []string {
 
 func testRoundTrip(t *testing.T, s audit.Store) {
 	full := audit.Record{
-		ID: "r1", Time: base.Add(1234567 * time.Nanosecond), Event: "transfer_money", Outcome: "constraint_violated",
+		ID: "r1", Time: auditBase.Add(1234567 * time.Nanosecond), Event: "transfer_money", Outcome: "constraint_violated",
 		AgentID: "agent-1", HostID: "host-1", UserID: "alice", Capability: "transfer_money",
 		ArgumentsDigest: "ab12", ConfirmationID: "conf-1", RequestID: "req-1", TraceID: "0af7651916cd43dd8448eb211c80319c",
 		ClientIP: "192.0.2.7", Duration: 1500 * time.Microsecond, Detail: "a detail ✓",
 		Arguments: json.RawMessage(`{"amount":5,"pin":"[redacted]"}`),
 	}
-	bare := audit.Record{ID: "r0", Time: base, Event: audit.EventHostRegistered, Outcome: audit.OutcomeOK}
+	bare := audit.Record{ID: "r0", Time: auditBase, Event: audit.EventHostRegistered, Outcome: audit.OutcomeOK}
 	write(t, s, full, bare)
 	got := query(t, s, audit.Query{})
 	want := full
-	want.Time = base.Add(1234 * time.Microsecond) // kept to the microsecond
+	want.Time = auditBase.Add(1234 * time.Microsecond) // kept to the microsecond
 	if diff := cmp.Diff([]audit.Record{want, bare}, got.Records); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
@@ -128,8 +115,8 @@ func testIncomplete(t *testing.T, s audit.Store) {
 }
 
 func testDuplicateID(t *testing.T, s audit.Store) {
-	write(t, s, audit.Record{ID: "x", Time: base, Event: "e", Outcome: "ok"})
-	err := s.Write(context.Background(), audit.Record{ID: "x", Time: base, Event: "other", Outcome: "ok"})
+	write(t, s, audit.Record{ID: "x", Time: auditBase, Event: "e", Outcome: "ok"})
+	err := s.Write(context.Background(), audit.Record{ID: "x", Time: auditBase, Event: "other", Outcome: "ok"})
 	if !errors.Is(err, audit.ErrDuplicateID) {
 		t.Fatalf("second write of id x: %v, want ErrDuplicateID", err)
 	}
@@ -140,11 +127,11 @@ func testDuplicateID(t *testing.T, s audit.Store) {
 
 func testFilters(t *testing.T, s audit.Store) {
 	write(t, s,
-		audit.Record{ID: "1", Time: base.Add(1 * time.Second), Event: "transfer", Outcome: "ok", UserID: "alice", AgentID: "a1", Capability: "transfer"},
-		audit.Record{ID: "2", Time: base.Add(2 * time.Second), Event: "transfer", Outcome: "unauthorized", UserID: "bob", AgentID: "b1", Capability: "transfer"},
-		audit.Record{ID: "3", Time: base.Add(3 * time.Second), Event: audit.EventPreview, Outcome: "ok", UserID: "alice", AgentID: "a2", Capability: "transfer"},
-		audit.Record{ID: "4", Time: base.Add(4 * time.Second), Event: "balance", Outcome: "ok", UserID: "alice", AgentID: "a1", Capability: "balance"},
-		audit.Record{ID: "5", Time: base.Add(5 * time.Second), Event: audit.EventAgentRevoked, Outcome: "ok", UserID: "alice", AgentID: "a1"},
+		audit.Record{ID: "1", Time: auditBase.Add(1 * time.Second), Event: "transfer", Outcome: "ok", UserID: "alice", AgentID: "a1", Capability: "transfer"},
+		audit.Record{ID: "2", Time: auditBase.Add(2 * time.Second), Event: "transfer", Outcome: "unauthorized", UserID: "bob", AgentID: "b1", Capability: "transfer"},
+		audit.Record{ID: "3", Time: auditBase.Add(3 * time.Second), Event: audit.EventPreview, Outcome: "ok", UserID: "alice", AgentID: "a2", Capability: "transfer"},
+		audit.Record{ID: "4", Time: auditBase.Add(4 * time.Second), Event: "balance", Outcome: "ok", UserID: "alice", AgentID: "a1", Capability: "balance"},
+		audit.Record{ID: "5", Time: auditBase.Add(5 * time.Second), Event: audit.EventAgentRevoked, Outcome: "ok", UserID: "alice", AgentID: "a1"},
 	)
 	for _, tc := range []struct {
 		q    audit.Query
@@ -167,16 +154,16 @@ func testFilters(t *testing.T, s audit.Store) {
 
 func testTimeRange(t *testing.T, s audit.Store) {
 	for i := range 6 {
-		write(t, s, audit.Record{ID: fmt.Sprint(i), Time: base.Add(time.Duration(i) * time.Minute), Event: "e", Outcome: "ok"})
+		write(t, s, audit.Record{ID: fmt.Sprint(i), Time: auditBase.Add(time.Duration(i) * time.Minute), Event: "e", Outcome: "ok"})
 	}
 	for _, tc := range []struct {
 		since, until time.Time
 		want         []string
 	}{
-		{base.Add(2 * time.Minute), time.Time{}, []string{"5", "4", "3", "2"}},
-		{time.Time{}, base.Add(2 * time.Minute), []string{"1", "0"}},
-		{base.Add(time.Minute), base.Add(4 * time.Minute), []string{"3", "2", "1"}},
-		{base.Add(3 * time.Minute), base.Add(3 * time.Minute), []string{}},
+		{auditBase.Add(2 * time.Minute), time.Time{}, []string{"5", "4", "3", "2"}},
+		{time.Time{}, auditBase.Add(2 * time.Minute), []string{"1", "0"}},
+		{auditBase.Add(time.Minute), auditBase.Add(4 * time.Minute), []string{"3", "2", "1"}},
+		{auditBase.Add(3 * time.Minute), auditBase.Add(3 * time.Minute), []string{}},
 	} {
 		if got := ids(query(t, s, audit.Query{Since: tc.since, Until: tc.until}).Records); !cmp.Equal(got, tc.want) {
 			t.Errorf("since %v until %v: got %v, want %v", tc.since, tc.until, got, tc.want)
@@ -192,7 +179,7 @@ func testPagination(t *testing.T, s audit.Store) {
 		if i%3 == 0 {
 			user = "bob"
 		}
-		write(t, s, audit.Record{ID: id, Time: base.Add(time.Duration(i) * time.Second), Event: "e", Outcome: "ok", UserID: user})
+		write(t, s, audit.Record{ID: id, Time: auditBase.Add(time.Duration(i) * time.Second), Event: "e", Outcome: "ok", UserID: user})
 		if user == "alice" {
 			want = append([]string{id}, want...)
 		}
@@ -210,7 +197,7 @@ func testPagination(t *testing.T, s audit.Store) {
 		// A record written after the listing began, newer than all, does
 		// not shift the pages that follow.
 		if pages == 1 {
-			write(t, s, audit.Record{ID: "late", Time: base.Add(time.Hour), Event: "e", Outcome: "ok", UserID: "alice"})
+			write(t, s, audit.Record{ID: "late", Time: auditBase.Add(time.Hour), Event: "e", Outcome: "ok", UserID: "alice"})
 		}
 		if p.NextCursor == "" {
 			break
@@ -233,7 +220,7 @@ func testPagination(t *testing.T, s audit.Store) {
 	}
 	// The default and the largest limits.
 	for i := range audit.MaxLimit + 10 {
-		write(t, s, audit.Record{ID: fmt.Sprintf("m%04d", i), Time: base.Add(-time.Duration(i+1) * time.Second), Event: "many", Outcome: "ok"})
+		write(t, s, audit.Record{ID: fmt.Sprintf("m%04d", i), Time: auditBase.Add(-time.Duration(i+1) * time.Second), Event: "many", Outcome: "ok"})
 	}
 	if n := len(query(t, s, audit.Query{Event: "many"}).Records); n != audit.DefaultLimit {
 		t.Errorf("default page: %d records, want %d", n, audit.DefaultLimit)
@@ -245,7 +232,7 @@ func testPagination(t *testing.T, s audit.Store) {
 
 func testSameTime(t *testing.T, s audit.Store) {
 	for _, id := range []string{"b", "d", "a", "c", "e"} {
-		write(t, s, audit.Record{ID: id, Time: base, Event: "e", Outcome: "ok"})
+		write(t, s, audit.Record{ID: id, Time: auditBase, Event: "e", Outcome: "ok"})
 	}
 	var got []string
 	q := audit.Query{Limit: 2}
@@ -270,7 +257,7 @@ func testBadQueries(t *testing.T, s audit.Store) {
 	// Ids and filters no text column can hold are refused before any
 	// store query, so that no store fails on them.
 	for _, id := range []string{"a\x00b", "\xff"} {
-		c := audit.EncodeCursor(audit.Position{Time: base, ID: id})
+		c := audit.EncodeCursor(audit.Position{Time: auditBase, ID: id})
 		if _, err := s.Query(ctx, audit.Query{Cursor: c}); !errors.Is(err, audit.ErrInvalidCursor) {
 			t.Errorf("cursor of id %q: %v", id, err)
 		}
@@ -281,33 +268,33 @@ func testBadQueries(t *testing.T, s audit.Store) {
 	if _, err := s.Query(ctx, audit.Query{Limit: -1}); !errors.Is(err, audit.ErrInvalidQuery) {
 		t.Errorf("negative limit: %v", err)
 	}
-	if _, err := s.Query(ctx, audit.Query{Since: base, Until: base.Add(-time.Second)}); !errors.Is(err, audit.ErrInvalidQuery) {
+	if _, err := s.Query(ctx, audit.Query{Since: auditBase, Until: auditBase.Add(-time.Second)}); !errors.Is(err, audit.ErrInvalidQuery) {
 		t.Errorf("reversed range: %v", err)
 	}
 }
 
-func testSweep(t *testing.T, s audit.Store) {
+func auditTestSweep(t *testing.T, s audit.Store) {
 	for i := range 5 {
-		write(t, s, audit.Record{ID: fmt.Sprint(i), Time: base.Add(time.Duration(i) * time.Hour), Event: "e", Outcome: "ok"})
+		write(t, s, audit.Record{ID: fmt.Sprint(i), Time: auditBase.Add(time.Duration(i) * time.Hour), Event: "e", Outcome: "ok"})
 	}
-	n, err := s.Sweep(context.Background(), base.Add(2*time.Hour))
+	n, err := s.Sweep(context.Background(), auditBase.Add(2*time.Hour))
 	if err != nil || n != 2 {
 		t.Fatalf("sweep: %d, %v; want 2", n, err)
 	}
 	if got := ids(query(t, s, audit.Query{}).Records); !cmp.Equal(got, []string{"4", "3", "2"}) {
 		t.Errorf("after the sweep: %v", got)
 	}
-	if n, err := s.Sweep(context.Background(), base.Add(2*time.Hour)); err != nil || n != 0 {
+	if n, err := s.Sweep(context.Background(), auditBase.Add(2*time.Hour)); err != nil || n != 0 {
 		t.Errorf("second sweep: %d, %v", n, err)
 	}
 }
 
 func testExport(t *testing.T, s audit.Store) {
 	for i := range 7 {
-		write(t, s, audit.Record{ID: fmt.Sprint(i), Time: base.Add(time.Duration(i) * time.Second), Event: "e", Outcome: "ok",
+		write(t, s, audit.Record{ID: fmt.Sprint(i), Time: auditBase.Add(time.Duration(i) * time.Second), Event: "e", Outcome: "ok",
 			UserID: "alice", Arguments: json.RawMessage(`{"n":` + fmt.Sprint(i) + `}`)})
 	}
-	write(t, s, audit.Record{ID: "other", Time: base, Event: "e", Outcome: "ok", UserID: "bob"})
+	write(t, s, audit.Record{ID: "other", Time: auditBase, Event: "e", Outcome: "ok", UserID: "bob"})
 	var buf bytes.Buffer
 	n, err := audit.Export(context.Background(), s, audit.Query{UserID: "alice", Limit: 3}, &buf, 0)
 	if err != nil || n != 7 {
@@ -334,7 +321,7 @@ func testExport(t *testing.T, s audit.Store) {
 	}
 }
 
-func testConcurrent(t *testing.T, s audit.Store) {
+func auditTestConcurrent(t *testing.T, s audit.Store) {
 	const writers, each = 8, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*each)

@@ -10,11 +10,11 @@ import (
 	"github.com/agentcap/agentcap/agentauth/store"
 )
 
-// Bench runs the benchmarks of the store's hot paths, each on a fresh
+// BenchProvider runs the benchmarks of the store's hot paths, each on a fresh
 // store from open: the directory read the verifier makes for every agent
 // JWT, the activity record of every authenticated request, a grant
 // update, and a registration.
-func Bench(b *testing.B, open func(b *testing.B) store.Store) {
+func BenchProvider(b *testing.B, open func(b *testing.B) store.Store) {
 	setup := func(b *testing.B) store.Store {
 		s := open(b)
 		if err := s.CreateHost(ctx, newHost("hst_1")); err != nil {

@@ -1,8 +1,4 @@
-// Package jobstest is the conformance suite every jobs.Store passes: the
-// record operations, their compare-and-set races, two managers sharing
-// the records as two instances of one application would, and the counts
-// of an owner's jobs that bound them.
-package jobstest
+package storetest
 
 import (
 	"context"
@@ -19,8 +15,8 @@ import (
 	"github.com/agentcap/agentcap/jobs"
 )
 
-// Factory makes the stores under test.
-type Factory struct {
+// JobsFactory makes the stores under test.
+type JobsFactory struct {
 	// New returns an empty store, closed by the test's cleanup.
 	New func(t *testing.T) jobs.Store
 	// Reopen returns a second store on the records of s, as another
@@ -30,16 +26,16 @@ type Factory struct {
 }
 
 // base is a time with whole milliseconds, which every store keeps.
-var base = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var jobsBase = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// Run runs the suite.
-func Run(t *testing.T, f Factory) {
+// Jobs runs the suite of a jobs store.
+func Jobs(t *testing.T, f JobsFactory) {
 	t.Run("CreateGet", func(t *testing.T) { testCreateGet(t, f) })
 	t.Run("FinishOnce", func(t *testing.T) { testFinishOnce(t, f) })
 	t.Run("Progress", func(t *testing.T) { testProgress(t, f) })
 	t.Run("Renew", func(t *testing.T) { testRenew(t, f) })
 	t.Run("ExpireLeases", func(t *testing.T) { testExpire(t, f) })
-	t.Run("Sweep", func(t *testing.T) { testSweep(t, f) })
+	t.Run("Sweep", func(t *testing.T) { jobsTestSweep(t, f) })
 	t.Run("Restart", func(t *testing.T) { testRestart(t, f) })
 	t.Run("TwoInstances", func(t *testing.T) { testTwoInstances(t, f) })
 	t.Run("CancelElsewhere", func(t *testing.T) { testCancelElsewhere(t, f) })
@@ -50,10 +46,10 @@ func Run(t *testing.T, f Factory) {
 
 func pending(id string) *jobs.Record {
 	return &jobs.Record{ID: id, Owner: "agt_1", Capability: "export", State: jobs.StatePending,
-		Instance: "a", LeaseUntil: base.Add(time.Minute), Created: base, Updated: base}
+		Instance: "a", LeaseUntil: jobsBase.Add(time.Minute), Created: jobsBase, Updated: jobsBase}
 }
 
-func testCreateGet(t *testing.T, f Factory) {
+func testCreateGet(t *testing.T, f JobsFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	rec := pending("job_1")
@@ -76,7 +72,7 @@ func testCreateGet(t *testing.T, f Factory) {
 	}
 	done := &jobs.Record{ID: "job_2", Owner: "agt_1", Capability: "export", State: jobs.StateFailed,
 		Failure:  &jobs.Failure{Code: "limit", Message: "too much", Status: 429, Fields: map[string]any{"limit": 3.0}},
-		Instance: "a", LeaseUntil: base, Created: base, Updated: base, Expires: base.Add(time.Hour)}
+		Instance: "a", LeaseUntil: jobsBase, Created: jobsBase, Updated: jobsBase, Expires: jobsBase.Add(time.Hour)}
 	if err := s.Create(ctx, done); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +81,7 @@ func testCreateGet(t *testing.T, f Factory) {
 	}
 }
 
-func testFinishOnce(t *testing.T, f Factory) {
+func testFinishOnce(t *testing.T, f JobsFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	if err := s.Create(ctx, pending("job_1")); err != nil {
@@ -95,11 +91,11 @@ func testFinishOnce(t *testing.T, f Factory) {
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Go(func() {
-			out := jobs.Outcome{State: jobs.StateCompleted, Result: json.RawMessage(`{"n":` + string(rune('0'+i%10)) + `}`), Expires: base.Add(time.Hour)}
+			out := jobs.Outcome{State: jobs.StateCompleted, Result: json.RawMessage(`{"n":` + string(rune('0'+i%10)) + `}`), Expires: jobsBase.Add(time.Hour)}
 			if i%2 == 1 {
-				out = jobs.Outcome{State: jobs.StateFailed, Failure: &jobs.FailureCancelled, Expires: base.Add(time.Hour)}
+				out = jobs.Outcome{State: jobs.StateFailed, Failure: &jobs.FailureCancelled, Expires: jobsBase.Add(time.Hour)}
 			}
-			won, err := s.Finish(ctx, "job_1", out, base.Add(time.Second))
+			won, err := s.Finish(ctx, "job_1", out, jobsBase.Add(time.Second))
 			if err != nil {
 				t.Error(err)
 			}
@@ -116,46 +112,46 @@ func testFinishOnce(t *testing.T, f Factory) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State == jobs.StatePending || !got.Expires.Equal(base.Add(time.Hour)) || !got.Updated.Equal(base.Add(time.Second)) {
+	if got.State == jobs.StatePending || !got.Expires.Equal(jobsBase.Add(time.Hour)) || !got.Updated.Equal(jobsBase.Add(time.Second)) {
 		t.Errorf("after finish: %+v", got)
 	}
 	if (got.State == jobs.StateCompleted) != (got.Result != nil && got.Failure == nil) {
 		t.Errorf("inconsistent outcome: %+v", got)
 	}
-	if won, err := s.Finish(ctx, "job_none", jobs.Outcome{State: jobs.StateCompleted}, base); won || err != nil {
+	if won, err := s.Finish(ctx, "job_none", jobs.Outcome{State: jobs.StateCompleted}, jobsBase); won || err != nil {
 		t.Errorf("finish of an unknown job: %v %v", won, err)
 	}
 }
 
-func testProgress(t *testing.T, f Factory) {
+func testProgress(t *testing.T, f JobsFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	if err := s.Create(ctx, pending("job_1")); err != nil {
 		t.Fatal(err)
 	}
 	p := core.Progress{Progress: 5, Total: 8, Message: "five"}
-	if err := s.SetProgress(ctx, "job_1", p, base.Add(time.Second)); err != nil {
+	if err := s.SetProgress(ctx, "job_1", p, jobsBase.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.Get(ctx, "job_1")
 	if got.Progress == nil || *got.Progress != p {
 		t.Errorf("progress %+v", got.Progress)
 	}
-	if _, err := s.Finish(ctx, "job_1", jobs.Outcome{State: jobs.StateCompleted, Result: json.RawMessage(`1`), Expires: base.Add(time.Hour)}, base); err != nil {
+	if _, err := s.Finish(ctx, "job_1", jobs.Outcome{State: jobs.StateCompleted, Result: json.RawMessage(`1`), Expires: jobsBase.Add(time.Hour)}, jobsBase); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetProgress(ctx, "job_1", core.Progress{Progress: 9}, base); err != nil {
+	if err := s.SetProgress(ctx, "job_1", core.Progress{Progress: 9}, jobsBase); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ = s.Get(ctx, "job_1"); got.Progress == nil || *got.Progress != p {
 		t.Errorf("progress of a finished job changed: %+v", got.Progress)
 	}
-	if err := s.SetProgress(ctx, "job_none", p, base); err != nil {
+	if err := s.SetProgress(ctx, "job_none", p, jobsBase); err != nil {
 		t.Errorf("progress of an unknown job: %v", err)
 	}
 }
 
-func testRenew(t *testing.T, f Factory) {
+func testRenew(t *testing.T, f JobsFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	for _, id := range []string{"job_a1", "job_a2", "job_done"} {
@@ -168,18 +164,18 @@ func testRenew(t *testing.T, f Factory) {
 	if err := s.Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Finish(ctx, "job_done", jobs.Outcome{State: jobs.StateFailed, Failure: &jobs.FailureCancelled, Expires: base}, base); err != nil {
+	if _, err := s.Finish(ctx, "job_done", jobs.Outcome{State: jobs.StateFailed, Failure: &jobs.FailureCancelled, Expires: jobsBase}, jobsBase); err != nil {
 		t.Fatal(err)
 	}
-	until := base.Add(5 * time.Minute)
-	gone, err := s.Renew(ctx, "a", []string{"job_a1", "job_a2", "job_done", "job_b", "job_none"}, until, base)
+	until := jobsBase.Add(5 * time.Minute)
+	gone, err := s.Renew(ctx, "a", []string{"job_a1", "job_a2", "job_done", "job_b", "job_none"}, until, jobsBase)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"job_done", "job_b", "job_none"}, gone); diff != "" {
 		t.Errorf("gone (-want +got):\n%s", diff)
 	}
-	for id, want := range map[string]time.Time{"job_a1": until, "job_a2": until, "job_b": base.Add(time.Minute)} {
+	for id, want := range map[string]time.Time{"job_a1": until, "job_a2": until, "job_b": jobsBase.Add(time.Minute)} {
 		got, _ := s.Get(ctx, id)
 		if !got.LeaseUntil.Equal(want) {
 			t.Errorf("%s: lease %v, want %v", id, got.LeaseUntil, want)
@@ -187,18 +183,18 @@ func testRenew(t *testing.T, f Factory) {
 	}
 }
 
-func testExpire(t *testing.T, f Factory) {
+func testExpire(t *testing.T, f JobsFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	late := pending("job_late")
-	late.LeaseUntil = base.Add(-time.Second)
+	late.LeaseUntil = jobsBase.Add(-time.Second)
 	for _, r := range []*jobs.Record{late, pending("job_fine")} {
 		if err := s.Create(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	lost := jobs.FailureInstanceLost
-	n, err := s.ExpireLeases(ctx, base, jobs.Outcome{State: jobs.StateFailed, Failure: &lost, Expires: base.Add(time.Hour)})
+	n, err := s.ExpireLeases(ctx, jobsBase, jobs.Outcome{State: jobs.StateFailed, Failure: &lost, Expires: jobsBase.Add(time.Hour)})
 	if err != nil || n != 1 {
 		t.Fatalf("expired %d (%v), want 1", n, err)
 	}
@@ -211,7 +207,7 @@ func testExpire(t *testing.T, f Factory) {
 	}
 }
 
-func testSweep(t *testing.T, f Factory) {
+func jobsTestSweep(t *testing.T, f JobsFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	for _, id := range []string{"job_old", "job_new", "job_pending"} {
@@ -219,9 +215,9 @@ func testSweep(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 	}
-	_, _ = s.Finish(ctx, "job_old", jobs.Outcome{State: jobs.StateCompleted, Result: json.RawMessage(`1`), Expires: base.Add(-time.Second)}, base)
-	_, _ = s.Finish(ctx, "job_new", jobs.Outcome{State: jobs.StateCompleted, Result: json.RawMessage(`1`), Expires: base.Add(time.Second)}, base)
-	n, err := s.Sweep(ctx, base)
+	_, _ = s.Finish(ctx, "job_old", jobs.Outcome{State: jobs.StateCompleted, Result: json.RawMessage(`1`), Expires: jobsBase.Add(-time.Second)}, jobsBase)
+	_, _ = s.Finish(ctx, "job_new", jobs.Outcome{State: jobs.StateCompleted, Result: json.RawMessage(`1`), Expires: jobsBase.Add(time.Second)}, jobsBase)
+	n, err := s.Sweep(ctx, jobsBase)
 	if err != nil || n != 1 {
 		t.Fatalf("swept %d (%v), want 1", n, err)
 	}
@@ -235,7 +231,7 @@ func testSweep(t *testing.T, f Factory) {
 	}
 }
 
-func testRestart(t *testing.T, f Factory) {
+func testRestart(t *testing.T, f JobsFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	m := newManager(t, s, "a")
@@ -256,7 +252,7 @@ func testRestart(t *testing.T, f Factory) {
 	}
 }
 
-func testTwoInstances(t *testing.T, f Factory) {
+func testTwoInstances(t *testing.T, f JobsFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	a := newManager(t, s, "a")
@@ -281,7 +277,7 @@ func testTwoInstances(t *testing.T, f Factory) {
 	}
 }
 
-func testCancelElsewhere(t *testing.T, f Factory) {
+func testCancelElsewhere(t *testing.T, f JobsFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	a := newManager(t, s, "a")
@@ -319,7 +315,7 @@ func testCancelElsewhere(t *testing.T, f Factory) {
 	}
 }
 
-func testInstanceLost(t *testing.T, f Factory) {
+func testInstanceLost(t *testing.T, f JobsFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	// A record left by an instance that died: nobody renews its lease.
@@ -400,7 +396,7 @@ func waitFor(t *testing.T, m *jobs.Manager, owner, id string, ok func(*jobs.Reco
 
 // testCountOwner: an owner's pending jobs, and its jobs in all (pending,
 // or finished and not past their Expires), and nobody else's.
-func testCountOwner(t *testing.T, f Factory) {
+func testCountOwner(t *testing.T, f JobsFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	count := func(owner string, now time.Time) [2]int {
@@ -411,7 +407,7 @@ func testCountOwner(t *testing.T, f Factory) {
 		}
 		return [2]int{p, k}
 	}
-	if got := count("agt_1", base); got != [2]int{0, 0} {
+	if got := count("agt_1", jobsBase); got != [2]int{0, 0} {
 		t.Fatalf("no jobs: %v", got)
 	}
 	for _, id := range []string{"job_1", "job_2", "job_3"} {
@@ -424,30 +420,30 @@ func testCountOwner(t *testing.T, f Factory) {
 	if err := s.Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	if won, err := s.Finish(ctx, "job_1", jobs.Outcome{State: jobs.StateCompleted, Result: json.RawMessage(`{}`), Expires: base.Add(time.Hour)}, base); !won || err != nil {
+	if won, err := s.Finish(ctx, "job_1", jobs.Outcome{State: jobs.StateCompleted, Result: json.RawMessage(`{}`), Expires: jobsBase.Add(time.Hour)}, jobsBase); !won || err != nil {
 		t.Fatal(won, err)
 	}
-	if got := count("agt_1", base); got != [2]int{2, 3} {
+	if got := count("agt_1", jobsBase); got != [2]int{2, 3} {
 		t.Errorf("agt_1: %v, want 2 pending of 3", got)
 	}
-	if got := count("agt_2", base); got != [2]int{1, 1} {
+	if got := count("agt_2", jobsBase); got != [2]int{1, 1} {
 		t.Errorf("agt_2: %v, want 1 pending of 1", got)
 	}
 	// A finished job past its Expires is not counted, swept or not.
-	if got := count("agt_1", base.Add(2*time.Hour)); got != [2]int{2, 2} {
+	if got := count("agt_1", jobsBase.Add(2*time.Hour)); got != [2]int{2, 2} {
 		t.Errorf("agt_1 after the retention: %v, want 2 pending of 2", got)
 	}
-	if _, err := s.Sweep(ctx, base.Add(2*time.Hour)); err != nil {
+	if _, err := s.Sweep(ctx, jobsBase.Add(2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if got := count("agt_1", base.Add(2*time.Hour)); got != [2]int{2, 2} {
+	if got := count("agt_1", jobsBase.Add(2*time.Hour)); got != [2]int{2, 2} {
 		t.Errorf("agt_1 after the sweep: %v, want 2 pending of 2", got)
 	}
 }
 
 // testOwnerBounds: a manager admits no job of an owner at one of its
 // bounds, counted through the store, so across instances sharing it.
-func testOwnerBounds(t *testing.T, f Factory) {
+func testOwnerBounds(t *testing.T, f JobsFactory) {
 	ctx := context.Background()
 	s := f.New(t)
 	managers := make([]*jobs.Manager, 2)
