@@ -6,20 +6,18 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/confirm"
-	confirmpg "github.com/agentcap/agentcap/confirm/pgstore"
 	confirmredis "github.com/agentcap/agentcap/confirm/redisstore"
 )
 
-// confirmSweepEvery is how often forgotten tokens are deleted from
-// PostgreSQL.
+// confirmSweepEvery is how often forgotten tokens are deleted from the
+// SQL database.
 const confirmSweepEvery = time.Minute
 
 // NewConfirmer returns the manager of the tokens that confirm transfers,
 // over the store s names: Redis (under "bank:confirm:") when set, else
-// PostgreSQL, else memory. Tokens live five minutes, so one instance
-// keeps them in memory even when it keeps its jobs in a file. With
-// PostgreSQL, forgotten tokens are deleted every minute until ctx ends.
-// The returned function closes what NewConfirmer opened.
+// the SQL database, else memory. With the SQL database, forgotten tokens
+// are deleted every minute until ctx ends. The returned function closes
+// what NewConfirmer opened.
 func NewConfirmer(ctx context.Context, s Stores) (*confirm.Manager, func() error, error) {
 	var (
 		st    confirm.Store
@@ -32,12 +30,9 @@ func NewConfirmer(ctx context.Context, s Stores) (*confirm.Manager, func() error
 			return nil, nil, fmt.Errorf("bank: confirmation store: %w", err)
 		}
 		st = rst
-	case s.Postgres != nil:
-		pst, err := confirmpg.New(ctx, s.Postgres)
-		if err != nil {
-			return nil, nil, fmt.Errorf("bank: confirmation store: %w", err)
-		}
-		st, close = pst, pst.Close
+	case s.SQL != nil:
+		sst := s.SQL.Confirm()
+		st = sst
 		go func() {
 			t := time.NewTicker(confirmSweepEvery)
 			defer t.Stop()
@@ -48,7 +43,7 @@ func NewConfirmer(ctx context.Context, s Stores) (*confirm.Manager, func() error
 				case <-t.C:
 					// A failed sweep leaves rows that are ignored anyway;
 					// the next one deletes them.
-					_, _ = pst.Sweep(ctx)
+					_, _ = sst.Sweep(ctx)
 				}
 			}
 		}()

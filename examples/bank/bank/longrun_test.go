@@ -15,6 +15,7 @@ import (
 	"github.com/agentcap/agentcap/examples/bank/bank"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/internal/servicetest"
+	"github.com/agentcap/agentcap/sqlstore"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
@@ -203,7 +204,12 @@ func TestTwoInstancesShareJobsAndKeys(t *testing.T) {
 	alice := aliceAgent()
 	var servers []*bankServer
 	for _, inst := range []string{"bank-a", "bank-b"} {
-		stores := bank.Stores{Postgres: newPool(), Redis: rdb, RedisPrefix: prefix, Instance: inst}
+		db, err := sqlstore.NewPostgres(context.Background(), newPool())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		stores := bank.Stores{SQL: db, Redis: rdb, RedisPrefix: prefix, Instance: inst}
 		lr := newLongRunning(t, stores)
 		confirmer, closeConfirmer, err := bank.NewConfirmer(context.Background(), stores)
 		if err != nil {
