@@ -137,6 +137,10 @@ func TestAdoptUnversionedIdempotency(t *testing.T) {
 	if ok || err != nil || held == nil || held.Token != "tok" {
 		t.Errorf("claim of the old key: %v %+v %v", ok, held, err)
 	}
+	// The old key has the empty scope: it counts for no bound.
+	if ok, _, err := db.Idempotency().Claim(ctx, "agt_1", "new", "fp", "tok3", time.Hour, 1); !ok || err != nil {
+		t.Errorf("a new key of a bounded scope: %v %v", ok, err)
+	}
 	checkVersions(t, db.SQL())
 }
 
