@@ -32,8 +32,9 @@
 //
 // # Stores
 //
-// MemoryStore serves one process; packages confirm/sqlitestore,
-// confirm/pgstore and redisstore share tokens between instances. All pass the suite in
+// MemoryStore serves one process; package sqlstore (SQLite or
+// PostgreSQL, DB.Confirm) and package redisstore (Store.Confirm) share
+// tokens between instances. All pass the suite in
 // package confirmtest, including many goroutines consuming one token
 // through two store clients, of which exactly one wins.
 package confirm

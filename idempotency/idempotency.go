@@ -32,8 +32,9 @@
 //
 // # Stores
 //
-// MemoryStore serves one process; packages idempotency/sqlitestore,
-// idempotency/pgstore and redisstore share keys between processes. All pass the suite in package
+// MemoryStore serves one process; package sqlstore (SQLite or
+// PostgreSQL, DB.Idempotency) and package redisstore (Store.Idempotency)
+// share keys between processes. All pass the suite in package
 // idemtest, including 50 concurrent calls with one key through two
 // stores sharing the records, of which exactly one runs.
 package idempotency

@@ -40,8 +40,8 @@
 //
 // # Stores
 //
-// [MemoryStore] serves one process. Packages sqlitestore and pgstore keep
-// records in SQLite and PostgreSQL, where they survive a restart and are
-// shared by every instance using the same database; all pass the suite in
-// package jobstest.
+// [MemoryStore] serves one process. Package sqlstore (DB.Jobs) keeps
+// records in SQLite or PostgreSQL, where they survive a restart and are
+// shared by every instance using the same database; both pass the suite
+// in package jobstest.
 package jobs

@@ -11,7 +11,7 @@ import (
 
 // MemoryStore is a Store in the memory of one process. Jobs do not
 // survive the process and cannot be polled on another instance: use
-// sqlitestore or pgstore for that.
+// package sqlstore for that.
 type MemoryStore struct {
 	mu   sync.Mutex
 	jobs map[string]*Record

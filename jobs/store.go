@@ -90,9 +90,9 @@ var (
 // passed in, so that stores keep no clock of their own; implementations
 // keep them to the millisecond at least.
 //
-// The package's MemoryStore serves one process; packages sqlitestore and
-// pgstore keep records in SQLite and PostgreSQL. All pass the suite in
-// package jobstest.
+// The package's MemoryStore serves one process; package sqlstore keeps
+// records in SQLite or PostgreSQL. Both pass the suite in package
+// jobstest.
 type Store interface {
 	// Create adds rec, pending or already finished. ErrExists when the id
 	// is taken.

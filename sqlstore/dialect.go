@@ -9,7 +9,6 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/agentcap/agentcap/internal/sqlstores/auditsql"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 
@@ -42,15 +41,19 @@ func (d *dialect) tableExists(ctx context.Context, tx *sql.Tx, table string) (bo
 	return n > 0, nil
 }
 
-func (d *dialect) auditDialect() *auditsql.Dialect {
-	return &auditsql.Dialect{Numbered: d.numbered, IsUnique: d.isUnique, Prepare: d.prepare, GroupCommit: d.groupCommit}
+// q numbers the placeholders of query for dialects that want $1, $2, ...
+func (d *dialect) q(query string) string {
+	if !d.numbered {
+		return query
+	}
+	return sqlutil.Number(query)
 }
 
 var sqliteDialect = &dialect{
 	name:        "sqlite",
 	prepare:     true,
 	groupCommit: true,
-	auditSchema: append(append([]string{}, auditsql.CreateTable...),
+	auditSchema: append(append([]string{}, auditCreateTable...),
 		`CREATE TRIGGER `+auditTable+`_append_only BEFORE UPDATE ON `+auditTable+` BEGIN SELECT RAISE(ABORT, '`+auditTable+` is append-only'); END`),
 	isUnique: func(err error) bool {
 		var se *sqlite.Error
@@ -72,7 +75,7 @@ var postgresDialect = &dialect{
 		sqlutil.PostgresLock("agentcap.jobs.schema"),
 		sqlutil.PostgresLock("agentcap.audit.schema"),
 	},
-	auditSchema: append(append([]string{}, auditsql.CreateTable...),
+	auditSchema: append(append([]string{}, auditCreateTable...),
 		`CREATE FUNCTION `+auditTable+`_refuse_update() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	RAISE EXCEPTION '`+auditTable+` is append-only';

@@ -6,11 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/agentcap/agentcap/internal/sqlstores/auditsql"
-	"github.com/agentcap/agentcap/internal/sqlstores/confirmsql"
-	"github.com/agentcap/agentcap/internal/sqlstores/idemsql"
-	"github.com/agentcap/agentcap/internal/sqlstores/jobsql"
 )
 
 // migrationsTable records the versions of the one schema applied to a
@@ -21,11 +16,11 @@ const migrationsTable = "agentcap_store_migrations"
 // gave them, so that a database those packages created is adopted as it
 // is.
 const (
-	auditTable        = auditsql.Table
+	auditTable        = "agentcap_audit"
 	confirmTable      = "agentcap_confirmations"
 	idempotencyTable  = "agentcap_idempotency"
 	jobsTable         = "agentcap_jobs"
-	auditOldVersions  = auditsql.MigrationsTable
+	auditOldVersions  = auditTable + "_migrations"
 	idemOldVersions   = idempotencyTable + "_migrations"
 	postgresLockName  = "agentcap.store.schema"
 	migrationsColumns = `(version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`
@@ -48,16 +43,16 @@ type step struct {
 // a new step at the end.
 var steps = []step{
 	// 1: confirmation tokens, as confirm's stores create them.
-	{stmts: func(*dialect) []string { return confirmsql.Schema(confirmTable) }},
+	{stmts: func(*dialect) []string { return confirmSchema }},
 	// 2: idempotency keys, as idempotency's stores' version 1.
-	{stmts: func(*dialect) []string { return idemsql.Migrations(idempotencyTable)[0] }},
+	{stmts: func(*dialect) []string { return idempotencyVersions[0] }},
 	// 3: the scope of each key, idempotency's stores' version 2.
 	{
-		stmts:   func(*dialect) []string { return idemsql.Migrations(idempotencyTable)[1] },
+		stmts:   func(*dialect) []string { return idempotencyVersions[1] },
 		adopted: oldVersionAtLeast(idemOldVersions, 2),
 	},
 	// 4: jobs, as jobs' stores create them.
-	{stmts: func(*dialect) []string { return jobsql.Schema(jobsTable) }},
+	{stmts: func(*dialect) []string { return jobsSchema }},
 	// 5: the audit trail and its append-only trigger, audit's stores'
 	// version 1.
 	{

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,58 +13,21 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentcap/agentcap/audit"
-	auditpg "github.com/agentcap/agentcap/audit/pgstore"
-	auditsqlite "github.com/agentcap/agentcap/audit/sqlitestore"
 	"github.com/agentcap/agentcap/confirm"
-	confirmpg "github.com/agentcap/agentcap/confirm/pgstore"
-	confirmsqlite "github.com/agentcap/agentcap/confirm/sqlitestore"
 	"github.com/agentcap/agentcap/idempotency"
-	idempg "github.com/agentcap/agentcap/idempotency/pgstore"
-	idemsqlite "github.com/agentcap/agentcap/idempotency/sqlitestore"
 	"github.com/agentcap/agentcap/internal/servicetest"
-	"github.com/agentcap/agentcap/jobs"
-	jobspg "github.com/agentcap/agentcap/jobs/pgstore"
-	jobssqlite "github.com/agentcap/agentcap/jobs/sqlitestore"
 	"github.com/agentcap/agentcap/sqlstore"
 )
 
-// oldStores are the stores of the per-feature packages, on one database.
-type oldStores struct {
-	audit   audit.Store
-	confirm confirm.Store
-	idem    idempotency.Store
-	jobs    jobs.Store
-	close   func()
-}
-
-// fill writes one record in each store.
-func fill(t *testing.T, s oldStores) {
-	t.Helper()
-	ctx := context.Background()
-	if err := s.audit.Write(ctx, audit.Record{ID: "a1", Event: "call", Outcome: "ok"}); err != nil {
-		t.Fatal(err)
-	}
-	hour := time.Now().Add(time.Hour)
-	if err := s.confirm.Put(ctx, "c1", confirm.Record{Subject: "u", Capability: "cap", Digest: "d", Audience: "aud", ExpiresAt: hour}, hour); err != nil {
-		t.Fatal(err)
-	}
-	if ok, _, err := s.idem.Claim(ctx, "scope", "k1", "fp", "tok", time.Hour, 0); !ok || err != nil {
-		t.Fatalf("claim: %v %v", ok, err)
-	}
-	now := time.Now()
-	if err := s.jobs.Create(ctx, &jobs.Record{ID: "j1", Owner: "o", Capability: "cap", State: jobs.StatePending,
-		Instance: "i", LeaseUntil: now.Add(time.Hour), Created: now, Updated: now, Expires: now.Add(time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// check reads back what fill wrote, through db; again is set when an
-// earlier check spent the confirmation token.
+// check reads back, through db, the records of an old database (those of
+// beforeRows); again is set when an earlier check spent the confirmation
+// token.
 func check(t *testing.T, db *sqlstore.DB, again bool) {
 	t.Helper()
 	ctx := context.Background()
 	page, err := db.Audit().Query(ctx, audit.Query{})
-	if err != nil || len(page.Records) != 1 || page.Records[0].ID != "a1" {
+	if err != nil || len(page.Records) != 1 || page.Records[0].ID != "a1" ||
+		!page.Records[0].Time.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
 		t.Errorf("audit: %+v, %v", page, err)
 	}
 	rec, ok, err := db.Confirm().Consume(ctx, "c1", confirm.Record{Subject: "u", Capability: "cap", Digest: "d", Audience: "aud"}, time.Now())
@@ -99,33 +63,18 @@ func checkVersions(t *testing.T, db *sql.DB) {
 	}
 }
 
-// A database written by the per-feature packages is adopted as it is,
-// and opened again without change.
+// A database written by the per-feature packages that came before
+// sqlstore is adopted as it is, and opened again without change.
 func TestAdoptSQLite(t *testing.T) {
+	fixture, err := os.ReadFile(filepath.Join("testdata", "before-sqlstore.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "agentcap.db")
+	if err := os.WriteFile(path, fixture, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
-	a, err := auditsqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := confirmsqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i, err := idemsqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := jobssqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fill(t, oldStores{audit: a, confirm: c, idem: i, jobs: j})
-	for _, s := range []interface{ Close() error }{a, c, i, j} {
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for n := range 2 {
 		db, err := sqlstore.OpenSQLite(ctx, path)
 		if err != nil {
@@ -142,23 +91,13 @@ func TestAdoptPostgres(t *testing.T) {
 	newPool := servicetest.PostgresSchema(t)
 	ctx := context.Background()
 	pool := newPool()
-	a, err := auditpg.New(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
+	for _, stmts := range [][]string{beforeAuditPostgres, beforeConfirmPostgres, beforeIdempotencyPostgres, beforeJobsPostgres, beforeRows} {
+		for _, stmt := range stmts {
+			if _, err := pool.Exec(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
 	}
-	c, err := confirmpg.New(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i, err := idempg.New(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := jobspg.New(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fill(t, oldStores{audit: a, confirm: c, idem: i, jobs: j})
 	for n := range 2 {
 		db, err := sqlstore.NewPostgres(ctx, newPool())
 		if err != nil {
@@ -198,6 +137,10 @@ func TestAdoptUnversionedIdempotency(t *testing.T) {
 	if ok || err != nil || held == nil || held.Token != "tok" {
 		t.Errorf("claim of the old key: %v %+v %v", ok, held, err)
 	}
+	// The old key has the empty scope: it counts for no bound.
+	if ok, _, err := db.Idempotency().Claim(ctx, "agt_1", "new", "fp", "tok3", time.Hour, 1); !ok || err != nil {
+		t.Errorf("a new key of a bounded scope: %v %v", ok, err)
+	}
 	checkVersions(t, db.SQL())
 }
 
@@ -221,8 +164,10 @@ func TestNewerVersionRefused(t *testing.T) {
 	}
 }
 
-// Instances starting together on one PostgreSQL database, one of them
-// still on a per-feature package, migrate once.
+// Instances starting together on one PostgreSQL database migrate once,
+// also next to an instance of a release before sqlstore creating the
+// jobs table as jobs/pgstore did, under its own lock: sqlstore takes
+// that lock too, so neither runs into the other's CREATE TABLE.
 func TestInstancesStartTogether(t *testing.T) {
 	newPool := servicetest.PostgresSchema(t)
 	ctx := context.Background()
@@ -235,11 +180,7 @@ func TestInstancesStartTogether(t *testing.T) {
 	for i, pool := range pools {
 		wg.Go(func() {
 			if i == 0 {
-				s, err := jobspg.New(ctx, pool)
-				if err == nil {
-					err = s.Close()
-				}
-				errs[i] = err
+				errs[i] = createBeforeJobs(ctx, pool)
 				return
 			}
 			db, err := sqlstore.NewPostgres(ctx, pool)
@@ -261,4 +202,20 @@ func TestInstancesStartTogether(t *testing.T) {
 	}
 	defer db.Close()
 	checkVersions(t, db.SQL())
+}
+
+// createBeforeJobs creates the jobs table as jobs/pgstore did: in one
+// transaction, under its lock.
+func createBeforeJobs(ctx context.Context, pool *pgxpool.Pool) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	for _, stmt := range append([]string{beforeJobsLock}, beforeJobsPostgres...) {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
 }

@@ -55,7 +55,10 @@ func TestNilHandles(t *testing.T) {
 	if _, err := sqlstore.NewPostgres(ctx, nil); err == nil {
 		t.Error("NewPostgres(nil) succeeded")
 	}
-	if _, err := sqlstore.OpenSQLite(ctx, ":memory:"); err == nil {
-		t.Error("OpenSQLite(:memory:) succeeded")
+	for _, p := range []string{"", ":memory:", "file:x.db", "x.db?mode=ro"} {
+		if db, err := sqlstore.OpenSQLite(ctx, p); err == nil {
+			db.Close()
+			t.Errorf("OpenSQLite(%q) succeeded", p)
+		}
 	}
 }

@@ -7,7 +7,7 @@
 //	db, err := sqlstore.OpenSQLite(ctx, "agentcap.db")
 //	...
 //	defer db.Close()
-//	jobsManager := jobs.NewManager(db.Jobs(), ...)
+//	runner, err := jobs.New(jobs.Config{Store: db.Jobs()})
 //
 // Each feature still sees only its own interface (audit.Store,
 // confirm.Store, idempotency.Store, jobs.Store).
@@ -16,9 +16,10 @@
 // transaction (under advisory locks on PostgreSQL, so that instances
 // starting together migrate once); the versions applied are recorded in
 // agentcap_store_migrations. The tables keep the names the per-feature
-// packages (audit/sqlitestore, jobs/pgstore, ...) gave them, and a
-// database those packages created is adopted as it is: what it holds
-// already is recorded, not created again. See docs/storage.md.
+// packages of earlier releases (audit/sqlitestore, jobs/pgstore, ...)
+// gave them, and a database those packages created is adopted as it is:
+// what it holds already is recorded, not created again. See
+// docs/storage.md.
 package sqlstore
 
 import (
@@ -35,10 +36,6 @@ import (
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/idempotency"
-	"github.com/agentcap/agentcap/internal/sqlstores/auditsql"
-	"github.com/agentcap/agentcap/internal/sqlstores/confirmsql"
-	"github.com/agentcap/agentcap/internal/sqlstores/idemsql"
-	"github.com/agentcap/agentcap/internal/sqlstores/jobsql"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 	"github.com/agentcap/agentcap/jobs"
 )
@@ -55,42 +52,12 @@ type DB struct {
 	jobs    *JobsStore
 }
 
-// AuditStore is the audit trail (audit.Store). Its records are only ever
-// appended (a trigger refuses updates) and deleted by age by Sweep. On
-// SQLite the records of concurrent Writes are committed together, as
-// audit/sqlitestore does.
-type AuditStore struct{ *auditsql.Store }
-
-// ConfirmStore holds confirmation tokens (confirm.Store). Sweep deletes
-// the forgotten ones.
-type ConfirmStore struct{ *confirmsql.Store }
-
-// IdempotencyStore holds idempotency keys (idempotency.Store). Sweep
-// deletes the expired ones.
-type IdempotencyStore struct{ *idemsql.Store }
-
-// JobsStore holds job records (jobs.Store).
-type JobsStore struct{ *jobsql.Store }
-
 var (
 	_ audit.Store       = (*AuditStore)(nil)
 	_ confirm.Store     = (*ConfirmStore)(nil)
 	_ idempotency.Store = (*IdempotencyStore)(nil)
 	_ jobs.Store        = (*JobsStore)(nil)
 )
-
-// Close does nothing: the store's resources are the DB's, which DB.Close
-// releases.
-func (*AuditStore) Close() error { return nil }
-
-// Close does nothing: see AuditStore.Close.
-func (*ConfirmStore) Close() error { return nil }
-
-// Close does nothing: see AuditStore.Close.
-func (*IdempotencyStore) Close() error { return nil }
-
-// Close does nothing: see AuditStore.Close.
-func (*JobsStore) Close() error { return nil }
 
 // OpenSQLite opens (creating if needed) the SQLite file at path, a plain
 // file path, in write-ahead-log mode, and brings its schema up to date.
@@ -168,10 +135,10 @@ func open(ctx context.Context, db *sql.DB, d *dialect, close func() error) (*DB,
 	}
 	return &DB{
 		db: db, d: d, close: close,
-		audit:   &AuditStore{auditsql.New(db, d.auditDialect(), nil)},
-		confirm: &ConfirmStore{confirmsql.New(db, &confirmsql.Dialect{Numbered: d.numbered, Table: confirmTable}, nil)},
-		idem:    &IdempotencyStore{idemsql.New(db, &idemsql.Dialect{Numbered: d.numbered, Table: idempotencyTable}, nil)},
-		jobs:    &JobsStore{jobsql.New(db, &jobsql.Dialect{Numbered: d.numbered, IsUnique: d.isUnique, Table: jobsTable}, nil)},
+		audit:   newAuditStore(db, d),
+		confirm: newConfirmStore(db, d),
+		idem:    newIdempotencyStore(db, d),
+		jobs:    newJobsStore(db, d),
 	}, nil
 }
 
@@ -194,7 +161,7 @@ func (s *DB) SQL() *sql.DB { return s.db }
 // Close closes the audit store's prepared statements, then the database
 // when the DB opened it.
 func (s *DB) Close() error {
-	err := s.audit.Store.Close()
+	err := s.audit.stmts.Close()
 	if s.close != nil {
 		err = errors.Join(err, s.close())
 	}

@@ -3,8 +3,10 @@ package sqlstore_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/confirm"
@@ -109,5 +111,80 @@ func TestConformance(t *testing.T) {
 				})
 			})
 		})
+	}
+}
+
+// The audit trail refuses updates, on either database.
+func TestAuditAppendOnly(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			db := b.fresh(t)(t)
+			ctx := context.Background()
+			if err := db.Audit().Write(ctx, audit.Record{ID: "x", Event: "e", Outcome: "ok"}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := db.SQL().ExecContext(ctx, `UPDATE `+sqlstore.AuditTable+` SET outcome = 'unauthorized'`)
+			if err == nil || !strings.Contains(err.Error(), "append-only") {
+				t.Fatalf("update: %v, want the append-only refusal", err)
+			}
+		})
+	}
+}
+
+// Sweep deletes forgotten confirmation tokens and expired idempotency
+// keys, and only those.
+func TestSweep(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			db := b.fresh(t)(t)
+			ctx := context.Background()
+			past, later := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
+			for id, forget := range map[string]time.Time{"old": past, "live": later} {
+				if err := db.Confirm().Put(ctx, id, confirm.Record{Subject: "s", ExpiresAt: forget}, forget); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, err := db.Confirm().Sweep(ctx); n != 1 || err != nil {
+				t.Errorf("tokens swept: %d, %v; want 1", n, err)
+			}
+			for key, lease := range map[string]time.Duration{"old": time.Millisecond, "live": time.Hour} {
+				if ok, _, err := db.Idempotency().Claim(ctx, "agt_1", key, "fp", "tok", lease, 0); !ok || err != nil {
+					t.Fatalf("claim %s: %v %v", key, ok, err)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+			if n, err := db.Idempotency().Sweep(ctx); n != 1 || err != nil {
+				t.Errorf("keys swept: %d, %v; want 1", n, err)
+			}
+		})
+	}
+}
+
+// OpenPostgres owns its pool: Close closes it.
+func TestOpenPostgres(t *testing.T) {
+	// Open in the test's own schema, named in the DSN.
+	var schema string
+	if err := servicetest.PostgresSchema(t)().QueryRow(context.Background(), `SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	dsn := servicetest.PostgresDSN(t)
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	ctx := context.Background()
+	db, err := sqlstore.OpenPostgres(ctx, dsn+sep+"search_path="+schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Audit().Write(ctx, audit.Record{Event: "e", Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	checkVersions(t, db.SQL())
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Audit().Query(ctx, audit.Query{}); err == nil {
+		t.Error("query after Close succeeded")
 	}
 }

@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/audit"
-	auditpg "github.com/agentcap/agentcap/audit/pgstore"
-	auditsqlite "github.com/agentcap/agentcap/audit/sqlitestore"
+	"github.com/agentcap/agentcap/sqlstore"
 )
 
 // Audit retention: records older than auditKeep are deleted, checked
@@ -18,28 +17,27 @@ const (
 	auditSweepEvery = time.Hour
 )
 
-// openAudit opens the bank's audit trail beside its other records: in
-// PostgreSQL with -postgres, else in the SQLite file of -db. It starts
-// the retention sweep, which ends with ctx.
-func openAudit(ctx context.Context, cfg config, sh *shared, logger *slog.Logger) (audit.Store, error) {
-	var (
-		st  audit.Store
-		err error
-	)
+// openSQL opens the database of the bank's audit trail, jobs,
+// idempotency keys and confirmation tokens, beside the provider's
+// records: PostgreSQL with -postgres (on the shared pool, which stays
+// sh's), else the SQLite file of -db.
+func openSQL(ctx context.Context, cfg config, sh *shared) (*sqlstore.DB, error) {
 	if sh.pool != nil {
-		st, err = auditpg.New(ctx, sh.pool)
-	} else {
-		st, err = auditsqlite.Open(ctx, cfg.db)
+		return sqlstore.NewPostgres(ctx, sh.pool)
 	}
-	if err != nil {
-		return nil, err
-	}
+	return sqlstore.OpenSQLite(ctx, cfg.db)
+}
+
+// openAudit returns the bank's audit trail in db and starts its
+// retention sweep, which ends with ctx.
+func openAudit(ctx context.Context, db *sqlstore.DB, logger *slog.Logger) audit.Store {
+	st := db.Audit()
 	go audit.Retention(ctx, st, auditKeep, auditSweepEvery, func(_ int64, err error) {
 		if err != nil {
 			logger.Warn("audit retention sweep", "error", err.Error())
 		}
 	})
-	return st, nil
+	return st
 }
 
 // forwardedLocation gives the capability location the client address a

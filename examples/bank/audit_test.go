@@ -9,8 +9,8 @@ import (
 
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/audit"
-	auditsqlite "github.com/agentcap/agentcap/audit/sqlitestore"
 	"github.com/agentcap/agentcap/client"
+	"github.com/agentcap/agentcap/sqlstore"
 )
 
 // TestAuditTrail runs the bank as its own provider over an SQLite file:
@@ -46,11 +46,12 @@ func TestAuditTrail(t *testing.T) {
 	}
 
 	// The bank's own file, opened beside the running bank.
-	trail, err := auditsqlite.Open(ctx, db)
+	sdb, err := sqlstore.OpenSQLite(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer trail.Close()
+	defer sdb.Close()
+	trail := sdb.Audit()
 	page, err := trail.Query(ctx, audit.Query{UserID: "user_alice"})
 	if err != nil {
 		t.Fatal(err)

@@ -439,7 +439,6 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 	var (
 		st     store.Store
 		ledger bank.Ledger = bank.NewStore()
-		stores             = bank.Stores{SQLite: cfg.db, Redis: sh.redisClient()}
 	)
 	if sh.pool != nil {
 		// Every instance on the database sees the same records, moves
@@ -452,7 +451,6 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		if ledger, err = bank.NewPGLedger(ctx, sh.pool); err != nil {
 			return nil, func() error { return errors.Join(pst.Close(), sh.close()) }, err
 		}
-		stores = bank.Stores{Postgres: sh.pool, Redis: sh.redisClient()}
 	} else {
 		sst, err := sqlitestore.Open(ctx, cfg.db)
 		if err != nil {
@@ -460,15 +458,19 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		}
 		st = sst
 	}
-	confirmer, closeConfirmer, err := bank.NewConfirmer(ctx, stores)
+	// The audit trail, confirmation tokens, jobs and idempotency keys
+	// share one database with the provider's records.
+	sdb, err := openSQL(ctx, cfg, sh)
 	if err != nil {
 		return nil, func() error { return errors.Join(st.Close(), sh.close()) }, err
 	}
-	trail, err := openAudit(ctx, cfg, sh, logger)
+	stores := bank.Stores{SQL: sdb, Redis: sh.rs}
+	confirmer, err := bank.NewConfirmer(ctx, stores)
 	if err != nil {
-		return nil, func() error { return errors.Join(closeConfirmer(), st.Close(), sh.close()) }, err
+		return nil, func() error { return errors.Join(sdb.Close(), st.Close(), sh.close()) }, err
 	}
-	closeStores := func() error { return errors.Join(trail.Close(), closeConfirmer(), st.Close(), sh.close()) }
+	trail := openAudit(ctx, sdb, logger)
+	closeStores := func() error { return errors.Join(sdb.Close(), st.Close(), sh.close()) }
 	reg, err := bank.NewRegistry()
 	if err != nil {
 		return nil, closeStores, err

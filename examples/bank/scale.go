@@ -40,6 +40,7 @@ const (
 type shared struct {
 	pool  *pgxpool.Pool
 	redis *redis.Client
+	rs    *redisstore.Store // on redis
 }
 
 // openShared connects to the servers the command line names. Neither is
@@ -80,18 +81,17 @@ func openShared(ctx context.Context, cfg config) (*shared, error) {
 			s.close()
 			return nil, fmt.Errorf("-redis %s: %w", cfg.redis, err)
 		}
+		// One store for every Redis feature: the keys start with
+		// "bank:replay:", "bank:limit:", "bank:idem:" and "bank:confirm:".
+		// It refuses a server that may evict its keys.
+		rs, err := redisstore.New(ctx, s.redis, redisstore.Config{Prefix: "bank:"})
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("-redis: %w", err)
+		}
+		s.rs = rs
 	}
 	return s, nil
-}
-
-// redisClient is the Redis client, or a nil interface without -redis:
-// a nil *redis.Client in an interface is not nil, and the stores would
-// take it for a client.
-func (s *shared) redisClient() redis.UniversalClient {
-	if s.redis == nil {
-		return nil
-	}
-	return s.redis
 }
 
 func (s *shared) close() error {
@@ -109,13 +109,8 @@ func (s *shared) close() error {
 // of the command line, and the client address rule of -forwarded-for.
 // The Redis stores refuse a server that may evict their keys.
 func (s *shared) apply(ctx context.Context, c *provider.Config, cfg config) error {
-	if s.redis != nil {
-		// The keys start with "bank:replay:" and "bank:limit:".
-		rs, err := redisstore.New(ctx, s.redis, redisstore.Config{Prefix: "bank:"})
-		if err != nil {
-			return fmt.Errorf("-redis: %w", err)
-		}
-		c.Replay, c.RateLimits.Limiter = rs.Replay(), rs.Limiter()
+	if s.rs != nil {
+		c.Replay, c.RateLimits.Limiter = s.rs.Replay(), s.rs.Limiter()
 	}
 	c.RateLimits.Off = cfg.limits.off
 	c.RateLimits.PerAgent = cfg.limits.agent

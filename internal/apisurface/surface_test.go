@@ -10,11 +10,11 @@ import (
 // The limits of the exported surface. Lower them when the surface
 // shrinks; raising one is a design decision, not a fix.
 //
-// maxIdentifiers counts package sqlstore (19) next to the eight
-// per-feature SQL packages it replaces (28 between them); it comes down
-// to 943 or less when they are removed.
+// Package sqlstore counts 38 of them: the methods of its four stores
+// (which implement the feature interfaces) are declared in it since the
+// per-feature SQL packages it replaced were removed.
 const (
-	maxIdentifiers = 971
+	maxIdentifiers = 962
 	maxGeneric     = 15
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	storesqlite "github.com/agentcap/agentcap/agentauth/store/sqlitestore"
-	auditsqlite "github.com/agentcap/agentcap/audit/sqlitestore"
 	"github.com/agentcap/agentcap/internal/sqlutil"
+	"github.com/agentcap/agentcap/sqlstore"
 )
 
 // heldConns opens n connections of db at once, hands them back, and
@@ -67,12 +67,12 @@ func TestSQLiteStoresPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { provider.Close() })
-	trail, err := auditsqlite.Open(ctx, path)
+	stores, err := sqlstore.OpenSQLite(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { trail.Close() })
-	for name, db := range map[string]*sql.DB{"agentauth/store/sqlitestore": provider.DB(), "audit/sqlitestore": trail.DB()} {
+	t.Cleanup(func() { stores.Close() })
+	for name, db := range map[string]*sql.DB{"agentauth/store/sqlitestore": provider.DB(), "sqlstore": stores.SQL()} {
 		if st := heldConns(t, db, sqlutil.SQLiteConns); st.MaxIdleClosed != 0 || st.Idle != sqlutil.SQLiteConns {
 			t.Errorf("%s: %+v; want %d idle, none closed", name, st, sqlutil.SQLiteConns)
 		}

@@ -22,12 +22,12 @@ import (
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/audit"
-	auditsqlite "github.com/agentcap/agentcap/audit/sqlitestore"
 	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/internal/benchcpu"
 	"github.com/agentcap/agentcap/internal/sqlutil"
+	"github.com/agentcap/agentcap/sqlstore"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
@@ -211,7 +211,7 @@ func BenchmarkVerifiedExecute(b *testing.B) {
 // SQLite file, opened through a counting driver, and returns the counts,
 // the trail and a function making the ith verified execute of a granted
 // agent.
-func newHotPath(t testing.TB) (*sqlCounts, *auditsqlite.Store, func(i int)) {
+func newHotPath(t testing.TB) (*sqlCounts, *sqlstore.AuditStore, func(i int)) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "bank.db")
 	dsn, err := sqlitestore.DSN(path)
@@ -227,11 +227,12 @@ func newHotPath(t testing.TB) (*sqlCounts, *auditsqlite.Store, func(i int)) {
 	auditDB := sql.OpenDB(countingConnector{dsn: dsn, n: n})
 	sqlutil.SQLitePool(auditDB)
 	t.Cleanup(func() { _ = auditDB.Close() })
-	trail, err := auditsqlite.New(ctx, auditDB)
+	auditStores, err := sqlstore.NewSQLite(ctx, auditDB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = trail.Close() })
+	t.Cleanup(func() { _ = auditStores.Close() })
+	trail := auditStores.Audit()
 
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }

@@ -15,6 +15,8 @@ import (
 	"github.com/agentcap/agentcap/examples/bank/bank"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/internal/servicetest"
+	"github.com/agentcap/agentcap/redisstore"
+	"github.com/agentcap/agentcap/sqlstore"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
@@ -203,13 +205,21 @@ func TestTwoInstancesShareJobsAndKeys(t *testing.T) {
 	alice := aliceAgent()
 	var servers []*bankServer
 	for _, inst := range []string{"bank-a", "bank-b"} {
-		stores := bank.Stores{Postgres: newPool(), Redis: rdb, RedisPrefix: prefix, Instance: inst}
-		lr := newLongRunning(t, stores)
-		confirmer, closeConfirmer, err := bank.NewConfirmer(context.Background(), stores)
+		db, err := sqlstore.NewPostgres(context.Background(), newPool())
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = closeConfirmer() })
+		t.Cleanup(func() { _ = db.Close() })
+		rs, err := redisstore.New(context.Background(), rdb, redisstore.Config{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores := bank.Stores{SQL: db, Redis: rs, Instance: inst}
+		lr := newLongRunning(t, stores)
+		confirmer, err := bank.NewConfirmer(context.Background(), stores)
+		if err != nil {
+			t.Fatal(err)
+		}
 		s := newBankServer(t, store, lr, confirmer)
 		s.Add(t, alice)
 		servers = append(servers, s)

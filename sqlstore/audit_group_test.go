@@ -1,4 +1,4 @@
-package sqlitestore_test
+package sqlstore_test
 
 import (
 	"context"
@@ -9,15 +9,27 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/audit"
+	"github.com/agentcap/agentcap/sqlstore"
 )
 
-// TestGroupCommit: concurrent Writes are committed together, and each
+// sqliteAudit is the audit store of a new SQLite file.
+func sqliteAudit(t *testing.T) *sqlstore.AuditStore {
+	t.Helper()
+	db, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "agentcap.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db.Audit()
+}
+
+// TestGroupCommit: on SQLite, concurrent Writes are committed together, and each
 // learns its own record's fate: every record written returns nil and is
 // read back, and a record whose id is taken fails alone with
 // ErrDuplicateID while the others of its group are kept.
 func TestGroupCommit(t *testing.T) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "audit.db"))
+	s := sqliteAudit(t)
 	if err := s.Write(ctx, audit.Record{ID: "aud_taken", Event: "execution", Outcome: "ok"}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +77,7 @@ func TestGroupCommit(t *testing.T) {
 // TestGroupCommitCancelled: a Write whose context is over returns its
 // error and leaves the queue working for the others.
 func TestGroupCommitCancelled(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "audit.db"))
+	s := sqliteAudit(t)
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := s.Write(done, audit.Record{Event: "execution", Outcome: "ok"}); err != nil && !errors.Is(err, context.Canceled) {

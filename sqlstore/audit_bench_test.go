@@ -1,4 +1,4 @@
-package sqlitestore_test
+package sqlstore_test
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/audit"
-	"github.com/agentcap/agentcap/audit/sqlitestore"
+	"github.com/agentcap/agentcap/sqlstore"
 )
 
 // BenchmarkWrite measures the record of one execution written to the
-// trail, as the executor writes one for every call.
+// trail in SQLite, as the executor writes one for every call.
 func BenchmarkWrite(b *testing.B) {
 	s, r := benchStore(b)
 	ctx := context.Background()
@@ -41,13 +41,13 @@ func BenchmarkWriteParallel(b *testing.B) {
 }
 
 // benchStore is a new store, and the record of an execution to write.
-func benchStore(b *testing.B) (*sqlitestore.Store, audit.Record) {
-	s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
+func benchStore(b *testing.B) (*sqlstore.AuditStore, audit.Record) {
+	db, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "agentcap.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = s.Close() })
-	return s, audit.Record{Event: "execution", Outcome: "ok", AgentID: "agt_1", HostID: "hst_1", UserID: "usr_1",
+	b.Cleanup(func() { _ = db.Close() })
+	return db.Audit(), audit.Record{Event: "execution", Outcome: "ok", AgentID: "agt_1", HostID: "hst_1", UserID: "usr_1",
 		Capability: "check_balance", RequestID: "req_1", ClientIP: "127.0.0.1", Duration: time.Millisecond,
 		Arguments: []byte(`{"account_id":"acc_1"}`)}
 }

@@ -1,10 +1,4 @@
-// Package idemsql is the idempotency.Store shared by the SQLite and
-// PostgreSQL stores: one table, expiry as Unix milliseconds, claims by one
-// INSERT ... ON CONFLICT DO UPDATE that only takes over an expired row, so
-// that the database decides which of several instances claims a key, and
-// that counts the scope's live keys in the same statement when they are
-// bounded.
-package idemsql
+package sqlstore
 
 import (
 	"context"
@@ -15,36 +9,26 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/idempotency"
-	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 
-// Dialect is what differs between databases.
-type Dialect struct {
-	// Numbered placeholders ($1) instead of ?.
-	Numbered bool
-	// Lock, when set, serializes schema creation across instances.
-	Lock func(ctx context.Context, tx *sql.Tx) error
-	// Table is the table name.
-	Table string
-}
-
-// Store is an idempotency.Store on a database/sql handle.
-type Store struct {
-	db    *sql.DB
-	close func() error
-	now   func() time.Time
+// IdempotencyStore holds idempotency keys (idempotency.Store): one
+// table, expiry as Unix milliseconds, claims by one INSERT ... ON
+// CONFLICT DO UPDATE that only takes over an expired row, so that the
+// database decides which of several instances claims a key, and that
+// counts the scope's live keys in the same statement when they are
+// bounded. Sweep deletes the expired ones.
+type IdempotencyStore struct {
+	db  *sql.DB
+	now func() time.Time
 
 	claim, claimBounded, count, get, complete, release, sweep string
 }
 
-var _ idempotency.Store = (*Store)(nil)
-
-// Migrations returns the versions of table's schema: the table, then the
-// scope of each key, so that a scope's live keys can be counted (keys
-// stored before it have the empty scope, and are not counted).
-func Migrations(table string) [][]string {
-	return [][]string{
-		{`CREATE TABLE IF NOT EXISTS ` + table + ` (
+// idempotencyVersions are the versions of the keys' schema: the table,
+// then the scope of each key, so that a scope's live keys can be counted
+// (keys stored before it have the empty scope, and are not counted).
+var idempotencyVersions = [][]string{
+	{`CREATE TABLE IF NOT EXISTS ` + idempotencyTable + ` (
 	idem_key TEXT PRIMARY KEY,
 	fingerprint TEXT NOT NULL,
 	token TEXT NOT NULL,
@@ -54,38 +38,20 @@ func Migrations(table string) [][]string {
 	body TEXT,
 	expires_at BIGINT NOT NULL
 )`,
-			`CREATE INDEX IF NOT EXISTS ` + table + `_expires ON ` + table + ` (expires_at)`},
-		{`ALTER TABLE ` + table + ` ADD COLUMN scope TEXT NOT NULL DEFAULT ''`,
-			`CREATE INDEX IF NOT EXISTS ` + table + `_scope ON ` + table + ` (scope, expires_at)`},
-	}
+		`CREATE INDEX IF NOT EXISTS ` + idempotencyTable + `_expires ON ` + idempotencyTable + ` (expires_at)`},
+	{`ALTER TABLE ` + idempotencyTable + ` ADD COLUMN scope TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX IF NOT EXISTS ` + idempotencyTable + `_scope ON ` + idempotencyTable + ` (scope, expires_at)`},
 }
 
-// Open brings the table up to date (its versions in the table named
-// after it with "_migrations") and returns a Store; close, if set, is
-// what Close calls.
-func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Store, error) {
-	t := d.Table
-	if err := sqlutil.Migrate(ctx, db, d.Lock, t+"_migrations", Migrations(t)); err != nil {
-		return nil, fmt.Errorf("idempotency: %w", err)
-	}
-	return New(db, d, close), nil
-}
-
-// New returns a Store on a database whose table is already up to date
-// (d.Lock is not used); close, if set, is what Close calls.
-func New(db *sql.DB, d *Dialect, close func() error) *Store {
-	t := d.Table
-	q := func(s string) string {
-		if d.Numbered {
-			return sqlutil.Number(s)
-		}
-		return s
-	}
+// newIdempotencyStore returns the idempotency keys on db, whose schema
+// is up to date.
+func newIdempotencyStore(db *sql.DB, d *dialect) *IdempotencyStore {
+	t, q := idempotencyTable, d.q
 	const upsert = `
 ON CONFLICT (idem_key) DO UPDATE SET scope = excluded.scope, fingerprint = excluded.fingerprint, token = excluded.token, done = 0, status = 0, header = NULL, body = NULL, expires_at = excluded.expires_at
 WHERE `
-	return &Store{
-		db: db, close: close, now: time.Now,
+	return &IdempotencyStore{
+		db: db, now: time.Now,
 		claim: q(`INSERT INTO ` + t + ` (idem_key, scope, fingerprint, token, done, status, header, body, expires_at) VALUES (?, ?, ?, ?, 0, 0, NULL, NULL, ?)` +
 			upsert + t + `.expires_at <= ?`),
 		// The same, unless the scope holds max live keys: counted in the
@@ -102,17 +68,12 @@ WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM ` + t + ` WHERE scope = ? AND expires
 	}
 }
 
-// Close closes what Open was given to close.
-func (s *Store) Close() error {
-	if s.close == nil {
-		return nil
-	}
-	return s.close()
-}
+// Close does nothing: see AuditStore.Close.
+func (*IdempotencyStore) Close() error { return nil }
 
 // Claim implements idempotency.Store. A key that expired between the
 // failed claim and the read is claimed again.
-func (s *Store) Claim(ctx context.Context, scope, key, fingerprint, token string, lease time.Duration, max int) (bool, *idempotency.Record, error) {
+func (s *IdempotencyStore) Claim(ctx context.Context, scope, key, fingerprint, token string, lease time.Duration, max int) (bool, *idempotency.Record, error) {
 	for range 3 {
 		now := s.now()
 		var (
@@ -173,7 +134,7 @@ func (s *Store) Claim(ctx context.Context, scope, key, fingerprint, token string
 }
 
 // Complete implements idempotency.Store.
-func (s *Store) Complete(ctx context.Context, _, key, token string, answer idempotency.Record, ttl time.Duration) error {
+func (s *IdempotencyStore) Complete(ctx context.Context, _, key, token string, answer idempotency.Record, ttl time.Duration) error {
 	var header sql.NullString
 	if answer.Header != nil {
 		b, err := json.Marshal(answer.Header)
@@ -190,7 +151,7 @@ func (s *Store) Complete(ctx context.Context, _, key, token string, answer idemp
 }
 
 // Release implements idempotency.Store.
-func (s *Store) Release(ctx context.Context, _, key, token string) error {
+func (s *IdempotencyStore) Release(ctx context.Context, _, key, token string) error {
 	if _, err := s.db.ExecContext(ctx, s.release, key, token); err != nil {
 		return fmt.Errorf("releasing a key: %w", err)
 	}
@@ -199,7 +160,7 @@ func (s *Store) Release(ctx context.Context, _, key, token string) error {
 
 // Sweep deletes expired keys and returns how many; expired keys are
 // ignored until then, so sweeping only saves room.
-func (s *Store) Sweep(ctx context.Context) (int, error) {
+func (s *IdempotencyStore) Sweep(ctx context.Context) (int, error) {
 	res, err := s.db.ExecContext(ctx, s.sweep, s.now().UnixMilli())
 	if err != nil {
 		return 0, fmt.Errorf("idempotency: sweeping: %w", err)

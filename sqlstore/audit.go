@@ -1,7 +1,4 @@
-// Package auditsql is the audit.Store shared by the SQLite and PostgreSQL
-// stores: one append-only table, times as Unix microseconds, pages by
-// (time, id) newest first.
-package auditsql
+package sqlstore
 
 import (
 	"context"
@@ -16,39 +13,13 @@ import (
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 
-// Table holds the records; MigrationsTable the versions of its schema.
-const (
-	Table           = "agentcap_audit"
-	MigrationsTable = "agentcap_audit_migrations"
-)
+// auditColumns are the columns, in the order of inserts and selects.
+const auditColumns = `id, at, event, outcome, agent_id, host_id, user_id, capability, arguments_sha256, confirmation_id, request_id, trace_id, client_ip, duration_ns, detail, arguments`
 
-// Dialect is what differs between databases.
-type Dialect struct {
-	// Numbered placeholders ($1) instead of ?.
-	Numbered bool
-	// Lock, when set, serializes migrations across instances.
-	Lock func(ctx context.Context, tx *sql.Tx) error
-	// Migrations are the schema's versions, oldest first.
-	Migrations [][]string
-	// IsUnique reports a primary key violation.
-	IsUnique func(error) bool
-	// Prepare prepares the insert of a record once and reuses it, for
-	// drivers that would parse its SQL text on every write (SQLite); pgx
-	// caches its statements itself.
-	Prepare bool
-	// GroupCommit writes the records of concurrent Writes together, in
-	// one transaction, for databases with a single writer (SQLite),
-	// where each transaction costs its own lock and log write.
-	GroupCommit bool
-}
-
-// Columns, in the order of inserts and selects.
-const columns = `id, at, event, outcome, agent_id, host_id, user_id, capability, arguments_sha256, confirmation_id, request_id, trace_id, client_ip, duration_ns, detail, arguments`
-
-// CreateTable is the first migration's table and indexes, common to both
-// databases (BIGINT and TEXT mean the same in each).
-var CreateTable = []string{
-	`CREATE TABLE ` + Table + ` (
+// auditCreateTable is the table and indexes of the audit trail, common to
+// both databases (BIGINT and TEXT mean the same in each).
+var auditCreateTable = []string{
+	`CREATE TABLE ` + auditTable + ` (
 	id TEXT PRIMARY KEY,
 	at BIGINT NOT NULL,
 	event TEXT NOT NULL,
@@ -66,117 +37,90 @@ var CreateTable = []string{
 	detail TEXT NOT NULL,
 	arguments TEXT
 )`,
-	`CREATE INDEX ` + Table + `_at ON ` + Table + ` (at, id)`,
-	`CREATE INDEX ` + Table + `_user ON ` + Table + ` (user_id, at, id)`,
-	`CREATE INDEX ` + Table + `_agent ON ` + Table + ` (agent_id, at, id)`,
-	`CREATE INDEX ` + Table + `_capability ON ` + Table + ` (capability, at, id)`,
-	`CREATE INDEX ` + Table + `_event ON ` + Table + ` (event, at, id)`,
+	`CREATE INDEX ` + auditTable + `_at ON ` + auditTable + ` (at, id)`,
+	`CREATE INDEX ` + auditTable + `_user ON ` + auditTable + ` (user_id, at, id)`,
+	`CREATE INDEX ` + auditTable + `_agent ON ` + auditTable + ` (agent_id, at, id)`,
+	`CREATE INDEX ` + auditTable + `_capability ON ` + auditTable + ` (capability, at, id)`,
+	`CREATE INDEX ` + auditTable + `_event ON ` + auditTable + ` (event, at, id)`,
 }
 
-// Store is an audit.Store on a database/sql handle.
-type Store struct {
-	db       *sql.DB
-	stmts    *sqlutil.Stmts
-	close    func() error
-	d        *Dialect
-	now      func() time.Time
-	insert   string
-	sweep    string
-	numbered bool
+// AuditStore is the audit trail (audit.Store): one append-only table,
+// times as Unix microseconds, pages by (time, id) newest first. Its
+// records are only ever appended (a trigger refuses updates) and deleted
+// by age by Sweep. On SQLite the records of concurrent Writes are
+// committed together (group commit): a Write that finds no commit under
+// way writes its record at once; the records that arrive meanwhile
+// queue, and when a commit ends the first of them commits the queue's
+// next group, at most 256 records, in one transaction. Each Write
+// returns once its own record is committed, or with the error that kept
+// it from being (a record whose id is taken fails alone).
+type AuditStore struct {
+	db     *sql.DB
+	stmts  *sqlutil.Stmts
+	d      *dialect
+	now    func() time.Time
+	insert string
+	sweep  string
 
-	// group is the queue of a group commit (Dialect.GroupCommit).
-	group groupQueue
+	// group is the queue of a group commit (dialect.groupCommit).
+	group auditGroupQueue
 }
 
-// groupQueue holds the records waiting for a group commit. A Write that
-// finds no commit under way writes its record at once; the Writes that
-// find one under way queue their records. When a commit ends, the Write
-// heading the queue commits the queue's first group (its own record and
-// those behind it, up to maxGroup) in one transaction, and so on until
-// the queue is empty. Each Write commits at most once, so none is held
+// auditGroupQueue holds the records waiting for a group commit. A Write
+// that finds no commit under way writes its record at once; the Writes
+// that find one under way queue their records. When a commit ends, the
+// Write heading the queue commits the queue's first group (its own record
+// and those behind it, up to auditMaxGroup) in one transaction, and so on
+// until the queue is empty. Each Write commits at most once, so none is held
 // up by the others' records for longer than one group; none waits for
 // company either: one alone is written at once.
-type groupQueue struct {
+type auditGroupQueue struct {
 	mu      sync.Mutex
-	queue   []*pending
+	queue   []*auditPending
 	leading bool
 }
 
-// pending is a record waiting for its commit: its outcome goes to done,
-// and lead tells its Write that it heads the queue and commits next.
-type pending struct {
+// auditPending is a record waiting for its commit: its outcome goes to
+// done, and lead tells its Write that it heads the queue and commits next.
+type auditPending struct {
 	r    audit.Record
 	done chan error
 	lead chan struct{}
 }
 
-// maxGroup bounds the records of one transaction.
-const maxGroup = 256
+// auditMaxGroup bounds the records of one transaction.
+const auditMaxGroup = 256
 
-var _ audit.Store = (*Store)(nil)
-
-// Open applies the migrations the database has not seen and returns a
-// Store; close, if set, is what Close calls.
-func Open(ctx context.Context, db *sql.DB, d *Dialect, close func() error) (*Store, error) {
-	if err := sqlutil.Migrate(ctx, db, d.Lock, MigrationsTable, d.Migrations); err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
+// newAuditStore returns the audit store on db, whose schema is up to
+// date.
+func newAuditStore(db *sql.DB, d *dialect) *AuditStore {
+	return &AuditStore{db: db, stmts: sqlutil.NewStmts(db, d.prepare), d: d, now: time.Now,
+		insert: d.q(`INSERT INTO ` + auditTable + ` (` + auditColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		sweep:  d.q(`DELETE FROM ` + auditTable + ` WHERE at < ?`),
 	}
-	return New(db, d, close), nil
-}
-
-// New returns a Store on a database whose schema is already up to date
-// (d.Migrations and d.Lock are not used); close, if set, is what Close
-// calls.
-func New(db *sql.DB, d *Dialect, close func() error) *Store {
-	s := &Store{db: db, stmts: sqlutil.NewStmts(db, d.Prepare), close: close, d: d, now: time.Now, numbered: d.Numbered,
-		insert: `INSERT INTO ` + Table + ` (` + columns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		sweep:  `DELETE FROM ` + Table + ` WHERE at < ?`,
-	}
-	s.insert, s.sweep = s.q(s.insert), s.q(s.sweep)
-	return s
-}
-
-func (s *Store) q(query string) string {
-	if s.numbered {
-		return sqlutil.Number(query)
-	}
-	return query
 }
 
 // SetClock replaces time.Now for filling record times. It must be called
 // before the store is first used.
-func (s *Store) SetClock(now func() time.Time) { s.now = now }
+func (s *AuditStore) SetClock(now func() time.Time) { s.now = now }
 
-// SetCloser replaces what Close calls after closing the prepared
-// statements.
-func (s *Store) SetCloser(close func() error) { s.close = close }
-
-// DB returns the database handle.
-func (s *Store) DB() *sql.DB { return s.db }
-
-// Close closes the prepared statements, then what Open was given to
-// close.
-func (s *Store) Close() error {
-	err := s.stmts.Close()
-	if s.close != nil {
-		err = errors.Join(err, s.close())
-	}
-	return err
-}
+// Close does nothing: the store's resources are the DB's, which DB.Close
+// releases.
+func (*AuditStore) Close() error { return nil }
 
 // Write implements audit.Sink. It returns once the record is committed,
-// or with the error that kept it from being. Under Dialect.GroupCommit a
+// or with the error that kept it from being. Under group commit (SQLite) a
 // record is written whatever becomes of ctx once ctx has been found live
 // (one that waits for a group is committed with it), and its Write waits
 // for that commit: the driver is given a context that is never
 // canceled, so that it does not start a goroutine per statement to watch
 // it.
-func (s *Store) Write(ctx context.Context, r audit.Record) error {
+func (s *AuditStore) Write(ctx context.Context, r audit.Record) error {
 	r, err := audit.Prepare(r, s.now())
 	if err != nil {
 		return err
 	}
-	if !s.d.GroupCommit {
+	if !s.d.groupCommit {
 		return s.insertRecord(ctx, r)
 	}
 	g := &s.group
@@ -196,7 +140,7 @@ func (s *Store) Write(ctx context.Context, r audit.Record) error {
 		s.handOff()
 		return err
 	}
-	p := &pending{r: r, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	p := &auditPending{r: r, done: make(chan error, 1), lead: make(chan struct{}, 1)}
 	g.queue = append(g.queue, p)
 	g.mu.Unlock()
 	select {
@@ -207,7 +151,7 @@ func (s *Store) Write(ctx context.Context, r audit.Record) error {
 	// This Write heads the queue: it commits the queue's first group,
 	// its own record among them, and hands the lead on.
 	g.mu.Lock()
-	n := min(len(g.queue), maxGroup)
+	n := min(len(g.queue), auditMaxGroup)
 	batch := g.queue[:n:n]
 	g.queue = g.queue[n:]
 	g.mu.Unlock()
@@ -218,7 +162,7 @@ func (s *Store) Write(ctx context.Context, r audit.Record) error {
 
 // handOff ends a commit: the Write heading the queue leads the next one,
 // or, with nothing queued, the next Write writes at once.
-func (s *Store) handOff() {
+func (s *AuditStore) handOff() {
 	g := &s.group
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -233,7 +177,7 @@ func (s *Store) handOff() {
 // commitGroup writes batch in one transaction. When that fails, each
 // record is written on its own, so that one record's fault (a duplicate
 // id) is its own Write's error only.
-func (s *Store) commitGroup(ctx context.Context, batch []*pending) {
+func (s *AuditStore) commitGroup(ctx context.Context, batch []*auditPending) {
 	if len(batch) > 1 {
 		if err := s.insertAll(ctx, batch); err == nil {
 			for _, p := range batch {
@@ -249,7 +193,7 @@ func (s *Store) commitGroup(ctx context.Context, batch []*pending) {
 
 // insertAll inserts the records of batch in one transaction, through
 // one statement.
-func (s *Store) insertAll(ctx context.Context, batch []*pending) error {
+func (s *AuditStore) insertAll(ctx context.Context, batch []*auditPending) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -262,7 +206,7 @@ func (s *Store) insertAll(ctx context.Context, batch []*pending) error {
 	}
 	var a [16]any
 	for _, p := range batch {
-		if _, err := exec(recordArgs(p.r, &a)...); err != nil {
+		if _, err := exec(auditRecordArgs(p.r, &a)...); err != nil {
 			_ = tx.Rollback()
 			return err
 		}
@@ -271,11 +215,11 @@ func (s *Store) insertAll(ctx context.Context, batch []*pending) error {
 }
 
 // insertRecord inserts a prepared record on its own.
-func (s *Store) insertRecord(ctx context.Context, r audit.Record) error {
+func (s *AuditStore) insertRecord(ctx context.Context, r audit.Record) error {
 	var a [16]any
-	_, err := s.stmts.Exec(ctx, nil, s.insert, recordArgs(r, &a)...)
+	_, err := s.stmts.Exec(ctx, nil, s.insert, auditRecordArgs(r, &a)...)
 	if err != nil {
-		if s.d.IsUnique != nil && s.d.IsUnique(err) {
+		if s.d.isUnique(err) {
 			return fmt.Errorf("%w %q", audit.ErrDuplicateID, r.ID)
 		}
 		return fmt.Errorf("audit: writing a record: %w", err)
@@ -283,9 +227,9 @@ func (s *Store) insertRecord(ctx context.Context, r audit.Record) error {
 	return nil
 }
 
-// recordArgs fills a with the values of r's columns, in the order of
-// columns, and returns it as a slice (a lives on the caller's stack).
-func recordArgs(r audit.Record, a *[16]any) []any {
+// auditRecordArgs fills a with the values of r's columns, in the order
+// of auditColumns, and returns it as a slice (a lives on the caller's stack).
+func auditRecordArgs(r audit.Record, a *[16]any) []any {
 	var args sql.NullString
 	if r.Arguments != nil {
 		args = sql.NullString{String: string(r.Arguments), Valid: true}
@@ -296,7 +240,7 @@ func recordArgs(r audit.Record, a *[16]any) []any {
 }
 
 // Query implements audit.Store.
-func (s *Store) Query(ctx context.Context, q audit.Query) (audit.Page, error) {
+func (s *AuditStore) Query(ctx context.Context, q audit.Query) (audit.Page, error) {
 	q, after, err := q.Normalize()
 	if err != nil {
 		return audit.Page{}, err
@@ -326,13 +270,13 @@ func (s *Store) Query(ctx context.Context, q audit.Query) (audit.Page, error) {
 		where = append(where, "(at < ? OR (at = ? AND id < ?))")
 		args = append(args, us, us, after.ID)
 	}
-	query := `SELECT ` + columns + ` FROM ` + Table
+	query := `SELECT ` + auditColumns + ` FROM ` + auditTable
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	query += ` ORDER BY at DESC, id DESC LIMIT ?`
 	args = append(args, q.Limit+1)
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	rows, err := s.db.QueryContext(ctx, s.d.q(query), args...)
 	if err != nil {
 		return audit.Page{}, fmt.Errorf("audit: querying: %w", err)
 	}
@@ -367,7 +311,7 @@ func (s *Store) Query(ctx context.Context, q audit.Query) (audit.Page, error) {
 }
 
 // Sweep implements audit.Store.
-func (s *Store) Sweep(ctx context.Context, before time.Time) (int64, error) {
+func (s *AuditStore) Sweep(ctx context.Context, before time.Time) (int64, error) {
 	res, err := s.db.ExecContext(ctx, s.sweep, before.UnixMicro())
 	if err != nil {
 		return 0, fmt.Errorf("audit: sweeping: %w", err)
