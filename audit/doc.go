@@ -11,8 +11,8 @@
 // Implementations: [Memory] (tests, single process), [NewSlogSink] (a log
 // line per record, write only), and the SQL store of package sqlstore
 // (SQLite or PostgreSQL, DB.Audit), which can share the database (and the
-// *sql.DB or pool) of the provider store. The audittest subpackage is the
-// conformance suite every Store passes.
+// *sql.DB or pool) of the provider store. Package storetest's Audit is
+// the conformance suite every Store passes.
 //
 // A record identifies a call's arguments by the SHA-256 digest of their
 // canonical form; Record.Arguments is meant only for arguments a writer

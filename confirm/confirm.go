@@ -34,8 +34,8 @@
 //
 // MemoryStore serves one process; package sqlstore (SQLite or
 // PostgreSQL, DB.Confirm) and package redisstore (Store.Confirm) share
-// tokens between instances. All pass the suite in
-// package confirmtest, including many goroutines consuming one token
+// tokens between instances. All pass the suite
+// storetest.Confirm, including many goroutines consuming one token
 // through two store clients, of which exactly one wins.
 package confirm
 

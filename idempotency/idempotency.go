@@ -34,8 +34,8 @@
 //
 // MemoryStore serves one process; package sqlstore (SQLite or
 // PostgreSQL, DB.Idempotency) and package redisstore (Store.Idempotency)
-// share keys between processes. All pass the suite in package
-// idemtest, including 50 concurrent calls with one key through two
+// share keys between processes. All pass the suite
+// storetest.Idempotency, including 50 concurrent calls with one key through two
 // stores sharing the records, of which exactly one runs.
 package idempotency
 

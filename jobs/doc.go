@@ -43,5 +43,5 @@
 // [MemoryStore] serves one process. Package sqlstore (DB.Jobs) keeps
 // records in SQLite or PostgreSQL, where they survive a restart and are
 // shared by every instance using the same database; both pass the suite
-// in package jobstest.
+// storetest.Jobs.
 package jobs

@@ -91,8 +91,7 @@ var (
 // keep them to the millisecond at least.
 //
 // The package's MemoryStore serves one process; package sqlstore keeps
-// records in SQLite or PostgreSQL. Both pass the suite in package
-// jobstest.
+// records in SQLite or PostgreSQL. Both pass the suite storetest.Jobs.
 type Store interface {
 	// Create adds rec, pending or already finished. ErrExists when the id
 	// is taken.
