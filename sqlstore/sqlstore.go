@@ -1,6 +1,7 @@
-// Package sqlstore keeps every store of the executor side (the audit
-// trail, confirmation tokens, idempotency keys and jobs) in one SQL
-// database, SQLite or PostgreSQL, from one set of migrations.
+// Package sqlstore keeps every store of agentcap (the Agent Auth
+// provider's records, the audit trail, confirmation tokens, idempotency
+// keys and jobs) in one SQL database, SQLite or PostgreSQL, from one set
+// of migrations.
 //
 // An application opens one DB and hands its stores to the features:
 //
@@ -9,16 +10,18 @@
 //	defer db.Close()
 //	jobsManager := jobs.NewManager(db.Jobs(), ...)
 //
-// Each feature still sees only its own interface (audit.Store,
-// confirm.Store, idempotency.Store, jobs.Store).
+// Each feature still sees only its own interface (store.Store of
+// agentauth/store, audit.Store, confirm.Store, idempotency.Store,
+// jobs.Store).
 //
 // The schema is brought up to date when the DB is opened, in one
 // transaction (under advisory locks on PostgreSQL, so that instances
 // starting together migrate once); the versions applied are recorded in
 // agentcap_store_migrations. The tables keep the names the per-feature
-// packages (audit/sqlitestore, jobs/pgstore, ...) gave them, and a
-// database those packages created is adopted as it is: what it holds
-// already is recorded, not created again. See docs/storage.md.
+// packages (agentauth/store/sqlitestore, audit/sqlitestore, jobs/pgstore,
+// ...) gave them, and a database those packages created is adopted as it
+// is: what it holds already is recorded, not created again. See
+// docs/storage.md.
 package sqlstore
 
 import (
@@ -32,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
+	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/idempotency"
@@ -46,13 +50,14 @@ import (
 // DB is one SQL database holding every store. Its methods are safe for
 // concurrent use.
 type DB struct {
-	db      *sql.DB
-	d       *dialect
-	close   func() error
-	audit   *AuditStore
-	confirm *ConfirmStore
-	idem    *IdempotencyStore
-	jobs    *JobsStore
+	db       *sql.DB
+	d        *dialect
+	close    func() error
+	provider *ProviderStore
+	audit    *AuditStore
+	confirm  *ConfirmStore
+	idem     *IdempotencyStore
+	jobs     *JobsStore
 }
 
 // AuditStore is the audit trail (audit.Store). Its records are only ever
@@ -73,6 +78,7 @@ type IdempotencyStore struct{ *idemsql.Store }
 type JobsStore struct{ *jobsql.Store }
 
 var (
+	_ store.Store       = (*ProviderStore)(nil)
 	_ audit.Store       = (*AuditStore)(nil)
 	_ confirm.Store     = (*ConfirmStore)(nil)
 	_ idempotency.Store = (*IdempotencyStore)(nil)
@@ -92,21 +98,26 @@ func (*IdempotencyStore) Close() error { return nil }
 // Close does nothing: see AuditStore.Close.
 func (*JobsStore) Close() error { return nil }
 
+// sqliteMaxOpenConns bounds the connections of a file OpenSQLite opens:
+// write-ahead-log readers run in parallel, and writers are serialized
+// anyway.
+const sqliteMaxOpenConns = 8
+
 // OpenSQLite opens (creating if needed) the SQLite file at path, a plain
-// file path, in write-ahead-log mode, and brings its schema up to date.
-// The file may hold other tables of the application (the provider
-// store's, say). Close closes it.
+// file path (not a "file:" URI, not ":memory:", without "?"), in
+// write-ahead-log mode with foreign keys enforced, and brings its schema
+// up to date. The file may hold other tables of the application. Close
+// closes it.
 func OpenSQLite(ctx context.Context, path string) (*DB, error) {
-	dsn, err := sqlutil.SQLiteDSN(path)
+	dsn, err := sqliteDSN(path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: %w", err)
+		return nil, err
 	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: %w", err)
 	}
-	sqlutil.SQLitePool(db)
-	s, err := open(ctx, db, sqliteDialect, db.Close)
+	s, err := openSQLite(ctx, db)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -114,10 +125,30 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	return s, nil
 }
 
+// sqliteDSN checks path and returns the DSN OpenSQLite opens it with: the
+// SQLite stores' shared one (sqlutil.SQLiteDSN), with foreign keys
+// enforced, on which the provider's records rely.
+func sqliteDSN(path string) (string, error) {
+	dsn, err := sqlutil.SQLiteDSN(path)
+	if err != nil {
+		return "", fmt.Errorf("sqlstore: %w", err)
+	}
+	return dsn + "&_pragma=foreign_keys(1)", nil
+}
+
+// openSQLite is OpenSQLite on the handle db, opened with sqliteDSN: it
+// sets up db's pool and returns a DB whose Close closes db.
+func openSQLite(ctx context.Context, db *sql.DB) (*DB, error) {
+	db.SetMaxOpenConns(sqliteMaxOpenConns)
+	sqlutil.SQLitePool(db)
+	return open(ctx, db, sqliteDialect, db.Close)
+}
+
 // NewSQLite returns a DB on db, an SQLite handle the application already
-// holds (opened with the "sqlite" driver, as the provider store's DB()
-// is), after bringing its schema up to date. db stays the caller's:
-// Close does not close it.
+// holds (opened with the "sqlite" driver), after bringing its schema up
+// to date. The provider's records rely on foreign keys: db's DSN should
+// enforce them (_pragma=foreign_keys(1)), as OpenSQLite's does. db stays
+// the caller's: Close does not close it.
 func NewSQLite(ctx context.Context, db *sql.DB) (*DB, error) {
 	if db == nil {
 		return nil, errors.New("sqlstore: nil db")
@@ -168,12 +199,17 @@ func open(ctx context.Context, db *sql.DB, d *dialect, close func() error) (*DB,
 	}
 	return &DB{
 		db: db, d: d, close: close,
-		audit:   &AuditStore{auditsql.New(db, d.auditDialect(), nil)},
-		confirm: &ConfirmStore{confirmsql.New(db, &confirmsql.Dialect{Numbered: d.numbered, Table: confirmTable}, nil)},
-		idem:    &IdempotencyStore{idemsql.New(db, &idemsql.Dialect{Numbered: d.numbered, Table: idempotencyTable}, nil)},
-		jobs:    &JobsStore{jobsql.New(db, &jobsql.Dialect{Numbered: d.numbered, IsUnique: d.isUnique, Table: jobsTable}, nil)},
+		provider: newProviderStore(db, d.provider),
+		audit:    &AuditStore{auditsql.New(db, d.auditDialect(), nil)},
+		confirm:  &ConfirmStore{confirmsql.New(db, &confirmsql.Dialect{Numbered: d.numbered, Table: confirmTable}, nil)},
+		idem:     &IdempotencyStore{idemsql.New(db, &idemsql.Dialect{Numbered: d.numbered, Table: idempotencyTable}, nil)},
+		jobs:     &JobsStore{jobsql.New(db, &jobsql.Dialect{Numbered: d.numbered, IsUnique: d.isUnique, Table: jobsTable}, nil)},
 	}, nil
 }
+
+// Provider returns the Agent Auth provider's records, for
+// provider.Config.Store (and, as a directory, for a verifier).
+func (s *DB) Provider() *ProviderStore { return s.provider }
 
 // Audit returns the audit trail.
 func (s *DB) Audit() *AuditStore { return s.audit }
@@ -191,10 +227,10 @@ func (s *DB) Jobs() *JobsStore { return s.jobs }
 // for inspection; the DB keeps owning it.
 func (s *DB) SQL() *sql.DB { return s.db }
 
-// Close closes the audit store's prepared statements, then the database
-// when the DB opened it.
+// Close closes the prepared statements of the provider's records and of
+// the audit store, then the database when the DB opened it.
 func (s *DB) Close() error {
-	err := s.audit.Store.Close()
+	err := errors.Join(s.provider.stmts.Close(), s.audit.Store.Close())
 	if s.close != nil {
 		err = errors.Join(err, s.close())
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/agentauth/store/storetest"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/audit/audittest"
 	"github.com/agentcap/agentcap/confirm"
@@ -22,13 +24,13 @@ import (
 // on a new one, each call another instance on the same database.
 type backend struct {
 	name  string
-	fresh func(t *testing.T) func(t *testing.T) *sqlstore.DB
+	fresh func(t testing.TB) func(t testing.TB) *sqlstore.DB
 }
 
 var backends = []backend{
-	{"SQLite", func(t *testing.T) func(t *testing.T) *sqlstore.DB {
+	{"SQLite", func(t testing.TB) func(t testing.TB) *sqlstore.DB {
 		path := filepath.Join(t.TempDir(), "agentcap.db")
-		return func(t *testing.T) *sqlstore.DB {
+		return func(t testing.TB) *sqlstore.DB {
 			t.Helper()
 			db, err := sqlstore.OpenSQLite(context.Background(), path)
 			if err != nil {
@@ -38,9 +40,9 @@ var backends = []backend{
 			return db
 		}
 	}},
-	{"PostgreSQL", func(t *testing.T) func(t *testing.T) *sqlstore.DB {
+	{"PostgreSQL", func(t testing.TB) func(t testing.TB) *sqlstore.DB {
 		newPool := servicetest.PostgresSchema(t)
-		return func(t *testing.T) *sqlstore.DB {
+		return func(t testing.TB) *sqlstore.DB {
 			t.Helper()
 			db, err := sqlstore.NewPostgres(context.Background(), newPool())
 			if err != nil {
@@ -56,20 +58,20 @@ var backends = []backend{
 // to open another instance on its database.
 type instances[S comparable] struct {
 	mu   sync.Mutex
-	open map[S]func(t *testing.T) *sqlstore.DB
+	open map[S]func(t testing.TB) *sqlstore.DB
 }
 
-func (in *instances[S]) add(s S, open func(t *testing.T) *sqlstore.DB) S {
+func (in *instances[S]) add(s S, open func(t testing.TB) *sqlstore.DB) S {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.open == nil {
-		in.open = map[S]func(t *testing.T) *sqlstore.DB{}
+		in.open = map[S]func(t testing.TB) *sqlstore.DB{}
 	}
 	in.open[s] = open
 	return s
 }
 
-func (in *instances[S]) get(s S) func(t *testing.T) *sqlstore.DB {
+func (in *instances[S]) get(s S) func(t testing.TB) *sqlstore.DB {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.open[s]
@@ -78,6 +80,9 @@ func (in *instances[S]) get(s S) func(t *testing.T) *sqlstore.DB {
 func TestConformance(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Run("Provider", func(t *testing.T) {
+				storetest.Run(t, func(t *testing.T) store.Store { return b.fresh(t)(t).Provider() })
+			})
 			t.Run("Audit", func(t *testing.T) {
 				audittest.Run(t, func(t *testing.T) audit.Store { return b.fresh(t)(t).Audit() })
 			})
@@ -111,6 +116,15 @@ func TestConformance(t *testing.T) {
 					Reopen: func(t *testing.T, s jobs.Store) jobs.Store { return in.get(s)(t).Jobs() },
 				})
 			})
+		})
+	}
+}
+
+// BenchmarkProvider runs the provider store's benchmarks on each backend.
+func BenchmarkProvider(b *testing.B) {
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			storetest.Bench(b, func(b *testing.B) store.Store { return be.fresh(b)(b).Provider() })
 		})
 	}
 }
