@@ -42,6 +42,13 @@ type step struct {
 	// without it are written so that running them on such a database
 	// changes nothing (CREATE ... IF NOT EXISTS, the same shape).
 	adopted func(ctx context.Context, tx *sql.Tx, d *dialect) (bool, error)
+	// oldTable and oldVersion, when set, are the versions table of a
+	// per-feature package and the version of it the step is: when the
+	// step runs, it records that version there too, so that the package,
+	// still in use next to sqlstore during the move, finds its schema
+	// and does not create its tables again.
+	oldTable   string
+	oldVersion int
 }
 
 // steps is the one migration set, oldest first: steps[i] is version
@@ -51,19 +58,24 @@ var steps = []step{
 	// 1: confirmation tokens, as confirm's stores create them.
 	{stmts: func(*dialect) []string { return confirmsql.Schema(confirmTable) }},
 	// 2: idempotency keys, as idempotency's stores' version 1.
-	{stmts: func(*dialect) []string { return idemsql.Migrations(idempotencyTable)[0] }},
+	{
+		stmts:    func(*dialect) []string { return idemsql.Migrations(idempotencyTable)[0] },
+		oldTable: idemOldVersions, oldVersion: 1,
+	},
 	// 3: the scope of each key, idempotency's stores' version 2.
 	{
-		stmts:   func(*dialect) []string { return idemsql.Migrations(idempotencyTable)[1] },
-		adopted: oldVersionAtLeast(idemOldVersions, 2),
+		stmts:    func(*dialect) []string { return idemsql.Migrations(idempotencyTable)[1] },
+		adopted:  oldVersionAtLeast(idemOldVersions, 2),
+		oldTable: idemOldVersions, oldVersion: 2,
 	},
 	// 4: jobs, as jobs' stores create them.
 	{stmts: func(*dialect) []string { return jobsql.Schema(jobsTable) }},
 	// 5: the audit trail and its append-only trigger, audit's stores'
 	// version 1.
 	{
-		stmts:   func(d *dialect) []string { return d.auditSchema },
-		adopted: oldVersionAtLeast(auditOldVersions, 1),
+		stmts:    func(d *dialect) []string { return d.auditSchema },
+		adopted:  oldVersionAtLeast(auditOldVersions, 1),
+		oldTable: auditOldVersions, oldVersion: 1,
 	},
 	// 6-10: the provider's records, the five versions of
 	// agentauth/store's SQL stores, which recorded each version they
@@ -146,7 +158,15 @@ func migrate(ctx context.Context, db *sql.DB, d *dialect, now time.Time) error {
 			}
 		}
 		if !skip {
-			for _, stmt := range st.stmts(d) {
+			stmts := st.stmts(d)
+			if st.oldTable != "" {
+				stmts = append(stmts[:len(stmts):len(stmts)],
+					`CREATE TABLE IF NOT EXISTS `+st.oldTable+` `+migrationsColumns,
+					`INSERT INTO `+st.oldTable+` (version, applied_at) SELECT `+strconv.Itoa(st.oldVersion)+`, `+
+						strconv.FormatInt(now.UnixMilli(), 10)+` WHERE NOT EXISTS (SELECT 1 FROM `+st.oldTable+
+						` WHERE version = `+strconv.Itoa(st.oldVersion)+`)`)
+			}
+			for _, stmt := range stmts {
 				if _, err := tx.ExecContext(ctx, stmt); err != nil {
 					return fmt.Errorf("sqlstore: migrating to version %d: %w", v, err)
 				}

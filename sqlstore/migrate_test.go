@@ -262,3 +262,46 @@ func TestInstancesStartTogether(t *testing.T) {
 	defer db.Close()
 	checkVersions(t, db.SQL())
 }
+
+// The audit and idempotency packages, still used next to sqlstore while
+// callers move, open a database sqlstore created: it recorded their
+// versions as it created their tables.
+func TestOldPackagesOpenFreshDatabase(t *testing.T) {
+	ctx := context.Background()
+	t.Run("SQLite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "agentcap.db")
+		db, err := sqlstore.OpenSQLite(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		a, err := auditsqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		i, err := idemsqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer i.Close()
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		newPool := servicetest.PostgresSchema(t)
+		db, err := sqlstore.NewPostgres(ctx, newPool())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		a, err := auditpg.New(ctx, newPool())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		i, err := idempg.New(ctx, newPool())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer i.Close()
+	})
+}
