@@ -115,11 +115,10 @@ import (
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/agentauth/store"
-	"github.com/agentcap/agentcap/agentauth/store/pgstore"
-	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/examples/bank/bank"
 	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/sqlstore"
 )
 
 func main() {
@@ -437,38 +436,33 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		return nil, nil, err
 	}
 	var (
-		st     store.Store
+		db     *sqlstore.DB
 		ledger bank.Ledger = bank.NewStore()
 		stores             = bank.Stores{SQLite: cfg.db, Redis: sh.redisClient()}
 	)
 	if sh.pool != nil {
 		// Every instance on the database sees the same records, moves
 		// the same money and polls the same jobs.
-		pst, err := pgstore.New(ctx, sh.pool)
-		if err != nil {
+		if db, err = sqlstore.NewPostgres(ctx, sh.pool); err != nil {
 			return nil, sh.close, err
 		}
-		st = pst
 		if ledger, err = bank.NewPGLedger(ctx, sh.pool); err != nil {
-			return nil, func() error { return errors.Join(pst.Close(), sh.close()) }, err
+			return nil, func() error { return errors.Join(db.Close(), sh.close()) }, err
 		}
 		stores = bank.Stores{Postgres: sh.pool, Redis: sh.redisClient()}
-	} else {
-		sst, err := sqlitestore.Open(ctx, cfg.db)
-		if err != nil {
-			return nil, sh.close, err
-		}
-		st = sst
+	} else if db, err = sqlstore.OpenSQLite(ctx, cfg.db); err != nil {
+		return nil, sh.close, err
 	}
+	st := db.Provider()
 	confirmer, closeConfirmer, err := bank.NewConfirmer(ctx, stores)
 	if err != nil {
-		return nil, func() error { return errors.Join(st.Close(), sh.close()) }, err
+		return nil, func() error { return errors.Join(db.Close(), sh.close()) }, err
 	}
 	trail, err := openAudit(ctx, cfg, sh, logger)
 	if err != nil {
-		return nil, func() error { return errors.Join(closeConfirmer(), st.Close(), sh.close()) }, err
+		return nil, func() error { return errors.Join(closeConfirmer(), db.Close(), sh.close()) }, err
 	}
-	closeStores := func() error { return errors.Join(trail.Close(), closeConfirmer(), st.Close(), sh.close()) }
+	closeStores := func() error { return errors.Join(trail.Close(), closeConfirmer(), db.Close(), sh.close()) }
 	reg, err := bank.NewRegistry()
 	if err != nil {
 		return nil, closeStores, err
