@@ -1,7 +1,6 @@
 // Package pgstore keeps the audit trail (package audit) in PostgreSQL,
 // shared by every instance of an application, in the database (and the
-// pool) the provider store (agentauth/store/pgstore) already uses or in
-// another.
+// pool) the provider's records (sqlstore) already use or in another.
 //
 // The table, agentcap_audit, lives in the connection's current schema
 // (search_path). It is created and migrated at New, under a

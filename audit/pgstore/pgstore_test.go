@@ -8,11 +8,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	providerpg "github.com/agentcap/agentcap/agentauth/store/pgstore"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/audit/audittest"
 	"github.com/agentcap/agentcap/audit/pgstore"
 	"github.com/agentcap/agentcap/internal/servicetest"
+	"github.com/agentcap/agentcap/sqlstore"
 )
 
 func open(t *testing.T, pool *pgxpool.Pool) *pgstore.Store {
@@ -41,15 +41,18 @@ func TestAppendOnly(t *testing.T) {
 	}
 }
 
-// Instances starting together on one database, next to the provider
-// store in the same pool, migrate once and share the trail.
+// Instances starting together on one database, next to the provider's
+// records (a sqlstore.DB) in the same pool, migrate once and share the
+// trail.
 func TestInstancesWithProviderStore(t *testing.T) {
 	newPool := servicetest.PostgresSchema(t)
 	ctx := context.Background()
 	pool := newPool()
-	if _, err := providerpg.New(ctx, pool); err != nil {
+	db, err := sqlstore.NewPostgres(ctx, pool)
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = db.Close() })
 	stores := make([]*pgstore.Store, 4)
 	var wg sync.WaitGroup
 	errs := make([]error, len(stores))

@@ -1,6 +1,6 @@
 // Package sqlitestore keeps the audit trail (package audit) in SQLite,
 // in a file of its own or in the database an application already uses,
-// such as the provider store's (agentauth/store/sqlitestore).
+// such as the one holding the provider's records (sqlstore).
 //
 // The table, agentcap_audit, is created and migrated when the store is
 // opened; the versions applied are recorded in agentcap_audit_migrations,

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/agentcap/agentcap/agentauth/store"
-	providersqlite "github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/audit/audittest"
 	"github.com/agentcap/agentcap/audit/sqlitestore"
+	"github.com/agentcap/agentcap/sqlstore"
 )
 
 func open(t *testing.T, path string) *sqlitestore.Store {
@@ -40,18 +40,19 @@ func TestAppendOnly(t *testing.T) {
 	}
 }
 
-// The audit table lives in the provider store's database, migrated when
-// the audit store is opened on the provider store's handle, and again
-// (as a no-op) when both are reopened.
+// The audit table lives in the database of the provider's records (a
+// sqlstore.DB), and the audit store opens on its handle, again when both
+// are reopened.
 func TestWithProviderStore(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "provider.db")
 	for round := range 2 {
-		ps, err := providersqlite.Open(ctx, path)
+		db, err := sqlstore.OpenSQLite(ctx, path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		as, err := sqlitestore.New(ctx, ps.DB())
+		ps := db.Provider()
+		as, err := sqlitestore.New(ctx, db.SQL())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +70,7 @@ func TestWithProviderStore(t *testing.T) {
 		if _, err := ps.GetHost(ctx, "h0"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("provider store after the audit store closed: %v", err)
 		}
-		if err := ps.Close(); err != nil {
+		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,11 +10,14 @@ import (
 // The limits of the exported surface. Lower them when the surface
 // shrinks; raising one is a design decision, not a fix.
 //
-// maxIdentifiers counts package sqlstore (19) next to the eight
-// per-feature SQL packages it replaces (28 between them); it comes down
-// to 943 or less when they are removed.
+// maxIdentifiers counts package sqlstore (67: 46 of them the methods of
+// ProviderStore, the provider's store.Store, declared there since
+// agentauth/store/sqlitestore and pgstore, which promoted them from an
+// internal package, were removed) next to the eight per-feature SQL
+// packages it replaces (28 between them); it comes down to 983 or less
+// when they are removed.
 const (
-	maxIdentifiers = 971
+	maxIdentifiers = 1011
 	maxGeneric     = 15
 )
 

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	storesqlite "github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	auditsqlite "github.com/agentcap/agentcap/audit/sqlitestore"
 	"github.com/agentcap/agentcap/internal/sqlutil"
+	"github.com/agentcap/agentcap/sqlstore"
 )
 
 // heldConns opens n connections of db at once, hands them back, and
@@ -62,17 +62,17 @@ func TestSQLitePool(t *testing.T) {
 func TestSQLiteStoresPool(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "app.db")
-	provider, err := storesqlite.Open(ctx, path)
+	db, err := sqlstore.OpenSQLite(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { provider.Close() })
+	t.Cleanup(func() { db.Close() })
 	trail, err := auditsqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { trail.Close() })
-	for name, db := range map[string]*sql.DB{"agentauth/store/sqlitestore": provider.DB(), "audit/sqlitestore": trail.DB()} {
+	for name, db := range map[string]*sql.DB{"sqlstore": db.SQL(), "audit/sqlitestore": trail.DB()} {
 		if st := heldConns(t, db, sqlutil.SQLiteConns); st.MaxIdleClosed != 0 || st.Idle != sqlutil.SQLiteConns {
 			t.Errorf("%s: %+v; want %d idle, none closed", name, st, sqlutil.SQLiteConns)
 		}
