@@ -14,7 +14,8 @@ import (
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
 
-// One SQLite file holds every store; each feature is handed its own.
+// One SQLite file holds every store; each feature is handed its own. The
+// provider's records are also the directory a verifier reads.
 func Example() {
 	dir, err := os.MkdirTemp("", "agentcap")
 	if err != nil {
@@ -37,37 +38,20 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println(len(page.Records), "record")
-	// Output: 1 record
-}
 
-// The provider's records are also the directory a verifier reads.
-func ExampleDB_Provider() {
-	dir, err := os.MkdirTemp("", "agentcap")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	ctx := context.Background()
-	db, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "agentcap.db"))
-	if err != nil {
-		panic(err)
-	}
-	defer db.Close()
-	s := db.Provider()
-
+	var records store.Store = db.Provider()
 	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1"})
 	agent := host.NewAgent(agentauthtest.Agent{ID: "agt_1"})
-	if err := s.CreateHost(ctx, &store.Host{ID: host.ID, PublicKey: host.PublicJWK(), Status: agentcap.StatusActive}); err != nil {
+	if err := records.CreateHost(ctx, &store.Host{ID: host.ID, PublicKey: host.PublicJWK(), Status: agentcap.StatusActive}); err != nil {
 		panic(err)
 	}
-	if err := s.CreateAgent(ctx, &store.Agent{ID: agent.ID, HostID: host.ID, Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive,
+	if err := records.CreateAgent(ctx, &store.Agent{ID: agent.ID, HostID: host.ID, Mode: agentcap.ModeDelegated, Status: agentcap.StatusActive,
 		AgentKey: store.AgentKey{PublicKey: agent.PublicJWK()},
 		Grants:   []store.Grant{{Capability: "check_balance", Status: agentcap.StatusActive}}}); err != nil {
 		panic(err)
 	}
-
 	const location = "https://api.example.com/capability/execute"
-	v, err := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: s, Audiences: []string{location}})
+	v, err := agentauth.NewVerifier(agentauth.VerifierConfig{Directory: records, Audiences: []string{location}})
 	if err != nil {
 		panic(err)
 	}
@@ -76,5 +60,7 @@ func ExampleDB_Provider() {
 		panic(err)
 	}
 	fmt.Println(sess.Agent.ID, sess.Host.ID, sess.Agent.Grants[0].Capability)
-	// Output: agt_1 hst_1 check_balance
+	// Output:
+	// 1 record
+	// agt_1 hst_1 check_balance
 }

@@ -33,7 +33,6 @@ type oldStores struct {
 	confirm confirm.Store
 	idem    idempotency.Store
 	jobs    jobs.Store
-	close   func()
 }
 
 // fill writes one record in each store.

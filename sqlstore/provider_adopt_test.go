@@ -111,27 +111,26 @@ func checkProvider(t *testing.T, s store.Store) {
 	}
 }
 
-// oldProviderVersions returns the versions agentauth_schema_migrations
-// records.
-func oldProviderVersions(t *testing.T, db *sql.DB) []int {
+// column returns the one column of the rows of query.
+func column[T any](t *testing.T, db *sql.DB, query string) []T {
 	t.Helper()
-	rows, err := db.Query(`SELECT version FROM agentauth_schema_migrations ORDER BY version`)
+	rows, err := db.Query(query)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var vs []int
+	var out []T
 	for rows.Next() {
-		var v int
+		var v T
 		if err := rows.Scan(&v); err != nil {
 			t.Fatal(err)
 		}
-		vs = append(vs, v)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return vs
+	return out
 }
 
 // testdata/provider-v5.db was written by agentauth/store/sqlitestore
@@ -159,7 +158,7 @@ func TestAdoptProviderSQLite(t *testing.T) {
 			t.Errorf("round %d: audit records %+v, %v", round, page.Records, err)
 		}
 		checkVersions(t, db.SQL())
-		if got := oldProviderVersions(t, db.SQL()); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
+		if got := column[int](t, db.SQL(), `SELECT version FROM agentauth_schema_migrations ORDER BY version`); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
 			t.Errorf("agentauth_schema_migrations now records %v; want it left as it was", got)
 		}
 		if err := db.Close(); err != nil {
@@ -198,16 +197,7 @@ func oldProviderSchema(t *testing.T, db *sql.DB, dir string, n int) {
 // passkeys) has the versions it holds adopted and the others run.
 func TestAdoptProviderPartly(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	dsn, err := sqlstore.SQLiteDSN(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := sqliteHandle(t, filepath.Join(t.TempDir(), "old.db"))
 	oldProviderSchema(t, raw, "sqlite", 3)
 	hostKey, _ := adoptKey(1)
 	if err := sqlstore.ProviderOn(raw, false).CreateHost(ctx, &store.Host{ID: "hst_old", PublicKey: hostKey, Status: agentcap.StatusActive}); err == nil {
@@ -260,23 +250,7 @@ func TestFreshTables(t *testing.T) {
 			if b.name == "PostgreSQL" {
 				q = `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`
 			}
-			rows, err := db.SQL().Query(q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			var got []string
-			for rows.Next() {
-				var name string
-				if err := rows.Scan(&name); err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, name)
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := cmp.Diff(want, column[string](t, db.SQL(), q)); diff != "" {
 				t.Errorf("tables (-want +got):\n%s", diff)
 			}
 			checkVersions(t, db.SQL())

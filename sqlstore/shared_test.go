@@ -17,15 +17,7 @@ import (
 // handle open.
 func TestNewSQLiteOnApplicationHandle(t *testing.T) {
 	ctx := context.Background()
-	dsn, err := sqlstore.SQLiteDSN(filepath.Join(t.TempDir(), "app.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	handle, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer handle.Close()
+	handle := sqliteHandle(t, filepath.Join(t.TempDir(), "app.db"))
 	for round := range 2 {
 		db, err := sqlstore.NewSQLite(ctx, handle)
 		if err != nil {
@@ -49,6 +41,22 @@ func TestNewSQLiteOnApplicationHandle(t *testing.T) {
 			t.Fatalf("the handle after the DB closed: %v", err)
 		}
 	}
+}
+
+// sqliteHandle opens an SQLite handle of the test's on path, with the DSN
+// OpenSQLite uses, closed when the test ends.
+func sqliteHandle(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	dsn, err := sqlstore.SQLiteDSN(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }
 
 func TestNilHandles(t *testing.T) {
