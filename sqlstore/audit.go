@@ -100,10 +100,6 @@ func newAuditStore(db *sql.DB, d *dialect) *AuditStore {
 	}
 }
 
-// SetClock replaces time.Now for filling record times. It must be called
-// before the store is first used.
-func (s *AuditStore) SetClock(now func() time.Time) { s.now = now }
-
 // Close does nothing: the store's resources are the DB's, which DB.Close
 // releases.
 func (*AuditStore) Close() error { return nil }

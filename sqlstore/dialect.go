@@ -3,11 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
-
-	"github.com/jackc/pgx/v5/pgconn"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
@@ -31,6 +26,10 @@ type dialect struct {
 	isUnique    func(error) bool
 	// tableExists reports whether the current schema holds table.
 	tableExistsQuery string
+	// provider is the dialect of the provider's records, and
+	// providerDir the directory of its migration files.
+	provider    *providerDialect
+	providerDir string
 }
 
 func (d *dialect) tableExists(ctx context.Context, tx *sql.Tx, table string) (bool, error) {
@@ -55,11 +54,10 @@ var sqliteDialect = &dialect{
 	groupCommit: true,
 	auditSchema: append(append([]string{}, auditCreateTable...),
 		`CREATE TRIGGER `+auditTable+`_append_only BEFORE UPDATE ON `+auditTable+` BEGIN SELECT RAISE(ABORT, '`+auditTable+` is append-only'); END`),
-	isUnique: func(err error) bool {
-		var se *sqlite.Error
-		return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
-	},
+	isUnique:         sqliteProvider.IsUnique,
 	tableExistsQuery: `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`,
+	provider:         sqliteProvider,
+	providerDir:      "sqlite",
 }
 
 var postgresDialect = &dialect{
@@ -74,6 +72,8 @@ var postgresDialect = &dialect{
 		sqlutil.PostgresLock("agentcap.idempotency.schema"),
 		sqlutil.PostgresLock("agentcap.jobs.schema"),
 		sqlutil.PostgresLock("agentcap.audit.schema"),
+		// agentauth/store/pgstore's.
+		sqlutil.PostgresLock("agentcap.agentauth.migrate"),
 	},
 	auditSchema: append(append([]string{}, auditCreateTable...),
 		`CREATE FUNCTION `+auditTable+`_refuse_update() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -82,9 +82,8 @@ BEGIN
 END
 $$`,
 		`CREATE TRIGGER `+auditTable+`_append_only BEFORE UPDATE ON `+auditTable+` FOR EACH ROW EXECUTE FUNCTION `+auditTable+`_refuse_update()`),
-	isUnique: func(err error) bool {
-		var pe *pgconn.PgError
-		return errors.As(err, &pe) && pe.Code == "23505"
-	},
+	isUnique:         postgresProvider.IsUnique,
 	tableExistsQuery: `SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1`,
+	provider:         postgresProvider,
+	providerDir:      "postgres",
 }

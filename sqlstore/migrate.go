@@ -22,6 +22,7 @@ const (
 	jobsTable         = "agentcap_jobs"
 	auditOldVersions  = auditTable + "_migrations"
 	idemOldVersions   = idempotencyTable + "_migrations"
+	providerVersions  = "agentauth_schema_migrations"
 	postgresLockName  = "agentcap.store.schema"
 	migrationsColumns = `(version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`
 )
@@ -59,6 +60,35 @@ var steps = []step{
 		stmts:   func(d *dialect) []string { return d.auditSchema },
 		adopted: oldVersionAtLeast(auditOldVersions, 1),
 	},
+	// 6-10: the provider's records, the five versions of
+	// agentauth/store's SQL stores, which recorded each version they
+	// applied in agentauth_schema_migrations.
+	providerStep(1, "0001_init.sql"),
+	providerStep(2, "0002_user_views.sql"),
+	providerStep(3, "0003_call_confirmations.sql"),
+	providerStep(4, "0004_passkeys.sql"),
+	providerStep(5, "0005_oauth_client.sql"),
+}
+
+// firstProviderVersion is the version of the provider's first step.
+const firstProviderVersion = 6
+
+// providerStep runs the provider's migration file name, its version v,
+// unless agentauth_schema_migrations records v (the old packages applied
+// the versions they lacked, each recorded on its own).
+func providerStep(v int, name string) step {
+	return step{
+		stmts: func(d *dialect) []string { return []string{providerSQL(d.providerDir, name)} },
+		adopted: func(ctx context.Context, tx *sql.Tx, d *dialect) (bool, error) {
+			exists, err := d.tableExists(ctx, tx, providerVersions)
+			if err != nil || !exists {
+				return false, err
+			}
+			var n int
+			err = tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+providerVersions+` WHERE version = `+strconv.Itoa(v)).Scan(&n)
+			return n > 0, err
+		},
+	}
 }
 
 // oldVersionAtLeast adopts a step when the versions table of a

@@ -2,28 +2,24 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"testing"
 
 	"github.com/agentcap/agentcap/agentauth/store"
-	providersqlite "github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/sqlstore"
 )
 
-// On the provider store's SQLite handle, the stores share the file; the
+// On an SQLite handle of the application, the stores share it; the
 // second round finds the schema up to date; closing the DB leaves the
 // handle open.
-func TestNewSQLiteOnProviderStore(t *testing.T) {
+func TestNewSQLiteOnApplicationHandle(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "provider.db")
+	handle := sqliteHandle(t, filepath.Join(t.TempDir(), "app.db"))
 	for round := range 2 {
-		ps, err := providersqlite.Open(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, err := sqlstore.NewSQLite(ctx, ps.DB())
+		db, err := sqlstore.NewSQLite(ctx, handle)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,17 +30,33 @@ func TestNewSQLiteOnProviderStore(t *testing.T) {
 		if err != nil || len(page.Records) != round+1 {
 			t.Fatalf("round %d: %d records, %v", round, len(page.Records), err)
 		}
+		if _, err := db.Provider().GetHost(ctx, "h0"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("provider records: %v", err)
+		}
 		checkVersions(t, db.SQL())
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ps.GetHost(ctx, "h0"); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("provider store after the DB closed: %v", err)
-		}
-		if err := ps.Close(); err != nil {
-			t.Fatal(err)
+		if err := handle.PingContext(ctx); err != nil {
+			t.Fatalf("the handle after the DB closed: %v", err)
 		}
 	}
+}
+
+// sqliteHandle opens an SQLite handle of the test's on path, with the DSN
+// OpenSQLite uses, closed when the test ends.
+func sqliteHandle(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	dsn, err := sqlstore.SQLiteDSN(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }
 
 func TestNilHandles(t *testing.T) {
@@ -55,8 +67,11 @@ func TestNilHandles(t *testing.T) {
 	if _, err := sqlstore.NewPostgres(ctx, nil); err == nil {
 		t.Error("NewPostgres(nil) succeeded")
 	}
-	for _, p := range []string{"", ":memory:", "file:x.db", "x.db?mode=ro"} {
-		if db, err := sqlstore.OpenSQLite(ctx, p); err == nil {
+}
+
+func TestOpenSQLiteRefusesNonFilePaths(t *testing.T) {
+	for _, p := range []string{"", ":memory:", "file:x.db", "x.db?mode=ro", filepath.Join(t.TempDir(), "missing-dir", "x.db")} {
+		if db, err := sqlstore.OpenSQLite(context.Background(), p); err == nil {
 			db.Close()
 			t.Errorf("OpenSQLite(%q) succeeded", p)
 		}

@@ -1,6 +1,7 @@
-// Package sqlstore keeps every store of the executor side (the audit
-// trail, confirmation tokens, idempotency keys and jobs) in one SQL
-// database, SQLite or PostgreSQL, from one set of migrations.
+// Package sqlstore keeps every store of agentcap (the Agent Auth
+// provider's records, the audit trail, confirmation tokens, idempotency
+// keys and jobs) in one SQL database, SQLite or PostgreSQL, from one set
+// of migrations.
 //
 // An application opens one DB and hands its stores to the features:
 //
@@ -9,16 +10,17 @@
 //	defer db.Close()
 //	runner, err := jobs.New(jobs.Config{Store: db.Jobs()})
 //
-// Each feature still sees only its own interface (audit.Store,
-// confirm.Store, idempotency.Store, jobs.Store).
+// Each feature still sees only its own interface (store.Store of
+// agentauth/store, audit.Store, confirm.Store, idempotency.Store,
+// jobs.Store).
 //
 // The schema is brought up to date when the DB is opened, in one
 // transaction (under advisory locks on PostgreSQL, so that instances
 // starting together migrate once); the versions applied are recorded in
 // agentcap_store_migrations. The tables keep the names the per-feature
-// packages of earlier releases (audit/sqlitestore, jobs/pgstore, ...)
-// gave them, and a database those packages created is adopted as it is:
-// what it holds already is recorded, not created again. See
+// packages of earlier releases (agentauth/store/sqlitestore,
+// audit/sqlitestore, jobs/pgstore, ...) gave them, and a database those packages created is adopted as it
+// is: what it holds already is recorded, not created again. See
 // docs/storage.md.
 package sqlstore
 
@@ -33,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
+	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/idempotency"
@@ -43,37 +46,44 @@ import (
 // DB is one SQL database holding every store. Its methods are safe for
 // concurrent use.
 type DB struct {
-	db      *sql.DB
-	d       *dialect
-	close   func() error
-	audit   *AuditStore
-	confirm *ConfirmStore
-	idem    *IdempotencyStore
-	jobs    *JobsStore
+	db       *sql.DB
+	d        *dialect
+	close    func() error
+	provider *providerStore
+	audit    *AuditStore
+	confirm  *ConfirmStore
+	idem     *IdempotencyStore
+	jobs     *JobsStore
 }
 
 var (
+	_ store.Store       = (*providerStore)(nil)
 	_ audit.Store       = (*AuditStore)(nil)
 	_ confirm.Store     = (*ConfirmStore)(nil)
 	_ idempotency.Store = (*IdempotencyStore)(nil)
 	_ jobs.Store        = (*JobsStore)(nil)
 )
 
+// sqliteMaxOpenConns bounds the connections of a file OpenSQLite opens:
+// write-ahead-log readers run in parallel, and writers are serialized
+// anyway.
+const sqliteMaxOpenConns = 8
+
 // OpenSQLite opens (creating if needed) the SQLite file at path, a plain
-// file path, in write-ahead-log mode, and brings its schema up to date.
-// The file may hold other tables of the application (the provider
-// store's, say). Close closes it.
+// file path (not a "file:" URI, not ":memory:", without "?"), in
+// write-ahead-log mode with foreign keys enforced, and brings its schema
+// up to date. The file may hold other tables of the application. Close
+// closes it.
 func OpenSQLite(ctx context.Context, path string) (*DB, error) {
-	dsn, err := sqlutil.SQLiteDSN(path)
+	dsn, err := sqliteDSN(path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: %w", err)
+		return nil, err
 	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: %w", err)
 	}
-	sqlutil.SQLitePool(db)
-	s, err := open(ctx, db, sqliteDialect, db.Close)
+	s, err := openSQLite(ctx, db)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -81,10 +91,30 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	return s, nil
 }
 
+// sqliteDSN checks path and returns the DSN OpenSQLite opens it with: the
+// SQLite stores' shared one (sqlutil.SQLiteDSN), with foreign keys
+// enforced, on which the provider's records rely.
+func sqliteDSN(path string) (string, error) {
+	dsn, err := sqlutil.SQLiteDSN(path)
+	if err != nil {
+		return "", fmt.Errorf("sqlstore: %w", err)
+	}
+	return dsn + "&_pragma=foreign_keys(1)", nil
+}
+
+// openSQLite is OpenSQLite on the handle db, opened with sqliteDSN: it
+// sets up db's pool and returns a DB whose Close closes db.
+func openSQLite(ctx context.Context, db *sql.DB) (*DB, error) {
+	db.SetMaxOpenConns(sqliteMaxOpenConns)
+	sqlutil.SQLitePool(db)
+	return open(ctx, db, sqliteDialect, db.Close)
+}
+
 // NewSQLite returns a DB on db, an SQLite handle the application already
-// holds (opened with the "sqlite" driver, as the provider store's DB()
-// is), after bringing its schema up to date. db stays the caller's:
-// Close does not close it.
+// holds (opened with the "sqlite" driver), after bringing its schema up
+// to date. The provider's records rely on foreign keys: db's DSN should
+// enforce them (_pragma=foreign_keys(1)), as OpenSQLite's does. db stays
+// the caller's: Close does not close it.
 func NewSQLite(ctx context.Context, db *sql.DB) (*DB, error) {
 	if db == nil {
 		return nil, errors.New("sqlstore: nil db")
@@ -135,11 +165,31 @@ func open(ctx context.Context, db *sql.DB, d *dialect, close func() error) (*DB,
 	}
 	return &DB{
 		db: db, d: d, close: close,
-		audit:   newAuditStore(db, d),
-		confirm: newConfirmStore(db, d),
-		idem:    newIdempotencyStore(db, d),
-		jobs:    newJobsStore(db, d),
+		provider: newProviderStore(db, d.provider),
+		audit:    newAuditStore(db, d),
+		confirm:  newConfirmStore(db, d),
+		idem:     newIdempotencyStore(db, d),
+		jobs:     newJobsStore(db, d),
 	}, nil
+}
+
+// Provider returns the Agent Auth provider's records, for
+// provider.Config.Store (and, as a directory, for a verifier). Its Close
+// does nothing: DB.Close releases what it uses.
+func (s *DB) Provider() store.Store { return s.provider }
+
+// SetClock makes the stores read the present from now instead of
+// time.Now: the audit trail for the times of records written without
+// one, the provider's records for their bookkeeping times (created_at
+// when left zero, updated_at) and the present that expiry is compared
+// with. It is meant for tests, and must be called before the stores are
+// first used; nil keeps time.Now.
+func (s *DB) SetClock(now func() time.Time) {
+	if now == nil {
+		now = time.Now
+	}
+	s.provider.withClock(now)
+	s.audit.now = now
 }
 
 // Audit returns the audit trail.
@@ -158,10 +208,10 @@ func (s *DB) Jobs() *JobsStore { return s.jobs }
 // for inspection; the DB keeps owning it.
 func (s *DB) SQL() *sql.DB { return s.db }
 
-// Close closes the audit store's prepared statements, then the database
-// when the DB opened it.
+// Close closes the prepared statements of the provider's records and of
+// the audit store, then the database when the DB opened it.
 func (s *DB) Close() error {
-	err := s.audit.stmts.Close()
+	err := errors.Join(s.provider.stmts.Close(), s.audit.stmts.Close())
 	if s.close != nil {
 		err = errors.Join(err, s.close())
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/confirm"
 	"github.com/agentcap/agentcap/idempotency"
@@ -21,13 +22,13 @@ import (
 // on a new one, each call another instance on the same database.
 type backend struct {
 	name  string
-	fresh func(t *testing.T) func(t *testing.T) *sqlstore.DB
+	fresh func(t testing.TB) func(t testing.TB) *sqlstore.DB
 }
 
 var backends = []backend{
-	{"SQLite", func(t *testing.T) func(t *testing.T) *sqlstore.DB {
+	{"SQLite", func(t testing.TB) func(t testing.TB) *sqlstore.DB {
 		path := filepath.Join(t.TempDir(), "agentcap.db")
-		return func(t *testing.T) *sqlstore.DB {
+		return func(t testing.TB) *sqlstore.DB {
 			t.Helper()
 			db, err := sqlstore.OpenSQLite(context.Background(), path)
 			if err != nil {
@@ -37,9 +38,9 @@ var backends = []backend{
 			return db
 		}
 	}},
-	{"PostgreSQL", func(t *testing.T) func(t *testing.T) *sqlstore.DB {
+	{"PostgreSQL", func(t testing.TB) func(t testing.TB) *sqlstore.DB {
 		newPool := servicetest.PostgresSchema(t)
-		return func(t *testing.T) *sqlstore.DB {
+		return func(t testing.TB) *sqlstore.DB {
 			t.Helper()
 			db, err := sqlstore.NewPostgres(context.Background(), newPool())
 			if err != nil {
@@ -55,20 +56,20 @@ var backends = []backend{
 // to open another instance on its database.
 type instances[S comparable] struct {
 	mu   sync.Mutex
-	open map[S]func(t *testing.T) *sqlstore.DB
+	open map[S]func(t testing.TB) *sqlstore.DB
 }
 
-func (in *instances[S]) add(s S, open func(t *testing.T) *sqlstore.DB) S {
+func (in *instances[S]) add(s S, open func(t testing.TB) *sqlstore.DB) S {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.open == nil {
-		in.open = map[S]func(t *testing.T) *sqlstore.DB{}
+		in.open = map[S]func(t testing.TB) *sqlstore.DB{}
 	}
 	in.open[s] = open
 	return s
 }
 
-func (in *instances[S]) get(s S) func(t *testing.T) *sqlstore.DB {
+func (in *instances[S]) get(s S) func(t testing.TB) *sqlstore.DB {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.open[s]
@@ -77,6 +78,9 @@ func (in *instances[S]) get(s S) func(t *testing.T) *sqlstore.DB {
 func TestConformance(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Run("Provider", func(t *testing.T) {
+				storetest.Provider(t, func(t *testing.T) store.Store { return b.fresh(t)(t).Provider() })
+			})
 			t.Run("Audit", func(t *testing.T) {
 				storetest.Audit(t, func(t *testing.T) audit.Store { return b.fresh(t)(t).Audit() })
 			})
@@ -186,5 +190,14 @@ func TestOpenPostgres(t *testing.T) {
 	}
 	if _, err := db.Audit().Query(ctx, audit.Query{}); err == nil {
 		t.Error("query after Close succeeded")
+	}
+}
+
+// BenchmarkProvider runs the provider store's benchmarks on each backend.
+func BenchmarkProvider(b *testing.B) {
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			storetest.BenchProvider(b, func(b *testing.B) store.Store { return be.fresh(b)(b).Provider() })
+		})
 	}
 }

@@ -21,11 +21,10 @@ import (
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/internal/remotekeys"
 	"github.com/agentcap/agentcap/agentauth/store"
-	"github.com/agentcap/agentcap/agentauth/store/pgstore"
-	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/sqlstore"
 )
 
 // Paths of the provider endpoints, relative to the issuer, as the
@@ -77,9 +76,11 @@ type Config struct {
 
 	// Store keeps hosts, agents, grants and approvals.
 	Store store.Store
-	// Database, when Store is nil, is where New opens the store: a
-	// SQLite file name, or a PostgreSQL URL (postgres:// or
-	// postgresql://). The Provider owns that store: Close closes it.
+	// Database, when Store is nil, is where New opens the store (the
+	// provider's records of a sqlstore.DB, whose migrations create every
+	// store's tables there): a SQLite file name, or a PostgreSQL URL
+	// (postgres:// or postgresql://). The Provider owns that database:
+	// Close closes it.
 	Database string
 	// Registry lists the capabilities agents may request. Their approval
 	// strength, location, description and schemas come from it.
@@ -301,8 +302,8 @@ type Provider struct {
 	authorize      func(ctx context.Context, id *auth.Identity, call *auth.Call) error
 	anonymous      bool
 	location       auth.Verifier
-	// owned is the store New opened for Config.Database.
-	owned    store.Store
+	// owned is the database New opened for Config.Database.
+	owned    *sqlstore.DB
 	routes   map[string]route
 	audit    audit.Sink
 	activity audit.Store
@@ -320,28 +321,28 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Store != nil || cfg.Database == "" {
 		return newProvider(cfg)
 	}
-	st, err := openDatabase(context.Background(), cfg.Database)
+	db, err := openDatabase(context.Background(), cfg.Database)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Store = st
+	cfg.Store = db.Provider()
 	p, err := newProvider(cfg)
 	if err != nil {
-		return nil, errors.Join(err, st.Close())
+		return nil, errors.Join(err, db.Close())
 	}
-	p.owned = st
+	p.owned = db
 	return p, nil
 }
 
-// openDatabase opens the store Config.Database names.
-func openDatabase(ctx context.Context, database string) (store.Store, error) {
+// openDatabase opens the database Config.Database names.
+func openDatabase(ctx context.Context, database string) (*sqlstore.DB, error) {
 	if strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://") {
-		return pgstore.Open(ctx, database)
+		return sqlstore.OpenPostgres(ctx, database)
 	}
-	return sqlitestore.Open(ctx, database)
+	return sqlstore.OpenSQLite(ctx, database)
 }
 
-// Close closes the store New opened for Config.Database; it does nothing
+// Close closes the database New opened for Config.Database; it does nothing
 // for a Config.Store, which stays the application's.
 func (p *Provider) Close() error {
 	if p.owned == nil {

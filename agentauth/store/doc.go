@@ -6,10 +6,11 @@
 //
 // # Implementations
 //
-// NewMemory (this package) holds everything in memory. Package sqlitestore
-// keeps it in an SQLite file, the embedded default; package pgstore keeps
-// it in PostgreSQL for applications that run on several machines. All
-// three pass the same conformance suite, package storetest.
+// NewMemory (this package) holds everything in memory. Package sqlstore
+// (DB.Provider) keeps it in SQLite, the embedded default, or in
+// PostgreSQL for applications that run on several machines, next to the
+// other stores of agentcap. All pass the same conformance suite, package
+// storetest.
 //
 // # Races
 //

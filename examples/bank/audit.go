@@ -17,17 +17,6 @@ const (
 	auditSweepEvery = time.Hour
 )
 
-// openSQL opens the database of the bank's audit trail, jobs,
-// idempotency keys and confirmation tokens, beside the provider's
-// records: PostgreSQL with -postgres (on the shared pool, which stays
-// sh's), else the SQLite file of -db.
-func openSQL(ctx context.Context, cfg config, sh *shared) (*sqlstore.DB, error) {
-	if sh.pool != nil {
-		return sqlstore.NewPostgres(ctx, sh.pool)
-	}
-	return sqlstore.OpenSQLite(ctx, cfg.db)
-}
-
 // openAudit returns the bank's audit trail in db and starts its
 // retention sweep, which ends with ctx.
 func openAudit(ctx context.Context, db *sqlstore.DB, logger *slog.Logger) audit.Store {

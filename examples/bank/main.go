@@ -115,11 +115,10 @@ import (
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/agentauth/store"
-	"github.com/agentcap/agentcap/agentauth/store/pgstore"
-	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/examples/bank/bank"
 	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/sqlstore"
 )
 
 func main() {
@@ -437,40 +436,31 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		return nil, nil, err
 	}
 	var (
-		st     store.Store
+		db     *sqlstore.DB
 		ledger bank.Ledger = bank.NewStore()
 	)
 	if sh.pool != nil {
 		// Every instance on the database sees the same records, moves
 		// the same money and polls the same jobs.
-		pst, err := pgstore.New(ctx, sh.pool)
-		if err != nil {
+		if db, err = sqlstore.NewPostgres(ctx, sh.pool); err != nil {
 			return nil, sh.close, err
 		}
-		st = pst
 		if ledger, err = bank.NewPGLedger(ctx, sh.pool); err != nil {
-			return nil, func() error { return errors.Join(pst.Close(), sh.close()) }, err
+			return nil, func() error { return errors.Join(db.Close(), sh.close()) }, err
 		}
-	} else {
-		sst, err := sqlitestore.Open(ctx, cfg.db)
-		if err != nil {
-			return nil, sh.close, err
-		}
-		st = sst
+	} else if db, err = sqlstore.OpenSQLite(ctx, cfg.db); err != nil {
+		return nil, sh.close, err
 	}
-	// The audit trail, confirmation tokens, jobs and idempotency keys
-	// share one database with the provider's records.
-	sdb, err := openSQL(ctx, cfg, sh)
-	if err != nil {
-		return nil, func() error { return errors.Join(st.Close(), sh.close()) }, err
-	}
-	stores := bank.Stores{SQL: sdb, Redis: sh.rs}
+	// The provider's records, the audit trail, confirmation tokens, jobs
+	// and idempotency keys share the one database.
+	st := db.Provider()
+	stores := bank.Stores{SQL: db, Redis: sh.rs}
 	confirmer, err := bank.NewConfirmer(ctx, stores)
 	if err != nil {
-		return nil, func() error { return errors.Join(sdb.Close(), st.Close(), sh.close()) }, err
+		return nil, func() error { return errors.Join(db.Close(), sh.close()) }, err
 	}
-	trail := openAudit(ctx, sdb, logger)
-	closeStores := func() error { return errors.Join(sdb.Close(), st.Close(), sh.close()) }
+	trail := openAudit(ctx, db, logger)
+	closeStores := func() error { return errors.Join(db.Close(), sh.close()) }
 	reg, err := bank.NewRegistry()
 	if err != nil {
 		return nil, closeStores, err

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	storesqlite "github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 	"github.com/agentcap/agentcap/sqlstore"
 )
@@ -58,23 +57,16 @@ func TestSQLitePool(t *testing.T) {
 	}
 }
 
-// TestSQLiteStoresPool: the SQLite stores size their pools so.
+// TestSQLiteStoresPool: the SQL store sizes its SQLite pool so.
 func TestSQLiteStoresPool(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "app.db")
-	provider, err := storesqlite.Open(ctx, path)
+	db, err := sqlstore.OpenSQLite(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { provider.Close() })
-	stores, err := sqlstore.OpenSQLite(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stores.Close() })
-	for name, db := range map[string]*sql.DB{"agentauth/store/sqlitestore": provider.DB(), "sqlstore": stores.SQL()} {
-		if st := heldConns(t, db, sqlutil.SQLiteConns); st.MaxIdleClosed != 0 || st.Idle != sqlutil.SQLiteConns {
-			t.Errorf("%s: %+v; want %d idle, none closed", name, st, sqlutil.SQLiteConns)
-		}
+	t.Cleanup(func() { db.Close() })
+	if st := heldConns(t, db.SQL(), sqlutil.SQLiteConns); st.MaxIdleClosed != 0 || st.Idle != sqlutil.SQLiteConns {
+		t.Errorf("sqlstore: %+v; want %d idle, none closed", st, sqlutil.SQLiteConns)
 	}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // queryAll runs a query and scans every row with scan.
-func queryAll[T any](ctx context.Context, s *Store, scan func(sc interface{ Scan(...any) error }) (T, error), query string, args ...any) ([]T, error) {
+func queryAll[T any](ctx context.Context, s *providerStore, scan func(sc interface{ Scan(...any) error }) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := s.db.QueryContext(ctx, s.d.rebind(query), args...)
 	if err != nil {
 		return nil, s.dbErr(err)
@@ -29,7 +29,7 @@ func queryAll[T any](ctx context.Context, s *Store, scan func(sc interface{ Scan
 }
 
 // ListUserHosts implements store.Store.
-func (s *Store) ListUserHosts(ctx context.Context, userID string) ([]*store.Host, error) {
+func (s *providerStore) ListUserHosts(ctx context.Context, userID string) ([]*store.Host, error) {
 	if err := store.CheckUserID(userID); err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func (s *Store) ListUserHosts(ctx context.Context, userID string) ([]*store.Host
 }
 
 // ListUserAgents implements store.Store.
-func (s *Store) ListUserAgents(ctx context.Context, userID string) ([]*store.Agent, error) {
+func (s *providerStore) ListUserAgents(ctx context.Context, userID string) ([]*store.Agent, error) {
 	if err := store.CheckUserID(userID); err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (s *Store) ListUserAgents(ctx context.Context, userID string) ([]*store.Age
 }
 
 // ListUserApprovals implements store.Store.
-func (s *Store) ListUserApprovals(ctx context.Context, userID string) ([]*store.Approval, error) {
+func (s *providerStore) ListUserApprovals(ctx context.Context, userID string) ([]*store.Approval, error) {
 	if err := store.CheckUserID(userID); err != nil {
 		return nil, err
 	}
@@ -61,16 +61,16 @@ func (s *Store) ListUserApprovals(ctx context.Context, userID string) ([]*store.
 }
 
 // SetHostName implements store.Store.
-func (s *Store) SetHostName(ctx context.Context, id, name string) error {
+func (s *providerStore) SetHostName(ctx context.Context, id, name string) error {
 	return s.setName(ctx, "agentauth_hosts", "host", id, name)
 }
 
 // SetAgentName implements store.Store.
-func (s *Store) SetAgentName(ctx context.Context, id, name string) error {
+func (s *providerStore) SetAgentName(ctx context.Context, id, name string) error {
 	return s.setName(ctx, "agentauth_agents", "agent", id, name)
 }
 
-func (s *Store) setName(ctx context.Context, table, kind, id, name string) error {
+func (s *providerStore) setName(ctx context.Context, table, kind, id, name string) error {
 	if err := store.CheckName(name); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func scanPasskey(sc interface{ Scan(...any) error }) (*store.Passkey, error) {
 }
 
 // CreatePasskey implements store.Store.
-func (s *Store) CreatePasskey(ctx context.Context, p *store.Passkey) error {
+func (s *providerStore) CreatePasskey(ctx context.Context, p *store.Passkey) error {
 	if err := store.CheckPasskey(p); err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (s *Store) CreatePasskey(ctx context.Context, p *store.Passkey) error {
 }
 
 // ListPasskeys implements store.Store.
-func (s *Store) ListPasskeys(ctx context.Context, userID string) ([]*store.Passkey, error) {
+func (s *providerStore) ListPasskeys(ctx context.Context, userID string) ([]*store.Passkey, error) {
 	if err := store.CheckUserID(userID); err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (s *Store) ListPasskeys(ctx context.Context, userID string) ([]*store.Passk
 
 // changePasskey runs one statement on the user's passkey id, whose last
 // two placeholders are the id and the user id.
-func (s *Store) changePasskey(ctx context.Context, userID, id, q string, args ...any) error {
+func (s *providerStore) changePasskey(ctx context.Context, userID, id, q string, args ...any) error {
 	if err := store.CheckUserID(userID); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (s *Store) changePasskey(ctx context.Context, userID, id, q string, args ..
 }
 
 // UsePasskey implements store.Store.
-func (s *Store) UsePasskey(ctx context.Context, userID, id string, credential json.RawMessage, now time.Time) error {
+func (s *providerStore) UsePasskey(ctx context.Context, userID, id string, credential json.RawMessage, now time.Time) error {
 	if !json.Valid(credential) {
 		return fmt.Errorf("%w: passkey credential is not JSON", store.ErrInvalid)
 	}
@@ -88,7 +88,7 @@ func (s *Store) UsePasskey(ctx context.Context, userID, id string, credential js
 }
 
 // RenamePasskey implements store.Store.
-func (s *Store) RenamePasskey(ctx context.Context, userID, id, name string) error {
+func (s *providerStore) RenamePasskey(ctx context.Context, userID, id, name string) error {
 	if err := store.CheckName(name); err != nil {
 		return err
 	}
@@ -96,12 +96,12 @@ func (s *Store) RenamePasskey(ctx context.Context, userID, id, name string) erro
 }
 
 // DeletePasskey implements store.Store.
-func (s *Store) DeletePasskey(ctx context.Context, userID, id string) error {
+func (s *providerStore) DeletePasskey(ctx context.Context, userID, id string) error {
 	return s.changePasskey(ctx, userID, id, `DELETE FROM agentauth_passkeys WHERE id = ? AND user_id = ?`)
 }
 
 // UseNonce implements store.Store.
-func (s *Store) UseNonce(ctx context.Context, key string, expires time.Time) error {
+func (s *providerStore) UseNonce(ctx context.Context, key string, expires time.Time) error {
 	if key == "" {
 		return fmt.Errorf("%w: nonce key is empty", store.ErrInvalid)
 	}

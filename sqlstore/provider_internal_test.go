@@ -2,9 +2,9 @@ package sqlstore
 
 import (
 	"encoding/json"
+	"io/fs"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,41 +12,43 @@ import (
 	"github.com/agentcap/agentcap/agentauth/store"
 )
 
-func TestMigrations(t *testing.T) {
-	ms, err := Migrations(fstest.MapFS{
-		"0002_more.sql": {Data: []byte("B")},
-		"0001_init.sql": {Data: []byte("A")},
-		"0010_late.sql": {Data: []byte("C")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Migration{{1, "0001_init.sql", "A"}, {2, "0002_more.sql", "B"}, {10, "0010_late.sql", "C"}}
-	if diff := cmp.Diff(want, ms); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	for name, fsys := range map[string]fstest.MapFS{
-		"no number":   {"init.sql": {}},
-		"zero":        {"0000_init.sql": {}},
-		"not sql":     {"0001_init.txt": {}},
-		"duplicate":   {"0001_a.sql": {}, "01_b.sql": {}},
-		"a directory": {"0001_dir.sql/x": {}},
-		"none":        {},
-	} {
-		if _, err := Migrations(fsys); err == nil {
-			t.Errorf("%s: no error", name)
+// TestProviderMigrationFiles: the provider's two directories hold the
+// same files, and the steps run each of them, in order, as versions 6 on.
+func TestProviderMigrationFiles(t *testing.T) {
+	var names [2][]string
+	for i, dir := range []string{"sqlite", "postgres"} {
+		entries, err := fs.ReadDir(providerMigrations, "provider_migrations/"+dir)
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, e := range entries {
+			names[i] = append(names[i], e.Name())
+		}
+	}
+	if diff := cmp.Diff(names[0], names[1]); diff != "" {
+		t.Fatalf("sqlite and postgres files (-sqlite +postgres):\n%s", diff)
+	}
+	for _, d := range []*dialect{sqliteDialect, postgresDialect} {
+		for i, name := range names[0] {
+			got := steps[firstProviderVersion-1+i].stmts(d)
+			if want := providerSQL(d.providerDir, name); len(got) != 1 || got[0] != want {
+				t.Errorf("%s: version %d does not run %s", d.name, firstProviderVersion+i, name)
+			}
+		}
+	}
+	if len(steps) != firstProviderVersion-1+len(names[0]) {
+		t.Errorf("%d steps, want the provider's %d files from version %d on", len(steps), len(names[0]), firstProviderVersion)
 	}
 }
 
 var refTime = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestRebind(t *testing.T) {
-	d := &Dialect{Numbered: true}
+	d := &providerDialect{Numbered: true}
 	if got := d.rebind(`SELECT a FROM t WHERE b = ? AND c IN (?, ?)`); got != `SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)` {
 		t.Errorf("rebind = %q", got)
 	}
-	if got := (&Dialect{}).rebind(`x = ?`); got != `x = ?` {
+	if got := (&providerDialect{}).rebind(`x = ?`); got != `x = ?` {
 		t.Errorf("unnumbered rebind = %q", got)
 	}
 }

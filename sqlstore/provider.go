@@ -15,31 +15,33 @@ import (
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 
-// Store is a store.Store over a database/sql handle. Reads that need a
-// consistent view of an agent and its grants are single statements;
-// every write is one transaction that first locks the row it decides on
-// (SELECT ... FOR UPDATE where the dialect has row locks), so that
-// compare-and-set and read-modify-write are atomic. The statements of
-// the paths every authenticated request takes (the agent and host reads
-// of the verifier, the touch of the agent) are prepared once where the
-// dialect asks for it.
-type Store struct {
+// providerStore holds the Agent Auth provider's records (store.Store):
+// hosts, agents and their grants, approval requests, passkeys and
+// nonces, in the tables agentauth_*. It is also the directory the
+// verifier reads (agentauth.Directory).
+//
+// Reads that need a consistent view of an agent and its grants are
+// single statements; every write is one transaction that first locks the
+// row it decides on (SELECT ... FOR UPDATE on PostgreSQL; on SQLite the
+// writes of this process queue on a mutex and begin IMMEDIATE), so that
+// compare-and-set and read-modify-write are atomic. On SQLite the
+// statements of the paths every authenticated request takes (the agent
+// and host reads of the verifier, the touch of the agent) are prepared
+// once, and the verifier's reads run without a context watcher.
+type providerStore struct {
 	db    *sql.DB
-	d     *Dialect
+	d     *providerDialect
 	stmts *sqlutil.Stmts
 	// agentByID and hostByID are the texts of the verifier's reads.
 	agentByID, hostByID string
 	now                 func() time.Time
 	writeMu             sync.Mutex
-	onClose             func() error
 }
 
-var _ store.Store = (*Store)(nil)
-
-// New returns a Store over db, whose schema Migrate has brought up to
-// date. onClose, when set, runs on Close.
-func New(db *sql.DB, d *Dialect, onClose func() error) *Store {
-	s := &Store{db: db, d: d, stmts: sqlutil.NewStmts(db, d.PrepareStatements), now: time.Now, onClose: onClose}
+// newProviderStore returns a providerStore over db, whose schema migrate
+// has brought up to date.
+func newProviderStore(db *sql.DB, d *providerDialect) *providerStore {
+	s := &providerStore{db: db, d: d, stmts: sqlutil.NewStmts(db, d.PrepareStatements), now: time.Now}
 	s.agentByID, s.hostByID = s.agentsQuery(`a.id = ?`), s.hostQuery(`id = ?`)
 	// The touch's statements run in transactions only, where a statement
 	// is not prepared on its first use (see sqlutil.Stmts): they are
@@ -49,28 +51,21 @@ func New(db *sql.DB, d *Dialect, onClose func() error) *Store {
 	return s
 }
 
-// SetClock makes s read bookkeeping times from now. It must be called
-// before s is first used.
-func (s *Store) SetClock(now func() time.Time) {
+// withClock makes s read bookkeeping times (created_at when left zero,
+// updated_at, and the present that the directory compares expiry with)
+// from now instead of time.Now, and returns s.
+func (s *providerStore) withClock(now func() time.Time) *providerStore {
 	if now != nil {
 		s.now = now
 	}
+	return s
 }
 
-// DB returns the database handle.
-func (s *Store) DB() *sql.DB { return s.db }
+// Close does nothing: see AuditStore.Close. DB.Close closes the
+// prepared statements.
+func (*providerStore) Close() error { return nil }
 
-// Close implements store.Store. It closes the prepared statements, then
-// runs onClose.
-func (s *Store) Close() error {
-	err := s.stmts.Close()
-	if s.onClose != nil {
-		err = errors.Join(err, s.onClose())
-	}
-	return err
-}
-
-func (s *Store) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+func (s *providerStore) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
 // committed carries an error that must reach the caller after the
 // transaction's changes are committed: an agent that TouchAgent expires
@@ -82,7 +77,7 @@ func (c *committed) Error() string { return c.err.Error() }
 
 // tx runs fn in a write transaction. fn's error rolls back, unless it is
 // a *committed, whose inner error is returned after the commit.
-func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *providerStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if s.d.SerializeWrites {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
@@ -106,7 +101,7 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return nil
 }
 
-func (s *Store) dbErr(err error) error {
+func (s *providerStore) dbErr(err error) error {
 	return fmt.Errorf("store: %s: %w", s.d.Name, err)
 }
 
@@ -118,7 +113,7 @@ func conflict(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", store.ErrConflict, fmt.Sprintf(format, args...))
 }
 
-func exec(ctx context.Context, tx *sql.Tx, d *Dialect, q string, args ...any) (int64, error) {
+func exec(ctx context.Context, tx *sql.Tx, d *providerDialect, q string, args ...any) (int64, error) {
 	res, err := tx.ExecContext(ctx, d.rebind(q), args...)
 	if err != nil {
 		return 0, err
@@ -156,14 +151,14 @@ func scanHost(sc interface{ Scan(...any) error }) (*store.Host, error) {
 }
 
 // hostQuery reads a host where where holds.
-func (s *Store) hostQuery(where string) string {
+func (s *providerStore) hostQuery(where string) string {
 	return s.d.rebind(`SELECT ` + hostColumns + ` FROM agentauth_hosts WHERE ` + where)
 }
 
-// readContext is the context of a point read outside a transaction: ctx,
-// or, under Dialect.DetachReads, one that is never canceled once ctx is
-// found live.
-func (s *Store) readContext(ctx context.Context) (context.Context, error) {
+// readContext is the context of a point read outside a transaction:
+// ctx, or, under providerDialect.DetachReads, one that is never canceled
+// once ctx is found live.
+func (s *providerStore) readContext(ctx context.Context) (context.Context, error) {
 	if !s.d.DetachReads {
 		return ctx, nil
 	}
@@ -173,7 +168,7 @@ func (s *Store) readContext(ctx context.Context) (context.Context, error) {
 	return context.WithoutCancel(ctx), nil
 }
 
-func (s *Store) hostWhere(ctx context.Context, what, id, where string, arg any) (*store.Host, error) {
+func (s *providerStore) hostWhere(ctx context.Context, what, id, where string, arg any) (*store.Host, error) {
 	q := s.hostByID
 	if where != `id = ?` {
 		q = s.hostQuery(where)
@@ -194,7 +189,7 @@ func (s *Store) hostWhere(ctx context.Context, what, id, where string, arg any) 
 }
 
 // Host implements agentauth.Directory.
-func (s *Store) Host(ctx context.Context, id string) (*agentauth.Host, error) {
+func (s *providerStore) Host(ctx context.Context, id string) (*agentauth.Host, error) {
 	h, err := s.GetHost(ctx, id)
 	if err != nil {
 		return nil, err
@@ -203,17 +198,17 @@ func (s *Store) Host(ctx context.Context, id string) (*agentauth.Host, error) {
 }
 
 // GetHost implements store.Store.
-func (s *Store) GetHost(ctx context.Context, id string) (*store.Host, error) {
+func (s *providerStore) GetHost(ctx context.Context, id string) (*store.Host, error) {
 	return s.hostWhere(ctx, "host", id, `id = ?`, id)
 }
 
 // HostByThumbprint implements store.Store.
-func (s *Store) HostByThumbprint(ctx context.Context, thumbprint string) (*store.Host, error) {
+func (s *providerStore) HostByThumbprint(ctx context.Context, thumbprint string) (*store.Host, error) {
 	return s.hostWhere(ctx, "host with thumbprint", thumbprint, `thumbprint = ?`, thumbprint)
 }
 
 // HostByKeyThumbprint implements store.Store.
-func (s *Store) HostByKeyThumbprint(ctx context.Context, thumbprint string) (*agentauth.Host, error) {
+func (s *providerStore) HostByKeyThumbprint(ctx context.Context, thumbprint string) (*agentauth.Host, error) {
 	h, err := s.HostByThumbprint(ctx, thumbprint)
 	if err != nil {
 		return nil, err
@@ -222,12 +217,12 @@ func (s *Store) HostByKeyThumbprint(ctx context.Context, thumbprint string) (*ag
 }
 
 // HostByJWKSURL implements store.Store.
-func (s *Store) HostByJWKSURL(ctx context.Context, url string) (*store.Host, error) {
+func (s *providerStore) HostByJWKSURL(ctx context.Context, url string) (*store.Host, error) {
 	return s.hostWhere(ctx, "host with JWKS URL", url, `jwks_url = ?`, url)
 }
 
 // CreateHost implements store.Store.
-func (s *Store) CreateHost(ctx context.Context, h *store.Host) error {
+func (s *providerStore) CreateHost(ctx context.Context, h *store.Host) error {
 	c, err := store.PrepareHost(h, s.now())
 	if err != nil {
 		return err
@@ -251,7 +246,7 @@ func (s *Store) CreateHost(ctx context.Context, h *store.Host) error {
 }
 
 // lockHost locks a host row and returns the columns asked for.
-func (s *Store) lockHost(ctx context.Context, tx *sql.Tx, id, lock, cols string, dst ...any) error {
+func (s *providerStore) lockHost(ctx context.Context, tx *sql.Tx, id, lock, cols string, dst ...any) error {
 	err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT `+cols+` FROM agentauth_hosts WHERE id = ?`+lock), id).Scan(dst...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFound("host", id)
@@ -263,7 +258,7 @@ func (s *Store) lockHost(ctx context.Context, tx *sql.Tx, id, lock, cols string,
 }
 
 // UpdateHostStatus implements store.Store.
-func (s *Store) UpdateHostStatus(ctx context.Context, id string, from []string, to string) (int, error) {
+func (s *providerStore) UpdateHostStatus(ctx context.Context, id string, from []string, to string) (int, error) {
 	if err := store.CheckHostStatus(to); err != nil {
 		return 0, err
 	}
@@ -295,7 +290,7 @@ func (s *Store) UpdateHostStatus(ctx context.Context, id string, from []string, 
 }
 
 // LinkHostUser implements store.Store.
-func (s *Store) LinkHostUser(ctx context.Context, id, userID string) ([]string, error) {
+func (s *providerStore) LinkHostUser(ctx context.Context, id, userID string) ([]string, error) {
 	if userID == "" {
 		return nil, fmt.Errorf("%w: user id is empty", store.ErrInvalid)
 	}
@@ -355,7 +350,7 @@ func (s *Store) LinkHostUser(ctx context.Context, id, userID string) ([]string, 
 }
 
 // SetHostDefaultCapabilities implements store.Store.
-func (s *Store) SetHostDefaultCapabilities(ctx context.Context, id string, capabilities []string) error {
+func (s *providerStore) SetHostDefaultCapabilities(ctx context.Context, id string, capabilities []string) error {
 	if err := store.CheckCapabilityNames(capabilities); err != nil {
 		return err
 	}
@@ -373,7 +368,7 @@ func (s *Store) SetHostDefaultCapabilities(ctx context.Context, id string, capab
 }
 
 // RotateHostKey implements store.Store.
-func (s *Store) RotateHostKey(ctx context.Context, id, fromThumbprint string, publicKey json.RawMessage, thumbprint string) error {
+func (s *providerStore) RotateHostKey(ctx context.Context, id, fromThumbprint string, publicKey json.RawMessage, thumbprint string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var jwks sql.NullString
 		var current string
@@ -402,7 +397,7 @@ func (s *Store) RotateHostKey(ctx context.Context, id, fromThumbprint string, pu
 }
 
 // TouchHost implements store.Store.
-func (s *Store) TouchHost(ctx context.Context, id string, now time.Time) error {
+func (s *providerStore) TouchHost(ctx context.Context, id string, now time.Time) error {
 	t := s.d.t(now.UTC().Truncate(time.Microsecond))
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		n, err := exec(ctx, tx, s.d, `UPDATE agentauth_hosts
@@ -426,7 +421,7 @@ const agentColumns = `a.id, a.name, a.host_id, a.user_id, a.mode, a.status, a.pu
 const grantColumns = `g.capability, g.status, g.constraints, g.granted_by, g.denied_by, g.reason, g.expires_at, g.created_at, g.updated_at`
 
 // agentsQuery reads agents with their grants where where holds.
-func (s *Store) agentsQuery(where string) string {
+func (s *providerStore) agentsQuery(where string) string {
 	return s.d.rebind(`SELECT ` + agentColumns + `, ` + grantColumns + `
 		FROM agentauth_agents a LEFT JOIN agentauth_grants g ON g.agent_id = a.id
 		WHERE ` + where + ` ORDER BY a.created_at, a.id, g.capability`)
@@ -436,7 +431,7 @@ func (s *Store) agentsQuery(where string) string {
 // the agent and its grants come from one snapshot.
 // where is one of a few constant texts, and tx nil for a read outside a
 // transaction.
-func (s *Store) agentsWhere(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]*store.Agent, error) {
+func (s *providerStore) agentsWhere(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]*store.Agent, error) {
 	q := s.agentByID
 	if where != `a.id = ?` {
 		q = s.agentsQuery(where)
@@ -497,7 +492,7 @@ func (s *Store) agentsWhere(ctx context.Context, tx *sql.Tx, where string, args 
 	return out, nil
 }
 
-func (s *Store) oneAgent(ctx context.Context, tx *sql.Tx, what, id, where string, args ...any) (*store.Agent, error) {
+func (s *providerStore) oneAgent(ctx context.Context, tx *sql.Tx, what, id, where string, args ...any) (*store.Agent, error) {
 	as, err := s.agentsWhere(ctx, tx, where, args...)
 	if err != nil {
 		return nil, err
@@ -509,7 +504,7 @@ func (s *Store) oneAgent(ctx context.Context, tx *sql.Tx, what, id, where string
 }
 
 // Agent implements agentauth.Directory.
-func (s *Store) Agent(ctx context.Context, id string) (*agentauth.Agent, error) {
+func (s *providerStore) Agent(ctx context.Context, id string) (*agentauth.Agent, error) {
 	a, err := s.GetAgent(ctx, id)
 	if err != nil {
 		return nil, err
@@ -518,17 +513,17 @@ func (s *Store) Agent(ctx context.Context, id string) (*agentauth.Agent, error) 
 }
 
 // GetAgent implements store.Store.
-func (s *Store) GetAgent(ctx context.Context, id string) (*store.Agent, error) {
+func (s *providerStore) GetAgent(ctx context.Context, id string) (*store.Agent, error) {
 	return s.oneAgent(ctx, nil, "agent", id, `a.id = ?`, id)
 }
 
 // AgentByThumbprint implements store.Store.
-func (s *Store) AgentByThumbprint(ctx context.Context, hostID, thumbprint string) (*store.Agent, error) {
+func (s *providerStore) AgentByThumbprint(ctx context.Context, hostID, thumbprint string) (*store.Agent, error) {
 	return s.oneAgent(ctx, nil, "agent with thumbprint", thumbprint, `a.host_id = ? AND a.thumbprint = ?`, hostID, thumbprint)
 }
 
 // ListAgents implements store.Store.
-func (s *Store) ListAgents(ctx context.Context, hostID string) ([]*store.Agent, error) {
+func (s *providerStore) ListAgents(ctx context.Context, hostID string) ([]*store.Agent, error) {
 	as, err := s.agentsWhere(ctx, nil, `a.host_id = ?`, hostID)
 	if as == nil && err == nil {
 		as = []*store.Agent{}
@@ -537,7 +532,7 @@ func (s *Store) ListAgents(ctx context.Context, hostID string) ([]*store.Agent, 
 }
 
 // CreateAgent implements store.Store.
-func (s *Store) CreateAgent(ctx context.Context, a *store.Agent) error {
+func (s *providerStore) CreateAgent(ctx context.Context, a *store.Agent) error {
 	c, err := store.PrepareAgent(a, s.now())
 	if err != nil {
 		return err
@@ -572,7 +567,7 @@ func (s *Store) CreateAgent(ctx context.Context, a *store.Agent) error {
 
 // insertGrants writes grants; upsert replaces an agent's grant for the
 // same capability, keeping its created_at.
-func (s *Store) insertGrants(ctx context.Context, tx *sql.Tx, agentID string, gs []store.Grant, upsert bool) error {
+func (s *providerStore) insertGrants(ctx context.Context, tx *sql.Tx, agentID string, gs []store.Grant, upsert bool) error {
 	q := `INSERT INTO agentauth_grants (agent_id, capability, status, constraints, granted_by, denied_by, reason, expires_at, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	if upsert {
@@ -592,7 +587,7 @@ func (s *Store) insertGrants(ctx context.Context, tx *sql.Tx, agentID string, gs
 // lockAgent locks an agent row. Row locks cannot reach the nullable side
 // of an outer join, so the agent is locked first and read with its
 // grants afterwards, in the same transaction.
-func (s *Store) lockAgent(ctx context.Context, tx *sql.Tx, id string) (*store.Agent, error) {
+func (s *providerStore) lockAgent(ctx context.Context, tx *sql.Tx, id string) (*store.Agent, error) {
 	var got string
 	err := s.stmts.QueryRow(ctx, tx, s.d.rebind(lockAgentSQL+s.d.ForUpdate), id).Scan(&got)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -605,7 +600,7 @@ func (s *Store) lockAgent(ctx context.Context, tx *sql.Tx, id string) (*store.Ag
 }
 
 // UpdateAgentStatus implements store.Store.
-func (s *Store) UpdateAgentStatus(ctx context.Context, id string, from []string, to string) error {
+func (s *providerStore) UpdateAgentStatus(ctx context.Context, id string, from []string, to string) error {
 	if err := store.CheckAgentStatus(to); err != nil {
 		return err
 	}
@@ -639,7 +634,7 @@ const (
 // changeAgent locks an agent, runs fn on it and writes back its status,
 // user and clocks (and its grants when grants is set). An error from fn
 // rolls back, unless fn changed the status, which is then kept.
-func (s *Store) changeAgent(ctx context.Context, id string, grants bool, fn func(a *store.Agent) error) error {
+func (s *providerStore) changeAgent(ctx context.Context, id string, grants bool, fn func(a *store.Agent) error) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		a, err := s.lockAgent(ctx, tx, id)
 		if err != nil {
@@ -667,12 +662,12 @@ func (s *Store) changeAgent(ctx context.Context, id string, grants bool, fn func
 }
 
 // ActivateAgent implements store.Store.
-func (s *Store) ActivateAgent(ctx context.Context, id string, from []string, now time.Time, p store.Policy) error {
+func (s *providerStore) ActivateAgent(ctx context.Context, id string, from []string, now time.Time, p store.Policy) error {
 	return s.changeAgent(ctx, id, false, func(a *store.Agent) error { return store.Activate(a, from, now, p) })
 }
 
 // ReactivateAgent implements store.Store.
-func (s *Store) ReactivateAgent(ctx context.Context, id, to string, grants []store.Grant, now time.Time, p store.Policy) error {
+func (s *providerStore) ReactivateAgent(ctx context.Context, id, to string, grants []store.Grant, now time.Time, p store.Policy) error {
 	gs, err := store.PrepareGrants(grants, s.now())
 	if err != nil {
 		return err
@@ -681,12 +676,12 @@ func (s *Store) ReactivateAgent(ctx context.Context, id, to string, grants []sto
 }
 
 // TouchAgent implements store.Store.
-func (s *Store) TouchAgent(ctx context.Context, id string, now time.Time, p store.Policy) error {
+func (s *providerStore) TouchAgent(ctx context.Context, id string, now time.Time, p store.Policy) error {
 	return s.changeAgent(ctx, id, false, func(a *store.Agent) error { return store.Touch(a, now, p) })
 }
 
 // RotateAgentKey implements store.Store.
-func (s *Store) RotateAgentKey(ctx context.Context, id string, key store.AgentKey) error {
+func (s *providerStore) RotateAgentKey(ctx context.Context, id string, key store.AgentKey) error {
 	k, err := store.PrepareAgentKey(key)
 	if err != nil {
 		return err
@@ -721,7 +716,7 @@ func (s *Store) RotateAgentKey(ctx context.Context, id string, key store.AgentKe
 // ---- grants ----
 
 // lockAgentRow locks an agent row for grant writes.
-func (s *Store) lockAgentRow(ctx context.Context, tx *sql.Tx, id string) error {
+func (s *providerStore) lockAgentRow(ctx context.Context, tx *sql.Tx, id string) error {
 	var got string
 	err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT id FROM agentauth_agents WHERE id = ?`+s.d.ForUpdate), id).Scan(&got)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -734,7 +729,7 @@ func (s *Store) lockAgentRow(ctx context.Context, tx *sql.Tx, id string) error {
 }
 
 // PutGrants implements store.Store.
-func (s *Store) PutGrants(ctx context.Context, agentID string, grants []store.Grant) error {
+func (s *providerStore) PutGrants(ctx context.Context, agentID string, grants []store.Grant) error {
 	gs, err := store.PrepareGrants(grants, s.now())
 	if err != nil {
 		return err
@@ -748,7 +743,7 @@ func (s *Store) PutGrants(ctx context.Context, agentID string, grants []store.Gr
 }
 
 // ReplaceGrants implements store.Store.
-func (s *Store) ReplaceGrants(ctx context.Context, agentID string, grants []store.Grant) error {
+func (s *providerStore) ReplaceGrants(ctx context.Context, agentID string, grants []store.Grant) error {
 	gs, err := store.PrepareGrants(grants, s.now())
 	if err != nil {
 		return err
@@ -765,7 +760,7 @@ func (s *Store) ReplaceGrants(ctx context.Context, agentID string, grants []stor
 }
 
 // UpdateGrantStatus implements store.Store.
-func (s *Store) UpdateGrantStatus(ctx context.Context, agentID, capability string, c store.GrantChange) error {
+func (s *providerStore) UpdateGrantStatus(ctx context.Context, agentID, capability string, c store.GrantChange) error {
 	if err := store.CheckGrantChange(c); err != nil {
 		return err
 	}
@@ -801,7 +796,7 @@ func (s *Store) UpdateGrantStatus(ctx context.Context, agentID, capability strin
 }
 
 // ListGrants implements store.Store.
-func (s *Store) ListGrants(ctx context.Context, agentID string) ([]store.Grant, error) {
+func (s *providerStore) ListGrants(ctx context.Context, agentID string) ([]store.Grant, error) {
 	a, err := s.GetAgent(ctx, agentID)
 	if err != nil {
 		return nil, err
@@ -843,7 +838,7 @@ func scanApproval(sc interface{ Scan(...any) error }) (*store.Approval, error) {
 	return &a, nil
 }
 
-func (s *Store) approvalWhere(ctx context.Context, q interface {
+func (s *providerStore) approvalWhere(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, what, id, where, lock string, arg any) (*store.Approval, error) {
 	a, err := scanApproval(q.QueryRowContext(ctx, s.d.rebind(`SELECT `+approvalColumns+` FROM agentauth_approvals WHERE `+where+lock), arg))
@@ -857,7 +852,7 @@ func (s *Store) approvalWhere(ctx context.Context, q interface {
 }
 
 // CreateApproval implements store.Store.
-func (s *Store) CreateApproval(ctx context.Context, a *store.Approval) error {
+func (s *providerStore) CreateApproval(ctx context.Context, a *store.Approval) error {
 	c, err := store.PrepareApproval(a, s.now())
 	if err != nil {
 		return err
@@ -900,28 +895,28 @@ func (s *Store) CreateApproval(ctx context.Context, a *store.Approval) error {
 }
 
 // GetApproval implements store.Store.
-func (s *Store) GetApproval(ctx context.Context, id string) (*store.Approval, error) {
+func (s *providerStore) GetApproval(ctx context.Context, id string) (*store.Approval, error) {
 	return s.approvalWhere(ctx, s.db, "approval", id, `id = ?`, "", id)
 }
 
 // ApprovalByUserCode implements store.Store.
-func (s *Store) ApprovalByUserCode(ctx context.Context, code string) (*store.Approval, error) {
+func (s *providerStore) ApprovalByUserCode(ctx context.Context, code string) (*store.Approval, error) {
 	// The code is a secret: it stays out of the error.
 	return s.approvalWhere(ctx, s.db, "approval", "by code", `user_code_hash = ?`, "", store.HashCode(code))
 }
 
 // ApprovalByDeviceCode implements store.Store.
-func (s *Store) ApprovalByDeviceCode(ctx context.Context, code string) (*store.Approval, error) {
+func (s *providerStore) ApprovalByDeviceCode(ctx context.Context, code string) (*store.Approval, error) {
 	return s.approvalWhere(ctx, s.db, "approval", "by code", `device_code_hash = ?`, "", store.HashCode(code))
 }
 
 // ListApprovals implements store.Store.
-func (s *Store) ListApprovals(ctx context.Context, agentID string) ([]*store.Approval, error) {
+func (s *providerStore) ListApprovals(ctx context.Context, agentID string) ([]*store.Approval, error) {
 	return queryAll(ctx, s, scanApproval, `SELECT `+approvalColumns+` FROM agentauth_approvals
 		WHERE agent_id = ? ORDER BY created_at, id`, agentID)
 }
 
-func (s *Store) writeApprovalState(ctx context.Context, tx *sql.Tx, a *store.Approval) error {
+func (s *providerStore) writeApprovalState(ctx context.Context, tx *sql.Tx, a *store.Approval) error {
 	_, err := exec(ctx, tx, s.d, `UPDATE agentauth_approvals SET status = ?, user_id = ?, last_polled_at = ?, updated_at = ? WHERE id = ?`,
 		a.Status, a.UserID, s.d.tp(a.LastPolledAt), s.d.t(s.stamp()), a.ID)
 	if err != nil {
@@ -931,7 +926,7 @@ func (s *Store) writeApprovalState(ctx context.Context, tx *sql.Tx, a *store.App
 }
 
 // PollApproval implements store.Store.
-func (s *Store) PollApproval(ctx context.Context, id string, now time.Time) (*store.Approval, bool, error) {
+func (s *providerStore) PollApproval(ctx context.Context, id string, now time.Time) (*store.Approval, bool, error) {
 	var out *store.Approval
 	var slow bool
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -954,7 +949,7 @@ func (s *Store) PollApproval(ctx context.Context, id string, now time.Time) (*st
 }
 
 // DecideApproval implements store.Store.
-func (s *Store) DecideApproval(ctx context.Context, id, to, userID string, now time.Time) error {
+func (s *providerStore) DecideApproval(ctx context.Context, id, to, userID string, now time.Time) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		a, err := s.approvalWhere(ctx, tx, "approval", id, `id = ?`, s.d.ForUpdate, id)
 		if err != nil {
@@ -979,7 +974,7 @@ func (s *Store) DecideApproval(ctx context.Context, id, to, userID string, now t
 
 // Sweep implements store.Store. Its conditions are store.Policy.Lapsed
 // written as SQL: t + d <= now is t <= now - d.
-func (s *Store) Sweep(ctx context.Context, now time.Time, p store.Policy) (store.SweepResult, error) {
+func (s *providerStore) Sweep(ctx context.Context, now time.Time, p store.Policy) (store.SweepResult, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	var r store.SweepResult
 	err := s.tx(ctx, func(tx *sql.Tx) error {

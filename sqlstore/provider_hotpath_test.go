@@ -1,4 +1,4 @@
-package sqlitestore_test
+package sqlstore_test
 
 import (
 	"bytes"
@@ -20,13 +20,11 @@ import (
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/store"
-	"github.com/agentcap/agentcap/agentauth/store/sqlitestore"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
 	"github.com/agentcap/agentcap/internal/benchcpu"
-	"github.com/agentcap/agentcap/internal/sqlutil"
 	"github.com/agentcap/agentcap/sqlstore"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
@@ -155,15 +153,15 @@ func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValu
 }
 
 // TestVerifiedExecuteParsesNoSQL: once warm, a verified execute against
-// a provider on this store, with its audit trail in the same SQLite file
-// (as the example bank runs), prepares no statement, runs no SQL text and
+// a provider on the provider's records of a DB on SQLite, with its audit
+// trail in the same DB (as the example bank runs), prepares no statement, runs no SQL text and
 // begins no transaction: the agent and host reads and the audit records
 // go through statements prepared on their connections. The agent's last
 // use is recorded once per touch interval; the clock stands still here,
 // so after the first call it is not.
 func TestVerifiedExecuteParsesNoSQL(t *testing.T) {
 	ctx := context.Background()
-	n, trail, call := newHotPath(t)
+	n, db, call := newHotPath(t)
 	const warm, calls = 5, 50
 	for i := range warm {
 		call(i)
@@ -184,7 +182,7 @@ func TestVerifiedExecuteParsesNoSQL(t *testing.T) {
 	if want := 4 * calls; stmtRuns != want {
 		t.Errorf("%d warm calls ran %d prepared statements; want %d", calls, stmtRuns, want)
 	}
-	page, err := trail.Query(ctx, audit.Query{Limit: 1000})
+	page, err := db.Audit().Query(ctx, audit.Query{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,32 +205,24 @@ func BenchmarkVerifiedExecute(b *testing.B) {
 	}
 }
 
-// newHotPath serves a provider on a store and an audit trail in one
-// SQLite file, opened through a counting driver, and returns the counts,
-// the trail and a function making the ith verified execute of a granted
-// agent.
-func newHotPath(t testing.TB) (*sqlCounts, *sqlstore.AuditStore, func(i int)) {
+// newHotPath serves a provider on the provider's records and the audit
+// trail of one DB on an SQLite file, opened as OpenSQLite opens it but
+// through a counting driver, and returns the counts, the DB and a
+// function making the ith verified execute of a granted agent.
+func newHotPath(t testing.TB) (*sqlCounts, *sqlstore.DB, func(i int)) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "bank.db")
-	dsn, err := sqlitestore.DSN(path)
+	dsn, err := sqlstore.SQLiteDSN(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := &sqlCounts{}
-	st, err := sqlitestore.OnDB(ctx, sql.OpenDB(countingConnector{dsn: dsn, n: n}))
+	db, err := sqlstore.OpenSQLiteOn(ctx, sql.OpenDB(countingConnector{dsn: dsn, n: n}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = st.Close() })
-	auditDB := sql.OpenDB(countingConnector{dsn: dsn, n: n})
-	sqlutil.SQLitePool(auditDB)
-	t.Cleanup(func() { _ = auditDB.Close() })
-	auditStores, err := sqlstore.NewSQLite(ctx, auditDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = auditStores.Close() })
-	trail := auditStores.Audit()
+	t.Cleanup(func() { _ = db.Close() })
+	st, trail := db.Provider(), db.Audit()
 
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
@@ -296,14 +286,15 @@ func newHotPath(t testing.TB) (*sqlCounts, *sqlstore.AuditStore, func(i int)) {
 			t.Fatalf("call %d: %d %s", i, resp.StatusCode, body)
 		}
 	}
-	return n, trail, call
+	return n, db, call
 }
 
 // TestCanceledReadAndWrite: the reads of the verifier and the audit
 // writes, which the driver is not asked to watch once they run, still
 // refuse a context that is already done, and write nothing then.
 func TestCanceledReadAndWrite(t *testing.T) {
-	_, trail, call := newHotPath(t)
+	_, db, call := newHotPath(t)
+	trail, s := db.Audit(), db.Provider()
 	call(0)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -317,18 +308,13 @@ func TestCanceledReadAndWrite(t *testing.T) {
 	if len(page.Records) != 2 {
 		t.Errorf("the trail holds %d records; want the 2 of the call", len(page.Records))
 	}
-	s := open(t)
-	h := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1"})
-	if err := s.CreateHost(context.Background(), &store.Host{ID: h.ID, PublicKey: h.PublicJWK(), Status: agentcap.StatusActive}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.GetHost(ctx, h.ID); !errors.Is(err, context.Canceled) {
+	if _, err := s.GetHost(ctx, "hst_1"); !errors.Is(err, context.Canceled) {
 		t.Errorf("host read under a canceled context: %v; want context.Canceled", err)
 	}
 	if _, err := s.GetAgent(ctx, "agt_1"); !errors.Is(err, context.Canceled) {
 		t.Errorf("agent read under a canceled context: %v; want context.Canceled", err)
 	}
-	if _, err := s.GetHost(context.Background(), h.ID); err != nil {
+	if _, err := s.GetHost(context.Background(), "hst_1"); err != nil {
 		t.Errorf("host read: %v", err)
 	}
 }

@@ -1,20 +1,22 @@
-// Package sqlstore is the store.Store shared by the SQL implementations:
-// one set of queries over database/sql, with the few differences between
-// SQLite and PostgreSQL held in a Dialect.
 package sqlstore
 
 import (
-	"context"
-	"database/sql"
+	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// Dialect describes a database.
-type Dialect struct {
+// providerDialect is what the provider's records differ in between SQLite
+// and PostgreSQL.
+type providerDialect struct {
 	// Name appears in errors.
 	Name string
 	// Numbered makes placeholders $1, $2, ... instead of ?.
@@ -44,17 +46,70 @@ type Dialect struct {
 	IsUnique func(error) bool
 	// IsForeignKey reports a foreign key violation.
 	IsForeignKey func(error) bool
-	// LockMigrations serializes concurrent migrations of one database,
-	// inside the migration transaction. Nil when the transaction already
-	// does.
-	LockMigrations func(ctx context.Context, tx *sql.Tx) error
-	// Migrations holds the dialect's numbered SQL files.
-	Migrations fs.FS
+}
+
+var sqliteProvider = &providerDialect{
+	Name:              "sqlite",
+	UnixMicroTimes:    true,
+	SerializeWrites:   true,
+	PrepareStatements: true,
+	DetachReads:       true,
+	IsUnique: func(err error) bool {
+		return sqliteCode(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+	},
+	IsForeignKey: func(err error) bool { return sqliteCode(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY) },
+}
+
+var postgresProvider = &providerDialect{
+	Name:         "postgres",
+	Numbered:     true,
+	ForUpdate:    " FOR UPDATE",
+	ForShare:     " FOR SHARE",
+	IsUnique:     func(err error) bool { return pgCode(err, "23505") },
+	IsForeignKey: func(err error) bool { return pgCode(err, "23503") },
+}
+
+func sqliteCode(err error, codes ...int) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	for _, c := range codes {
+		if se.Code() == c {
+			return true
+		}
+	}
+	return false
+}
+
+func pgCode(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
+}
+
+// providerMigrations holds the numbered SQL files of the provider's
+// schema, one directory per database, as agentauth/store/sqlitestore and
+// agentauth/store/pgstore applied them; steps 6 to 10 of the one
+// migration set run them.
+//
+//go:embed provider_migrations
+var providerMigrations embed.FS
+
+// providerSQL returns the text of the provider's migration file name for
+// the database dir ("sqlite" or "postgres").
+func providerSQL(dir, name string) string {
+	b, err := fs.ReadFile(providerMigrations, "provider_migrations/"+dir+"/"+name)
+	if err != nil {
+		// The files are embedded: TestProviderMigrationFiles reads
+		// every one.
+		panic(err)
+	}
+	return string(b)
 }
 
 // rebind turns ? placeholders into $n where the dialect numbers them. The
 // queries of this package hold no ? anywhere else.
-func (d *Dialect) rebind(q string) string {
+func (d *providerDialect) rebind(q string) string {
 	if !d.Numbered {
 		return q
 	}
@@ -74,7 +129,7 @@ func (d *Dialect) rebind(q string) string {
 }
 
 // t converts a time for the database.
-func (d *Dialect) t(t time.Time) any {
+func (d *providerDialect) t(t time.Time) any {
 	if d.UnixMicroTimes {
 		return t.UnixMicro()
 	}
@@ -82,7 +137,7 @@ func (d *Dialect) t(t time.Time) any {
 }
 
 // tp converts an optional time.
-func (d *Dialect) tp(t *time.Time) any {
+func (d *providerDialect) tp(t *time.Time) any {
 	if t == nil {
 		return nil
 	}
