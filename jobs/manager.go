@@ -375,13 +375,15 @@ func (c *Call) run(run func(ctx context.Context) (json.RawMessage, error)) {
 	c.mu.Lock()
 	c.result, c.err = data, err
 	detached := c.detached
-	close(c.done)
-	c.mu.Unlock()
 	if !detached {
 		// A call that ends attached is either no job or recorded whole
-		// by a later Detach; either way it is no longer unrecorded.
+		// by a later Detach; either way it is no longer unrecorded. It
+		// is settled before Done is closed, so that whoever sees the
+		// call end also sees its place free.
 		c.m.settled(c.owner)
 	}
+	close(c.done)
+	c.mu.Unlock()
 	if detached {
 		<-c.created
 		if c.createErr == nil {

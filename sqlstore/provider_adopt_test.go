@@ -241,7 +241,6 @@ func TestFreshTables(t *testing.T) {
 	want := []string{
 		"agentauth_agents", "agentauth_approvals", "agentauth_grants", "agentauth_hosts", "agentauth_nonces", "agentauth_passkeys",
 		"agentcap_audit", "agentcap_audit_migrations", "agentcap_confirmations", "agentcap_idempotency",
-		"agentcap_idempotency_migrations", "agentcap_jobs", sqlstore.MigrationsTable,
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
