@@ -240,7 +240,7 @@ func TestAdoptProviderPostgres(t *testing.T) {
 func TestFreshTables(t *testing.T) {
 	want := []string{
 		"agentauth_agents", "agentauth_approvals", "agentauth_grants", "agentauth_hosts", "agentauth_nonces", "agentauth_passkeys",
-		"agentcap_audit", "agentcap_audit_migrations", "agentcap_confirmations", "agentcap_idempotency",
+		"agentcap_audit", "agentcap_confirmations", "agentcap_idempotency", "agentcap_jobs", "agentcap_store_migrations",
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
