@@ -9,9 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
-	"github.com/agentcap/agentcap/internal/limittest"
 	"github.com/agentcap/agentcap/internal/servicetest"
 	"github.com/agentcap/agentcap/redisstore"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 // newLimiter returns the rate limiter of a Store on client under prefix,
@@ -22,10 +22,10 @@ func newLimiter(t testing.TB, client redis.UniversalClient, prefix string) (*red
 }
 
 func TestLimiter(t *testing.T) {
-	limittest.Run(t, func(t *testing.T, clock *limittest.Clock) ratelimit.Limiter {
+	storetest.Limiter(t, func(t *testing.T, now func() time.Time) ratelimit.Limiter {
 		client, base := servicetest.Redis(t)
 		l, _ := newLimiter(t, client, base)
-		return l.WithClock(clock.Now)
+		return l.WithClock(now)
 	})
 }
 

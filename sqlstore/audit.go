@@ -44,7 +44,7 @@ var auditCreateTable = []string{
 	`CREATE INDEX ` + auditTable + `_event ON ` + auditTable + ` (event, at, id)`,
 }
 
-// AuditStore is the audit trail (audit.Store): one append-only table,
+// auditStore is the audit trail (audit.Store): one append-only table,
 // times as Unix microseconds, pages by (time, id) newest first. Its
 // records are only ever appended (a trigger refuses updates) and deleted
 // by age by Sweep. On SQLite the records of concurrent Writes are
@@ -54,7 +54,7 @@ var auditCreateTable = []string{
 // next group, at most 256 records, in one transaction. Each Write
 // returns once its own record is committed, or with the error that kept
 // it from being (a record whose id is taken fails alone).
-type AuditStore struct {
+type auditStore struct {
 	db     *sql.DB
 	stmts  *sqlutil.Stmts
 	d      *dialect
@@ -93,8 +93,8 @@ const auditMaxGroup = 256
 
 // newAuditStore returns the audit store on db, whose schema is up to
 // date.
-func newAuditStore(db *sql.DB, d *dialect) *AuditStore {
-	return &AuditStore{db: db, stmts: sqlutil.NewStmts(db, d.prepare), d: d, now: time.Now,
+func newAuditStore(db *sql.DB, d *dialect) *auditStore {
+	return &auditStore{db: db, stmts: sqlutil.NewStmts(db, d.prepare), d: d, now: time.Now,
 		insert: d.q(`INSERT INTO ` + auditTable + ` (` + auditColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		sweep:  d.q(`DELETE FROM ` + auditTable + ` WHERE at < ?`),
 	}
@@ -102,7 +102,7 @@ func newAuditStore(db *sql.DB, d *dialect) *AuditStore {
 
 // Close does nothing: the store's resources are the DB's, which DB.Close
 // releases.
-func (*AuditStore) Close() error { return nil }
+func (*auditStore) Close() error { return nil }
 
 // Write implements audit.Sink. It returns once the record is committed,
 // or with the error that kept it from being. Under group commit (SQLite) a
@@ -111,7 +111,7 @@ func (*AuditStore) Close() error { return nil }
 // for that commit: the driver is given a context that is never
 // canceled, so that it does not start a goroutine per statement to watch
 // it.
-func (s *AuditStore) Write(ctx context.Context, r audit.Record) error {
+func (s *auditStore) Write(ctx context.Context, r audit.Record) error {
 	r, err := audit.Prepare(r, s.now())
 	if err != nil {
 		return err
@@ -158,7 +158,7 @@ func (s *AuditStore) Write(ctx context.Context, r audit.Record) error {
 
 // handOff ends a commit: the Write heading the queue leads the next one,
 // or, with nothing queued, the next Write writes at once.
-func (s *AuditStore) handOff() {
+func (s *auditStore) handOff() {
 	g := &s.group
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -173,7 +173,7 @@ func (s *AuditStore) handOff() {
 // commitGroup writes batch in one transaction. When that fails, each
 // record is written on its own, so that one record's fault (a duplicate
 // id) is its own Write's error only.
-func (s *AuditStore) commitGroup(ctx context.Context, batch []*auditPending) {
+func (s *auditStore) commitGroup(ctx context.Context, batch []*auditPending) {
 	if len(batch) > 1 {
 		if err := s.insertAll(ctx, batch); err == nil {
 			for _, p := range batch {
@@ -189,7 +189,7 @@ func (s *AuditStore) commitGroup(ctx context.Context, batch []*auditPending) {
 
 // insertAll inserts the records of batch in one transaction, through
 // one statement.
-func (s *AuditStore) insertAll(ctx context.Context, batch []*auditPending) error {
+func (s *auditStore) insertAll(ctx context.Context, batch []*auditPending) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -211,7 +211,7 @@ func (s *AuditStore) insertAll(ctx context.Context, batch []*auditPending) error
 }
 
 // insertRecord inserts a prepared record on its own.
-func (s *AuditStore) insertRecord(ctx context.Context, r audit.Record) error {
+func (s *auditStore) insertRecord(ctx context.Context, r audit.Record) error {
 	var a [16]any
 	_, err := s.stmts.Exec(ctx, nil, s.insert, auditRecordArgs(r, &a)...)
 	if err != nil {
@@ -236,7 +236,7 @@ func auditRecordArgs(r audit.Record, a *[16]any) []any {
 }
 
 // Query implements audit.Store.
-func (s *AuditStore) Query(ctx context.Context, q audit.Query) (audit.Page, error) {
+func (s *auditStore) Query(ctx context.Context, q audit.Query) (audit.Page, error) {
 	q, after, err := q.Normalize()
 	if err != nil {
 		return audit.Page{}, err
@@ -307,7 +307,7 @@ func (s *AuditStore) Query(ctx context.Context, q audit.Query) (audit.Page, erro
 }
 
 // Sweep implements audit.Store.
-func (s *AuditStore) Sweep(ctx context.Context, before time.Time) (int64, error) {
+func (s *auditStore) Sweep(ctx context.Context, before time.Time) (int64, error) {
 	res, err := s.db.ExecContext(ctx, s.sweep, before.UnixMicro())
 	if err != nil {
 		return 0, fmt.Errorf("audit: sweeping: %w", err)

@@ -41,7 +41,7 @@ func BenchmarkWriteParallel(b *testing.B) {
 }
 
 // benchStore is a new store, and the record of an execution to write.
-func benchStore(b *testing.B) (*sqlstore.AuditStore, audit.Record) {
+func benchStore(b *testing.B) (audit.Store, audit.Record) {
 	db, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "agentcap.db"))
 	if err != nil {
 		b.Fatal(err)

@@ -13,7 +13,7 @@ import (
 )
 
 // sqliteAudit is the audit store of a new SQLite file.
-func sqliteAudit(t *testing.T) *sqlstore.AuditStore {
+func sqliteAudit(t *testing.T) audit.Store {
 	t.Helper()
 	db, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "agentcap.db"))
 	if err != nil {

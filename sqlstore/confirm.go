@@ -49,7 +49,7 @@ AND expires_at > ? AND forget_at > ? RETURNING expires_at`),
 	}
 }
 
-// Close does nothing: see AuditStore.Close.
+// Close does nothing: the store's resources are the DB's.
 func (*ConfirmStore) Close() error { return nil }
 
 // Put implements confirm.Store.

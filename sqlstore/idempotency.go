@@ -68,7 +68,7 @@ WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM ` + t + ` WHERE scope = ? AND expires
 	}
 }
 
-// Close does nothing: see AuditStore.Close.
+// Close does nothing: the store's resources are the DB's.
 func (*IdempotencyStore) Close() error { return nil }
 
 // Claim implements idempotency.Store. A key that expired between the

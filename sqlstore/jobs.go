@@ -12,10 +12,10 @@ import (
 	"github.com/agentcap/agentcap/jobs"
 )
 
-// JobsStore holds job records (jobs.Store): one table, times as Unix
+// jobsStore holds job records (jobs.Store): one table, times as Unix
 // milliseconds, every state change a single conditional UPDATE so that
 // the database decides races.
-type JobsStore struct {
+type jobsStore struct {
 	db       *sql.DB
 	isUnique func(error) bool
 
@@ -45,9 +45,9 @@ var jobsSchema = []string{
 }
 
 // newJobsStore returns the job records on db, whose schema is up to date.
-func newJobsStore(db *sql.DB, d *dialect) *JobsStore {
+func newJobsStore(db *sql.DB, d *dialect) *jobsStore {
 	t := jobsTable
-	s := &JobsStore{db: db, isUnique: d.isUnique}
+	s := &jobsStore{db: db, isUnique: d.isUnique}
 	s.insert = d.q(`INSERT INTO ` + t + ` (id, owner, capability, state, result, failure, progress, instance, lease_until, created_at, updated_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	s.get = d.q(`SELECT id, owner, capability, state, result, failure, progress, instance, lease_until, created_at, updated_at, expires_at FROM ` + t + ` WHERE id = ?`)
 	s.finish = d.q(`UPDATE ` + t + ` SET state = ?, result = ?, failure = ?, expires_at = ?, updated_at = ? WHERE id = ? AND state = 'pending'`)
@@ -59,8 +59,8 @@ func newJobsStore(db *sql.DB, d *dialect) *JobsStore {
 	return s
 }
 
-// Close does nothing: see AuditStore.Close.
-func (*JobsStore) Close() error { return nil }
+// Close does nothing: the store's resources are the DB's.
+func (*jobsStore) Close() error { return nil }
 
 func jobsMS(t time.Time) int64 {
 	if t.IsZero() {
@@ -114,7 +114,7 @@ func jobsProgressText(p *core.Progress) (sql.NullString, error) {
 }
 
 // Create implements jobs.Store.
-func (s *JobsStore) Create(ctx context.Context, r *jobs.Record) error {
+func (s *jobsStore) Create(ctx context.Context, r *jobs.Record) error {
 	result, err := jobsJSONText(r.Result)
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ func (s *JobsStore) Create(ctx context.Context, r *jobs.Record) error {
 }
 
 // Get implements jobs.Store.
-func (s *JobsStore) Get(ctx context.Context, id string) (*jobs.Record, error) {
+func (s *jobsStore) Get(ctx context.Context, id string) (*jobs.Record, error) {
 	var (
 		r                                  jobs.Record
 		state                              string
@@ -178,7 +178,7 @@ func (s *JobsStore) Get(ctx context.Context, id string) (*jobs.Record, error) {
 }
 
 // Finish implements jobs.Store.
-func (s *JobsStore) Finish(ctx context.Context, id string, out jobs.Outcome, now time.Time) (bool, error) {
+func (s *jobsStore) Finish(ctx context.Context, id string, out jobs.Outcome, now time.Time) (bool, error) {
 	result, err := jobsJSONText(out.Result)
 	if err != nil {
 		return false, err
@@ -199,7 +199,7 @@ func (s *JobsStore) Finish(ctx context.Context, id string, out jobs.Outcome, now
 }
 
 // SetProgress implements jobs.Store.
-func (s *JobsStore) SetProgress(ctx context.Context, id string, p core.Progress, now time.Time) error {
+func (s *jobsStore) SetProgress(ctx context.Context, id string, p core.Progress, now time.Time) error {
 	text, err := jobsProgressText(&p)
 	if err != nil {
 		return fmt.Errorf("jobs: encoding the progress: %w", err)
@@ -211,7 +211,7 @@ func (s *JobsStore) SetProgress(ctx context.Context, id string, p core.Progress,
 }
 
 // Renew implements jobs.Store.
-func (s *JobsStore) Renew(ctx context.Context, instance string, ids []string, leaseUntil, _ time.Time) ([]string, error) {
+func (s *jobsStore) Renew(ctx context.Context, instance string, ids []string, leaseUntil, _ time.Time) ([]string, error) {
 	var gone []string
 	for _, id := range ids {
 		res, err := s.db.ExecContext(ctx, s.renew, jobsMS(leaseUntil), id, instance)
@@ -228,7 +228,7 @@ func (s *JobsStore) Renew(ctx context.Context, instance string, ids []string, le
 }
 
 // ExpireLeases implements jobs.Store.
-func (s *JobsStore) ExpireLeases(ctx context.Context, now time.Time, out jobs.Outcome) (int, error) {
+func (s *jobsStore) ExpireLeases(ctx context.Context, now time.Time, out jobs.Outcome) (int, error) {
 	failure, err := jobsJSONText(out.Failure)
 	if err != nil {
 		return 0, fmt.Errorf("jobs: encoding the failure: %w", err)
@@ -242,7 +242,7 @@ func (s *JobsStore) ExpireLeases(ctx context.Context, now time.Time, out jobs.Ou
 }
 
 // Sweep implements jobs.Store.
-func (s *JobsStore) Sweep(ctx context.Context, now time.Time) (int, error) {
+func (s *jobsStore) Sweep(ctx context.Context, now time.Time) (int, error) {
 	res, err := s.db.ExecContext(ctx, s.sweep, jobsMS(now))
 	if err != nil {
 		return 0, fmt.Errorf("jobs: sweeping: %w", err)
@@ -252,7 +252,7 @@ func (s *JobsStore) Sweep(ctx context.Context, now time.Time) (int, error) {
 }
 
 // CountOwner implements jobs.Store.
-func (s *JobsStore) CountOwner(ctx context.Context, owner string, now time.Time) (int, int, error) {
+func (s *jobsStore) CountOwner(ctx context.Context, owner string, now time.Time) (int, int, error) {
 	var pending, kept int
 	if err := s.db.QueryRowContext(ctx, s.count, owner, jobsMS(now)).Scan(&pending, &kept); err != nil {
 		return 0, 0, fmt.Errorf("jobs: counting jobs: %w", err)

@@ -61,7 +61,7 @@ func (s *providerStore) withClock(now func() time.Time) *providerStore {
 	return s
 }
 
-// Close does nothing: see AuditStore.Close. DB.Close closes the
+// Close does nothing: the store's resources are the DB's. DB.Close closes the
 // prepared statements.
 func (*providerStore) Close() error { return nil }
 

@@ -50,18 +50,18 @@ type DB struct {
 	d        *dialect
 	close    func() error
 	provider *providerStore
-	audit    *AuditStore
+	audit    *auditStore
 	confirm  *ConfirmStore
 	idem     *IdempotencyStore
-	jobs     *JobsStore
+	jobs     *jobsStore
 }
 
 var (
 	_ store.Store       = (*providerStore)(nil)
-	_ audit.Store       = (*AuditStore)(nil)
+	_ audit.Store       = (*auditStore)(nil)
 	_ confirm.Store     = (*ConfirmStore)(nil)
 	_ idempotency.Store = (*IdempotencyStore)(nil)
-	_ jobs.Store        = (*JobsStore)(nil)
+	_ jobs.Store        = (*jobsStore)(nil)
 )
 
 // sqliteMaxOpenConns bounds the connections of a file OpenSQLite opens:
@@ -193,7 +193,7 @@ func (s *DB) SetClock(now func() time.Time) {
 }
 
 // Audit returns the audit trail.
-func (s *DB) Audit() *AuditStore { return s.audit }
+func (s *DB) Audit() audit.Store { return s.audit }
 
 // Confirm returns the confirmation tokens.
 func (s *DB) Confirm() *ConfirmStore { return s.confirm }
@@ -202,7 +202,7 @@ func (s *DB) Confirm() *ConfirmStore { return s.confirm }
 func (s *DB) Idempotency() *IdempotencyStore { return s.idem }
 
 // Jobs returns the job records.
-func (s *DB) Jobs() *JobsStore { return s.jobs }
+func (s *DB) Jobs() jobs.Store { return s.jobs }
 
 // SQL returns the database handle, for the application's own tables and
 // for inspection; the DB keeps owning it.

@@ -23,6 +23,9 @@
 //     constraint bytes kept as written, the lifetime clocks and sweeps,
 //     and concurrent writers that must lose nothing and agree on exactly
 //     one winner; [BenchProvider] measures its hot paths.
+//   - [Limiter], for a ratelimit.Limiter: the burst then the spacing,
+//     independent keys, never more than N calls in any window, many
+//     goroutines on one key, and the refusal of invalid limits.
 //
 // A backend runs the suites of the interfaces it serves from its own
 // tests, each subtest on a fresh store:

@@ -15,17 +15,17 @@ import (
 
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
-	"github.com/agentcap/agentcap/internal/limittest"
+	"github.com/agentcap/agentcap/storetest"
 )
 
 func TestMemory(t *testing.T) {
-	limittest.Run(t, func(t *testing.T, clock *limittest.Clock) ratelimit.Limiter {
-		return ratelimit.NewMemory(0).WithClock(clock.Now)
+	storetest.Limiter(t, func(t *testing.T, now func() time.Time) ratelimit.Limiter {
+		return ratelimit.NewMemory(0).WithClock(now)
 	})
 }
 
 func TestMemoryBound(t *testing.T) {
-	clock := limittest.NewClock()
+	clock := newClock()
 	m := ratelimit.NewMemory(4).WithClock(clock.Now)
 	ctx := context.Background()
 	limit := ratelimit.Limit{N: 2, Window: time.Minute}
@@ -54,7 +54,7 @@ func TestMemoryBound(t *testing.T) {
 
 // TestMemorySweepsLazily: many short-lived keys do not accumulate.
 func TestMemorySweepsLazily(t *testing.T) {
-	clock := limittest.NewClock()
+	clock := newClock()
 	m := ratelimit.NewMemory(0).WithClock(clock.Now)
 	limit := ratelimit.Limit{N: 1, Window: time.Millisecond}
 	for i := range 20_000 {
@@ -320,4 +320,24 @@ func BenchmarkKey(b *testing.B) {
 	for b.Loop() {
 		_ = ratelimit.Key(ratelimit.DimCapability, "transfer_money", "agt_k7x9m2")
 	}
+}
+
+// clock is a settable clock, safe for concurrent use.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
 }

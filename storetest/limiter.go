@@ -1,6 +1,4 @@
-// Package limittest is the behaviour every ratelimit.Limiter must show,
-// run against the in-memory and the Redis implementation alike.
-package limittest
+package storetest
 
 import (
 	"context"
@@ -13,32 +11,37 @@ import (
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
 )
 
-// Clock is a settable clock, safe for concurrent use.
-type Clock struct {
+// newLimiterFunc makes the limiter under test.
+type newLimiterFunc = func(t *testing.T, now func() time.Time) ratelimit.Limiter
+
+// limiterClock is a settable clock, safe for concurrent use.
+type limiterClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-// NewClock returns a clock at a fixed instant.
-func NewClock() *Clock { return &Clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
+// newLimiterClock returns a clock at a fixed instant.
+func newLimiterClock() *limiterClock {
+	return &limiterClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
 
 // Now returns the clock's time.
-func (c *Clock) Now() time.Time {
+func (c *limiterClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
 // Advance moves the clock forward.
-func (c *Clock) Advance(d time.Duration) {
+func (c *limiterClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
 }
 
-// Run runs the shared tests. newLimiter returns a limiter reading clock,
-// whose keys no other test shares.
-func Run(t *testing.T, newLimiter func(t *testing.T, clock *Clock) ratelimit.Limiter) {
+// Limiter runs the suite of a ratelimit.Limiter. newLimiter returns a
+// limiter reading the present from now, whose keys no other test shares.
+func Limiter(t *testing.T, newLimiter func(t *testing.T, now func() time.Time) ratelimit.Limiter) {
 	t.Run("BurstThenSpacing", func(t *testing.T) { testBurst(t, newLimiter) })
 	t.Run("KeysAreIndependent", func(t *testing.T) { testKeys(t, newLimiter) })
 	t.Run("NeverMoreThanNPerWindow", func(t *testing.T) { testWindow(t, newLimiter) })
@@ -46,11 +49,11 @@ func Run(t *testing.T, newLimiter func(t *testing.T, clock *Clock) ratelimit.Lim
 	t.Run("InvalidLimits", func(t *testing.T) { testInvalid(t, newLimiter) })
 }
 
-var ctx = context.Background()
+var limiterCtx = context.Background()
 
-func testBurst(t *testing.T, newLimiter func(*testing.T, *Clock) ratelimit.Limiter) {
-	clock := NewClock()
-	l := newLimiter(t, clock)
+func testBurst(t *testing.T, newLimiter newLimiterFunc) {
+	clock := newLimiterClock()
+	l := newLimiter(t, clock.Now)
 	limit := ratelimit.Limit{N: 3, Window: 3 * time.Second}
 	for i, step := range []struct {
 		advance time.Duration
@@ -69,7 +72,7 @@ func testBurst(t *testing.T, newLimiter func(*testing.T, *Clock) ratelimit.Limit
 		{time.Hour, ratelimit.Decision{Allowed: true, Remaining: 2, ResetAfter: time.Second}},
 	} {
 		clock.Advance(step.advance)
-		got, err := l.Allow(ctx, "burst", limit)
+		got, err := l.Allow(limiterCtx, "burst", limit)
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
@@ -79,15 +82,15 @@ func testBurst(t *testing.T, newLimiter func(*testing.T, *Clock) ratelimit.Limit
 	}
 }
 
-func testKeys(t *testing.T, newLimiter func(*testing.T, *Clock) ratelimit.Limiter) {
-	clock := NewClock()
-	l := newLimiter(t, clock)
+func testKeys(t *testing.T, newLimiter newLimiterFunc) {
+	clock := newLimiterClock()
+	l := newLimiter(t, clock.Now)
 	limit := ratelimit.PerMinute(1)
 	for _, key := range []string{ratelimit.Key(ratelimit.DimAgent, "a"), ratelimit.Key(ratelimit.DimAgent, "b"), ratelimit.Key(ratelimit.DimHost, "a")} {
-		if d, err := l.Allow(ctx, key, limit); err != nil || !d.Allowed {
+		if d, err := l.Allow(limiterCtx, key, limit); err != nil || !d.Allowed {
 			t.Errorf("%s first: %+v, %v", key, d, err)
 		}
-		if d, err := l.Allow(ctx, key, limit); err != nil || d.Allowed || d.RetryAfter != time.Minute {
+		if d, err := l.Allow(limiterCtx, key, limit); err != nil || d.Allowed || d.RetryAfter != time.Minute {
 			t.Errorf("%s second: %+v, %v", key, d, err)
 		}
 	}
@@ -96,16 +99,16 @@ func testKeys(t *testing.T, newLimiter func(*testing.T, *Clock) ratelimit.Limite
 // testWindow sends requests at irregular times and checks that no span t
 // ever saw more than N + t/(Window/N) allowed, and that a steady client at
 // the limit's rate is never refused.
-func testWindow(t *testing.T, newLimiter func(*testing.T, *Clock) ratelimit.Limiter) {
-	clock := NewClock()
-	l := newLimiter(t, clock)
+func testWindow(t *testing.T, newLimiter newLimiterFunc) {
+	clock := newLimiterClock()
+	l := newLimiter(t, clock.Now)
 	limit := ratelimit.Limit{N: 5, Window: time.Second}
 	var allowed []time.Time
 	x := uint32(1)
 	for range 400 {
 		x = x*1664525 + 1013904223 // deterministic irregular gaps
 		clock.Advance(time.Duration(x>>22) * time.Millisecond / 4)
-		d, err := l.Allow(ctx, "window", limit)
+		d, err := l.Allow(limiterCtx, "window", limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,15 +130,15 @@ func testWindow(t *testing.T, newLimiter func(*testing.T, *Clock) ratelimit.Limi
 	}
 	for i := range 50 {
 		clock.Advance(limit.Window / time.Duration(limit.N))
-		if d, err := l.Allow(ctx, "steady", limit); err != nil || !d.Allowed {
+		if d, err := l.Allow(limiterCtx, "steady", limit); err != nil || !d.Allowed {
 			t.Fatalf("steady request %d: %+v, %v", i, d, err)
 		}
 	}
 }
 
-func testConcurrent(t *testing.T, newLimiter func(*testing.T, *Clock) ratelimit.Limiter) {
-	clock := NewClock()
-	l := newLimiter(t, clock)
+func testConcurrent(t *testing.T, newLimiter newLimiterFunc) {
+	clock := newLimiterClock()
+	l := newLimiter(t, clock.Now)
 	limit := ratelimit.PerMinute(10)
 	for round := range 3 {
 		key := fmt.Sprintf("race-%d", round)
@@ -145,7 +148,7 @@ func testConcurrent(t *testing.T, newLimiter func(*testing.T, *Clock) ratelimit.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d, err := l.Allow(ctx, key, limit)
+				d, err := l.Allow(limiterCtx, key, limit)
 				if err != nil {
 					t.Error(err)
 				}
@@ -161,10 +164,10 @@ func testConcurrent(t *testing.T, newLimiter func(*testing.T, *Clock) ratelimit.
 	}
 }
 
-func testInvalid(t *testing.T, newLimiter func(*testing.T, *Clock) ratelimit.Limiter) {
-	l := newLimiter(t, NewClock())
+func testInvalid(t *testing.T, newLimiter newLimiterFunc) {
+	l := newLimiter(t, newLimiterClock().Now)
 	for _, limit := range []ratelimit.Limit{{}, {N: 0, Window: time.Second}, {N: -1, Window: time.Second}, {N: 1}, {N: 1, Window: -time.Second}, {N: 10, Window: 5}} {
-		if d, err := l.Allow(ctx, "k", limit); err == nil || d.Allowed {
+		if d, err := l.Allow(limiterCtx, "k", limit); err == nil || d.Allowed {
 			t.Errorf("limit %v: %+v, %v; want an error", limit, d, err)
 		}
 	}
