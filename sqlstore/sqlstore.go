@@ -19,9 +19,9 @@
 // starting together migrate once); the versions applied are recorded in
 // agentcap_store_migrations. The tables keep the names the per-feature
 // packages of earlier releases (agentauth/store/sqlitestore,
-// audit/sqlitestore, jobs/pgstore, ...) gave them, and a database those packages created is adopted as it
-// is: what it holds already is recorded, not created again. See
-// docs/storage.md.
+// audit/sqlitestore, jobs/pgstore, ...) gave them, and a database those
+// packages created is adopted as it is: what it holds already is
+// recorded, not created again. See docs/storage.md.
 package sqlstore
 
 import (
