@@ -1,0 +1,119 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/agentauth/provider"
+	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/audit"
+	"github.com/agentcap/agentcap/auth"
+	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/sqlstore"
+	"github.com/agentcap/agentcap/testing/agentauthtest"
+)
+
+// BenchmarkProviderExecute is the default deployment's hot path: a
+// verified execute at agentcap's provider over loopback, the agent and
+// its host read from the provider's store and the call's audit record
+// written before the answer (WithAuditRequired), with the provider's
+// records and the audit trail in memory and in one SQLite file
+// (sqlstore). Agent JWTs are signed before the timer starts. The two
+// sub-benchmarks side by side show what SQLite costs per call; a change
+// that makes the SQLite path slower shows here.
+func BenchmarkProviderExecute(b *testing.B) {
+	b.Run("memory", func(b *testing.B) {
+		benchProviderExecute(b, store.NewMemory(nil), audit.NewMemory(nil))
+	})
+	b.Run("sqlite", func(b *testing.B) {
+		db, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = db.Close() })
+		benchProviderExecute(b, db.Provider(), db.Audit())
+	})
+}
+
+func benchProviderExecute(b *testing.B, st store.Store, trail audit.Store) {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", UserID: "usr_1"})
+	agent := host.NewAgent(agentauthtest.Agent{ID: "agt_1"})
+	if err := st.CreateHost(ctx, &store.Host{ID: host.ID, PublicKey: host.PublicJWK(), UserID: "usr_1", Status: agentcap.StatusActive}); err != nil {
+		b.Fatal(err)
+	}
+	if err := st.CreateAgent(ctx, &store.Agent{ID: agent.ID, HostID: host.ID, UserID: "usr_1", Mode: agentcap.ModeDelegated,
+		Status: agentcap.StatusActive, AgentKey: store.AgentKey{PublicKey: agent.PublicJWK()}, ActivatedAt: &now,
+		Grants: []store.Grant{{Capability: "balance", Status: agentcap.StatusActive}}}); err != nil {
+		b.Fatal(err)
+	}
+	type out struct {
+		Balance int `json:"balance"`
+	}
+	balance := core.MustDefine("balance", "Read a balance.",
+		func(context.Context, struct{}, struct{}) (out, error) { return out{Balance: 7}, nil },
+		core.WithAuditRequired(), core.WithReadOnly())
+	reg := core.MustRegistry(balance)
+	srv := httptest.NewUnstartedServer(nil)
+	prov, err := provider.New(provider.Config{
+		Issuer: "http://" + srv.Listener.Addr().String(), ProviderName: "bench", Store: st, Registry: reg,
+		Audit: trail, RateLimits: provider.RateLimits{Off: true},
+		Lifetimes: store.Policy{SessionTTL: 24 * time.Hour, MaxLifetime: 7 * 24 * time.Hour, AbsoluteLifetime: 30 * 24 * time.Hour},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	exec, err := core.NewExecutor(reg,
+		func(context.Context, *auth.Identity, *core.Definition, any) (struct{}, error) { return struct{}{}, nil },
+		core.Config{Audit: core.AuditConfig{Writer: audit.ForExecutor(trail)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	loc, err := httpx.New(exec, httpx.Config{Verifier: prov})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv.Config.Handler = prov.Handler(loc)
+	srv.Start()
+	b.Cleanup(srv.Close)
+
+	body := []byte(`{"capability":"balance","arguments":{}}`)
+	tokens := make([]string, b.N+1)
+	for i := range tokens {
+		tokens[i] = agent.Token(agentauthtest.Token{Audience: prov.DefaultLocation(), JTI: fmt.Sprintf("jti-%d", i)})
+	}
+	client := srv.Client()
+	call := func(token string) {
+		req, err := http.NewRequest(http.MethodPost, prov.DefaultLocation(), bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(got, []byte(`"balance":7`)) {
+			b.Fatalf("%d %s", resp.StatusCode, got)
+		}
+	}
+	call(tokens[b.N]) // warm the connection and the store
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		call(tokens[i])
+	}
+}
