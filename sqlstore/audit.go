@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -64,6 +65,55 @@ type auditStore struct {
 
 	// group is the queue of a group commit (dialect.groupCommit).
 	group auditGroupQueue
+	// writer, when the DB owns its pool (OpenSQLite), is the connection
+	// group commits write on: the commits are one at a time anyway, and
+	// on one connection the pages they touch stay in its cache, where
+	// each connection of the pool in turn would read them again after
+	// the others' commits. Only the Write leading a commit uses it.
+	writer *auditWriter
+}
+
+// auditWriter is a connection kept for the audit store's commits, with
+// the insert prepared on it.
+type auditWriter struct {
+	conn   *sql.Conn
+	insert *sql.Stmt
+}
+
+// pinWriter keeps a connection of the pool for the store's commits (see
+// auditStore.writer).
+func (s *auditStore) pinWriter(ctx context.Context) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	st, err := conn.PrepareContext(ctx, s.insert)
+	if err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("audit: %w", err)
+	}
+	s.writer = &auditWriter{conn: conn, insert: st}
+	return nil
+}
+
+// closeWriter gives the kept connection back.
+func (s *auditStore) closeWriter() error {
+	if s.writer == nil {
+		return nil
+	}
+	w := s.writer
+	s.writer = nil
+	return errors.Join(w.insert.Close(), w.conn.Close())
+}
+
+// writerFailed drops a kept connection that err reports broken; the
+// next commit keeps another.
+func (s *auditStore) writerFailed(ctx context.Context, err error) {
+	if s.writer == nil || !(errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn)) {
+		return
+	}
+	_ = s.closeWriter()
+	_ = s.pinWriter(ctx)
 }
 
 // auditGroupQueue holds the records waiting for a group commit. A Write
@@ -189,16 +239,33 @@ func (s *auditStore) commitGroup(ctx context.Context, batch []*auditPending) {
 
 // insertAll inserts the records of batch in one transaction, through
 // one statement.
-func (s *auditStore) insertAll(ctx context.Context, batch []*auditPending) error {
+func (s *auditStore) insertAll(ctx context.Context, batch []*auditPending) (err error) {
+	if w := s.writer; w != nil {
+		defer func() { s.writerFailed(ctx, err) }()
+		tx, err := w.conn.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		return s.insertInTx(ctx, tx, tx.StmtContext(ctx, w.insert), batch)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
+	var st *sql.Stmt
+	if prepared, err := s.stmts.Prepared(ctx, s.insert); err == nil && prepared != nil {
+		st = tx.StmtContext(ctx, prepared)
+	}
+	return s.insertInTx(ctx, tx, st, batch)
+}
+
+// insertInTx inserts the records of batch in tx, through st when it is
+// not nil, and commits.
+func (s *auditStore) insertInTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, batch []*auditPending) error {
 	exec := func(args ...any) (sql.Result, error) { return tx.ExecContext(ctx, s.insert, args...) }
-	if st, err := s.stmts.Prepared(ctx, s.insert); err == nil && st != nil {
-		tst := tx.StmtContext(ctx, st)
-		defer tst.Close()
-		exec = func(args ...any) (sql.Result, error) { return tst.ExecContext(ctx, args...) }
+	if st != nil {
+		defer st.Close()
+		exec = func(args ...any) (sql.Result, error) { return st.ExecContext(ctx, args...) }
 	}
 	var a [16]any
 	for _, p := range batch {
@@ -213,7 +280,13 @@ func (s *auditStore) insertAll(ctx context.Context, batch []*auditPending) error
 // insertRecord inserts a prepared record on its own.
 func (s *auditStore) insertRecord(ctx context.Context, r audit.Record) error {
 	var a [16]any
-	_, err := s.stmts.Exec(ctx, nil, s.insert, auditRecordArgs(r, &a)...)
+	var err error
+	if w := s.writer; w != nil {
+		_, err = w.insert.ExecContext(ctx, auditRecordArgs(r, &a)...)
+		s.writerFailed(ctx, err)
+	} else {
+		_, err = s.stmts.Exec(ctx, nil, s.insert, auditRecordArgs(r, &a)...)
+	}
 	if err != nil {
 		if s.d.isUnique(err) {
 			return fmt.Errorf("%w %q", audit.ErrDuplicateID, r.ID)

@@ -36,6 +36,9 @@ type providerStore struct {
 	agentByID, hostByID string
 	now                 func() time.Time
 	writeMu             sync.Mutex
+	// cache holds the agents and hosts read by id; nil unless
+	// d.CacheReads.
+	cache *readCache
 }
 
 // newProviderStore returns a providerStore over db, whose schema migrate
@@ -43,6 +46,9 @@ type providerStore struct {
 func newProviderStore(db *sql.DB, d *providerDialect) *providerStore {
 	s := &providerStore{db: db, d: d, stmts: sqlutil.NewStmts(db, d.PrepareStatements), now: time.Now}
 	s.agentByID, s.hostByID = s.agentsQuery(`a.id = ?`), s.hostQuery(`id = ?`)
+	if d.CacheReads {
+		s.cache = newReadCache()
+	}
 	// The touch's statements run in transactions only, where a statement
 	// is not prepared on its first use (see sqlutil.Stmts): they are
 	// prepared here. One that cannot be runs unprepared, and fails then
@@ -85,6 +91,11 @@ func (s *providerStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: %s: begin: %w", s.d.Name, err)
+	}
+	if s.cache != nil {
+		// Whatever becomes of the transaction, the records cached
+		// before it ends are not served after.
+		defer s.cache.changed()
 	}
 	err = fn(tx)
 	var keep *committed
@@ -199,7 +210,19 @@ func (s *providerStore) Host(ctx context.Context, id string) (*agentauth.Host, e
 
 // GetHost implements store.Store.
 func (s *providerStore) GetHost(ctx context.Context, id string) (*store.Host, error) {
-	return s.hostWhere(ctx, "host", id, `id = ?`, id)
+	if s.cache == nil {
+		return s.hostWhere(ctx, "host", id, `id = ?`, id)
+	}
+	now := s.now()
+	if h := s.cache.host(id, now); h != nil {
+		return h, nil
+	}
+	gen := s.cache.generation()
+	h, err := s.hostWhere(ctx, "host", id, `id = ?`, id)
+	if err == nil {
+		s.cache.keepHost(gen, h, now)
+	}
+	return h, err
 }
 
 // HostByThumbprint implements store.Store.
@@ -514,7 +537,19 @@ func (s *providerStore) Agent(ctx context.Context, id string) (*agentauth.Agent,
 
 // GetAgent implements store.Store.
 func (s *providerStore) GetAgent(ctx context.Context, id string) (*store.Agent, error) {
-	return s.oneAgent(ctx, nil, "agent", id, `a.id = ?`, id)
+	if s.cache == nil {
+		return s.oneAgent(ctx, nil, "agent", id, `a.id = ?`, id)
+	}
+	now := s.now()
+	if a := s.cache.agent(id, now); a != nil {
+		return a, nil
+	}
+	gen := s.cache.generation()
+	a, err := s.oneAgent(ctx, nil, "agent", id, `a.id = ?`, id)
+	if err == nil {
+		s.cache.keepAgent(gen, a, now)
+	}
+	return a, err
 }
 
 // AgentByThumbprint implements store.Store.

@@ -42,6 +42,10 @@ type providerDialect struct {
 	// are point lookups that never wait for a writer (SQLite in WAL
 	// mode), so nothing would be interrupted in time anyway.
 	DetachReads bool
+	// CacheReads keeps the agents and hosts read by id in memory (see
+	// readCache), for databases that one process serves (an SQLite
+	// file), where this process makes every write.
+	CacheReads bool
 	// IsUnique reports a unique or primary key violation.
 	IsUnique func(error) bool
 	// IsForeignKey reports a foreign key violation.
@@ -54,6 +58,7 @@ var sqliteProvider = &providerDialect{
 	SerializeWrites:   true,
 	PrepareStatements: true,
 	DetachReads:       true,
+	CacheReads:        true,
 	IsUnique: func(err error) bool {
 		return sqliteCode(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
 	},

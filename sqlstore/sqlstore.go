@@ -107,7 +107,16 @@ func sqliteDSN(path string) (string, error) {
 func openSQLite(ctx context.Context, db *sql.DB) (*DB, error) {
 	db.SetMaxOpenConns(sqliteMaxOpenConns)
 	sqlutil.SQLitePool(db)
-	return open(ctx, db, sqliteDialect, db.Close)
+	s, err := open(ctx, db, sqliteDialect, db.Close)
+	if err != nil {
+		return nil, err
+	}
+	// The pool is the DB's own: one of its connections can be kept for
+	// the audit trail's commits.
+	if err := s.audit.pinWriter(ctx); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
 }
 
 // NewSQLite returns a DB on db, an SQLite handle the application already
@@ -209,9 +218,10 @@ func (s *DB) Jobs() jobs.Store { return s.jobs }
 func (s *DB) SQL() *sql.DB { return s.db }
 
 // Close closes the prepared statements of the provider's records and of
-// the audit store, then the database when the DB opened it.
+// the audit store and gives back the audit store's connection, then
+// closes the database when the DB opened it.
 func (s *DB) Close() error {
-	err := errors.Join(s.provider.stmts.Close(), s.audit.stmts.Close())
+	err := errors.Join(s.provider.stmts.Close(), s.audit.stmts.Close(), s.audit.closeWriter())
 	if s.close != nil {
 		err = errors.Join(err, s.close())
 	}
