@@ -50,11 +50,13 @@ var auditCreateTable = []string{
 // records are only ever appended (a trigger refuses updates) and deleted
 // by age by Sweep. On SQLite the records of concurrent Writes are
 // committed together (group commit): a Write that finds no commit under
-// way writes its record at once; the records that arrive meanwhile
-// queue, and when a commit ends the first of them commits the queue's
-// next group, at most 256 records, in one transaction. Each Write
-// returns once its own record is committed, or with the error that kept
-// it from being (a record whose id is taken fails alone).
+// way writes its record at once (or, while Writes arrive faster than
+// commits end, after waiting up to auditLinger for company); the records
+// that arrive meanwhile queue, and when a commit ends the first of them
+// commits the queue's next group, at most 256 records, in one
+// transaction. Each Write returns once its own record is committed, or
+// with the error that kept it from being (a record whose id is taken
+// fails alone).
 type auditStore struct {
 	db     *sql.DB
 	stmts  *sqlutil.Stmts
@@ -122,12 +124,22 @@ func (s *auditStore) writerFailed(ctx context.Context, err error) {
 // Write heading the queue commits the queue's first group (its own record
 // and those behind it, up to auditMaxGroup) in one transaction, and so on
 // until the queue is empty. Each Write commits at most once, so none is held
-// up by the others' records for longer than one group; none waits for
-// company either: one alone is written at once.
+// up by the others' records for longer than one group; and none waits for
+// company longer than auditLinger, nor at all when calls come one at a
+// time (busyUntil).
 type auditGroupQueue struct {
 	mu      sync.Mutex
 	queue   []*auditPending
 	leading bool
+	// busyUntil is auditBusyFor after the last commit that had company
+	// (more than one record, or records queued behind it when it ended):
+	// until then Writes are taken to arrive faster than commits end, and
+	// a Write that finds no commit under way waits a little for company
+	// (see auditLinger).
+	busyUntil time.Time
+	// filled, while a Write waits for company, is closed when the queue
+	// holds auditLingerFill records.
+	filled chan struct{}
 }
 
 // auditPending is a record waiting for its commit: its outcome goes to
@@ -140,6 +152,17 @@ type auditPending struct {
 
 // auditMaxGroup bounds the records of one transaction.
 const auditMaxGroup = 256
+
+// A Write that finds no commit under way while Writes arrive faster than
+// commits end (auditGroupQueue.busy) waits up to auditLinger, or until
+// auditLingerFill records are queued, before it commits: one commit
+// then writes the records of several calls instead of one. One call at
+// a time never waits.
+const (
+	auditLinger     = 200 * time.Microsecond
+	auditLingerFill = 8
+	auditBusyFor    = 50 * time.Millisecond
+)
 
 // newAuditStore returns the audit store on db, whose schema is up to
 // date.
@@ -171,6 +194,28 @@ func (s *auditStore) Write(ctx context.Context, r audit.Record) error {
 	}
 	g := &s.group
 	g.mu.Lock()
+	if !g.leading && time.Now().Before(g.busyUntil) {
+		// No commit under way, but others are on their way: this Write
+		// leads the next commit after waiting for company.
+		if err := ctx.Err(); err != nil {
+			g.mu.Unlock()
+			return fmt.Errorf("audit: writing a record: %w", err)
+		}
+		g.leading = true
+		p := &auditPending{r: r, done: make(chan error, 1)}
+		g.queue = append(g.queue, p)
+		filled := make(chan struct{})
+		g.filled = filled
+		g.mu.Unlock()
+		t := time.NewTimer(auditLinger)
+		select {
+		case <-t.C:
+		case <-filled:
+			t.Stop()
+		}
+		s.commitNext(ctx)
+		return <-p.done
+	}
 	if !g.leading {
 		// No commit under way: this record is written at once, like
 		// those of a group whatever becomes of ctx, which the driver
@@ -183,11 +228,15 @@ func (s *auditStore) Write(ctx context.Context, r audit.Record) error {
 		} else {
 			err = fmt.Errorf("audit: writing a record: %w", err)
 		}
-		s.handOff()
+		s.handOff(false)
 		return err
 	}
 	p := &auditPending{r: r, done: make(chan error, 1), lead: make(chan struct{}, 1)}
 	g.queue = append(g.queue, p)
+	if g.filled != nil && len(g.queue) >= auditLingerFill {
+		close(g.filled)
+		g.filled = nil
+	}
 	g.mu.Unlock()
 	select {
 	case err := <-p.done:
@@ -196,22 +245,34 @@ func (s *auditStore) Write(ctx context.Context, r audit.Record) error {
 	}
 	// This Write heads the queue: it commits the queue's first group,
 	// its own record among them, and hands the lead on.
+	s.commitNext(ctx)
+	return <-p.done
+}
+
+// commitNext commits the queue's first group and hands the lead on; the
+// Write that calls it leads, and its record is in the group.
+func (s *auditStore) commitNext(ctx context.Context) {
+	g := &s.group
 	g.mu.Lock()
+	g.filled = nil
 	n := min(len(g.queue), auditMaxGroup)
 	batch := g.queue[:n:n]
 	g.queue = g.queue[n:]
 	g.mu.Unlock()
 	s.commitGroup(context.WithoutCancel(ctx), batch)
-	s.handOff()
-	return <-p.done
+	s.handOff(len(batch) > 1)
 }
 
-// handOff ends a commit: the Write heading the queue leads the next one,
-// or, with nothing queued, the next Write writes at once.
-func (s *auditStore) handOff() {
+// handOff ends a commit, which had company when it wrote several
+// records: the Write heading the queue leads the next one, or, with
+// nothing queued, the next Write leads (see auditGroupQueue.busyUntil).
+func (s *auditStore) handOff(company bool) {
 	g := &s.group
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if company || len(g.queue) > 0 {
+		g.busyUntil = time.Now().Add(auditBusyFor)
+	}
 	if len(g.queue) == 0 {
 		g.queue = nil
 		g.leading = false

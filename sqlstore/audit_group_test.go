@@ -94,3 +94,56 @@ func TestGroupCommitCancelled(t *testing.T) {
 		t.Fatalf("records: %+v", page.Records)
 	}
 }
+
+// TestGroupCommitWaitsForCompany: while Writes arrive faster than
+// commits end, the Write that finds no commit under way waits a little
+// for others before it commits. A lone one is committed when the wait
+// ends, a group when it fills; each Write learns its own record's
+// fate, and one whose context is over is refused without waiting and
+// written by none.
+func TestGroupCommitWaitsForCompany(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "agentcap.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	sqlstore.MarkAuditBusy(db)
+	s := db.Audit()
+	if err := s.Write(ctx, audit.Record{ID: "aud_alone", Event: "execution", Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.Write(done, audit.Record{ID: "aud_cancelled", Event: "execution", Outcome: "ok"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled Write: %v, want context.Canceled", err)
+	}
+	const writers, each = 16, 10
+	var wg sync.WaitGroup
+	errs := make([]error, writers*each)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				errs[w*each+i] = s.Write(ctx, audit.Record{ID: fmt.Sprintf("aud_%02d_%02d", w, i), Event: "execution", Outcome: "ok"})
+			}
+		})
+	}
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil {
+			t.Errorf("record %d of writer %d: %v", k%each, k/each, err)
+		}
+	}
+	page, err := s.Query(ctx, audit.Query{Limit: audit.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, r := range page.Records {
+		ids[r.ID] = true
+	}
+	if len(page.Records) != writers*each+1 || !ids["aud_alone"] || ids["aud_cancelled"] {
+		t.Fatalf("%d records read back (aud_alone %v, aud_cancelled %v); want %d with aud_alone and without aud_cancelled",
+			len(page.Records), ids["aud_alone"], ids["aud_cancelled"], writers*each+1)
+	}
+}
