@@ -21,10 +21,11 @@ import (
 
 // TestThroughput measures one bank instance answering verified executes
 // (check_balance and list_accounts in turn, each with a fresh agent JWT)
-// in closed loop at concurrency 1, 16 and 64, over three stores: memory
-// (the bank with -directory), SQLite (provider mode, -db) and PostgreSQL
-// with Redis (provider mode, -postgres and -redis, when
-// AGENTCAP_POSTGRES_DSN and AGENTCAP_REDIS_ADDR are set). Each cell is
+// in closed loop at concurrency 1, 16 and 64, in four modes: a resource
+// server trusting a directory file (-directory: no provider, no audit
+// trail), the bank as its own provider with every store in memory
+// (-memory), on SQLite (-db) and on PostgreSQL with Redis (-postgres and
+// -redis, when AGENTCAP_POSTGRES_DSN and AGENTCAP_REDIS_ADDR are set). Each cell is
 // the median of THROUGHPUT_RUNS runs (default 3) of THROUGHPUT_SECONDS
 // (default 10) after a warm-up; CPU time per request is the bank
 // process's (from /proc) and the load generator's own (getrusage). The
@@ -64,6 +65,7 @@ func TestThroughput(t *testing.T) {
 			return loadgen.FromDirectory(directory, []loadgen.DirectoryAgent{{ID: "agt_alice", KeyFile: filepath.Join(testdata, "alice-agent.key.json")}},
 				url, loadgen.DemoAccounts[0], "500")
 		}},
+		{"provider in memory (-memory)", []string{"-memory", "-limits", "off", "-dev-presence-code"}, register},
 		{"SQLite (-db)", []string{"-db", "bank.db", "-limits", "off", "-dev-presence-code"}, register},
 	}
 	if dsn, addr := os.Getenv("AGENTCAP_POSTGRES_DSN"), os.Getenv("AGENTCAP_REDIS_ADDR"); dsn != "" && addr != "" {

@@ -9,6 +9,11 @@
 //
 //	go run ./examples/bank [-addr 127.0.0.1:8080] [-issuer URL] [-db bank.db]
 //
+// With -memory instead of -db, they are all kept in memory and lost at
+// exit, with confirmation tokens, jobs and idempotency keys: the same
+// bank with nothing written to disk, to try it or to measure what its
+// stores cost.
+//
 // The approval page is {issuer}/approve and the development login /login.
 // Every transfer must be confirmed (a token from its preview); one that
 // debits more than 1000 in the source account's currency waits for the
@@ -115,6 +120,7 @@ import (
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/examples/bank/bank"
 	"github.com/agentcap/agentcap/httpx"
@@ -131,6 +137,7 @@ type config struct {
 	issuer            string
 	directory         string
 	db                string
+	memory            bool
 	allowLoopbackJWKS bool
 	debug             bool
 	devPresenceCode   bool
@@ -144,7 +151,7 @@ type config struct {
 	fetchRoots        string
 }
 
-const usageText = `usage: bank [-addr HOST:PORT] [-issuer URL] [-db FILE | -postgres DSN] [-redis HOST:PORT]
+const usageText = `usage: bank [-addr HOST:PORT] [-issuer URL] [-db FILE | -postgres DSN | -memory] [-redis HOST:PORT]
             [-secret-file FILE] [-limits LIMITS] [-forwarded-for] [-oauth-dynamic-registration]
             [-oauth-access-lifetime DURATION]
             [-dev-allow-loopback-jwks] [-dev-fetch-roots FILE] [-dev-presence-code] [-debug]
@@ -153,7 +160,8 @@ const usageText = `usage: bank [-addr HOST:PORT] [-issuer URL] [-db FILE | -post
 bank serves the example bank's capabilities to Agent Auth agents. Without
 -directory it is also their Agent Auth provider, storing hosts, agents and
 grants in the SQLite database -db, with a development sign-in (no
-password) for its approval page. Approving transfers, and confirming big
+password) for its approval page; -memory keeps them in memory instead,
+lost at exit, with the audit trail, tokens, jobs and keys. Approving transfers, and confirming big
 ones, takes the user's passkey, which browsers offer only on a host name
 (hence the default issuer http://localhost:8080). MCP hosts connect to
 its /mcp endpoint with OAuth: the bank is their authorization server,
@@ -179,6 +187,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.issuer, "issuer", "", "issuer URL; capabilities are served at its path (default http://localhost:PORT on a loopback -addr, since browsers offer passkeys only on a host name, else http:// + addr)")
 	fs.StringVar(&c.directory, "directory", "", "JSON file of the hosts and agents the bank trusts; without it the bank is its own provider")
 	fs.StringVar(&c.db, "db", "bank.db", "SQLite database of the provider's hosts, agents and grants (without -directory)")
+	fs.BoolVar(&c.memory, "memory", false, "keep the provider's records, the audit trail, confirmation tokens, jobs and idempotency keys in memory instead of -db, all lost at exit (for trying the bank and measuring it)")
 	fs.BoolVar(&c.allowLoopbackJWKS, "dev-allow-loopback-jwks", false, "fetch agent JWKS URLs and OAuth client metadata documents on loopback addresses, JWKS over plain http too (development only)")
 	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL DSN for the provider's records, the accounts and ledger, jobs and (without -redis) idempotency keys and confirmation tokens, instead of -db (provider mode)")
 	fs.StringVar(&c.redis, "redis", "", "Redis address (host:port) for the replay cache, rate limits, idempotency keys and confirmation tokens, shared by every instance (provider mode)")
@@ -205,6 +214,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	dbSet := false
+	fs.Visit(func(f *flag.Flag) { dbSet = dbSet || f.Name == "db" })
+	if c.memory && (c.directory != "" || c.postgres != "" || c.redis != "" || dbSet) {
+		return bad("-memory keeps one provider instance's stores in memory: it does not go with -directory, -db, -postgres or -redis")
 	}
 	if c.directory == "" && c.db == "" && c.postgres == "" {
 		return bad("-db must name a file when the bank is its own provider (no -directory) without -postgres")
@@ -298,8 +312,11 @@ func run(args []string, stderr io.Writer) int {
 	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.issuer))
 	if cfg.directory == "" {
 		where := slog.String("db", cfg.db)
-		if cfg.postgres != "" {
+		switch {
+		case cfg.postgres != "":
 			where = slog.String("store", "postgres")
+		case cfg.memory:
+			where = slog.String("store", "memory")
 		}
 		logger.Info("agents are approved at "+cfg.issuer+provider.PathApprove, where)
 		logger.Info("development sign-in without password at " + devLoginURL(cfg.issuer) + ": sign in as Alice (user_alice, accounts acc_123 and acc_124) or Bob (user_bob)")
@@ -439,6 +456,9 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		db     *sqlstore.DB
 		ledger bank.Ledger = bank.NewStore()
 	)
+	if cfg.memory {
+		return newServerOn(ctx, cfg, sh, nil, store.NewMemory(nil), audit.NewMemory(nil), ledger, logger, debug)
+	}
 	if sh.pool != nil {
 		// Every instance on the database sees the same records, moves
 		// the same money and polls the same jobs.
@@ -453,14 +473,23 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 	}
 	// The provider's records, the audit trail, confirmation tokens, jobs
 	// and idempotency keys share the one database.
-	st := db.Provider()
+	return newServerOn(ctx, cfg, sh, db, db.Provider(), openAudit(ctx, db, logger), ledger, logger, debug)
+}
+
+// newServerOn is newProviderServer on its stores: db (nil for -memory,
+// which keeps tokens, jobs and keys in memory too), the provider's
+// records st and the audit trail.
+func newServerOn(ctx context.Context, cfg config, sh *shared, db *sqlstore.DB, st store.Store, trail audit.Store,
+	ledger bank.Ledger, logger, debug *slog.Logger) (*http.Server, func() error, error) {
+	closeStores := sh.close
+	if db != nil {
+		closeStores = func() error { return errors.Join(db.Close(), sh.close()) }
+	}
 	stores := bank.Stores{SQL: db, Redis: sh.rs}
 	confirmer, err := bank.NewConfirmer(ctx, stores)
 	if err != nil {
-		return nil, func() error { return errors.Join(db.Close(), sh.close()) }, err
+		return nil, closeStores, err
 	}
-	trail := openAudit(ctx, db, logger)
-	closeStores := func() error { return errors.Join(db.Close(), sh.close()) }
 	reg, err := bank.NewRegistry()
 	if err != nil {
 		return nil, closeStores, err

@@ -340,3 +340,52 @@ func restartBank(t *testing.T, bin, base, db string) *bankProcess {
 	t.Fatalf("the restarted bank did not serve within 30s:\n%s", p.logs)
 	return nil
 }
+
+// TestProviderModeInMemory: with -memory the bank is its own provider
+// with every store in memory: an agent approved over HTTP executes, and
+// no file is written. -memory refuses the flags that name other stores.
+func TestProviderModeInMemory(t *testing.T) {
+	bin := buildBank(t)
+	dir := t.TempDir()
+	args := func(addr, url string) []string {
+		return []string{"-addr", addr, "-issuer", url, "-memory", "-dev-presence-code"}
+	}
+	p := startBankIn(t, bin, dir, args)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := client.New(client.Config{AllowInsecureLoopback: true, Keys: client.NewMemoryKeyStore(), HostName: "test host"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var approveErr error
+	a, _, err := cl.Connect(ctx, p.url, client.ConnectOptions{
+		Name:         "balance reader",
+		Mode:         agentcap.ModeDelegated,
+		Capabilities: []client.CapabilityRequest{{Name: "check_balance"}},
+		OnApproval: func(ap client.Approval) {
+			approveErr = approve(p.url, "user_alice", ap.UserCode, "check_balance")
+		},
+	})
+	if approveErr != nil || err != nil {
+		t.Fatalf("connect: %v, approving: %v\n%s", err, approveErr, p.logs)
+	}
+	if _, err := a.Execute(ctx, "check_balance", map[string]string{"account_id": "acc_123"}); err != nil {
+		t.Fatalf("execute: %v\n%s", err, p.logs)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("the bank in memory wrote %v (%v)", entries, err)
+	}
+	if !strings.Contains(p.logs.String(), "store=memory") {
+		t.Errorf("the bank's log does not say where it keeps its records:\n%s", p.logs)
+	}
+
+	for _, extra := range [][]string{{"-db", "x.db"}, {"-postgres", "postgres://127.0.0.1/x"}, {"-redis", "127.0.0.1:1"}, {"-directory", "agents.json"}} {
+		cmd := exec.Command(bin, append([]string{"-memory"}, extra...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "-memory") {
+			t.Errorf("-memory %s: %v\n%s", strings.Join(extra, " "), err, out)
+		}
+	}
+}
