@@ -45,6 +45,21 @@ var auditCreateTable = []string{
 	`CREATE INDEX ` + auditTable + `_event ON ` + auditTable + ` (event, at, id)`,
 }
 
+// auditDropFilterIndexes drops the indexes that version 5 made for
+// queries by agent, capability or event alone. Each index is one more
+// B-tree that every record's insert and commit writes to: the three took
+// about half the cost of a record on SQLite. The trail keeps its time
+// order (at, id) and each user's records (user_id, at, id), which the
+// provider's Activity page reads; a query by agent, capability or event
+// reads those newest first and filters, which is quick while the value
+// is common among the records it reads. An application that often asks
+// for rare ones can create an index of its own on the table.
+var auditDropFilterIndexes = []string{
+	`DROP INDEX IF EXISTS ` + auditTable + `_agent`,
+	`DROP INDEX IF EXISTS ` + auditTable + `_capability`,
+	`DROP INDEX IF EXISTS ` + auditTable + `_event`,
+}
+
 // auditStore is the audit trail (audit.Store): one append-only table,
 // times as Unix microseconds, pages by (time, id) newest first. Its
 // records are only ever appended (a trigger refuses updates) and deleted

@@ -68,6 +68,9 @@ var steps = []step{
 	providerStep(3, "0003_call_confirmations.sql"),
 	providerStep(4, "0004_passkeys.sql"),
 	providerStep(5, "0005_oauth_client.sql"),
+	// 11: the audit trail keeps the indexes of its time order and of
+	// each user's records only (see auditFilterIndexes).
+	{stmts: func(*dialect) []string { return auditDropFilterIndexes }},
 }
 
 // firstProviderVersion is the version of the provider's first step.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,9 @@ func check(t *testing.T, db *sqlstore.DB, again bool) {
 		t.Errorf("jobs: %+v %v", j, err)
 	}
 	checkVersions(t, db.SQL())
+	if got := auditIndexes(t, db.SQL()); !slices.Equal(got, []string{"agentcap_audit_at", "agentcap_audit_user"}) {
+		t.Errorf("audit indexes %q", got)
+	}
 	if _, err := db.SQL().ExecContext(ctx, `UPDATE `+sqlstore.AuditTable+` SET outcome = 'x'`); err == nil || !strings.Contains(err.Error(), "append-only") {
 		t.Errorf("update of the audit trail: %v, want the append-only refusal", err)
 	}

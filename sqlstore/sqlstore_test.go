@@ -2,7 +2,9 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -133,6 +135,47 @@ func TestAuditAppendOnly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The audit trail's indexes are its time order and each user's records,
+// on either database, new or brought up from a version that indexed
+// agents, capabilities and events too.
+func TestAuditIndexes(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			if got := auditIndexes(t, b.fresh(t)(t).SQL()); !slices.Equal(got, []string{"agentcap_audit_at", "agentcap_audit_user"}) {
+				t.Errorf("indexes %q", got)
+			}
+		})
+	}
+}
+
+// auditIndexes lists the names of the audit table's indexes but its
+// primary key's, sorted.
+func auditIndexes(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	q := `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '` + sqlstore.AuditTable + `' AND name NOT LIKE 'sqlite_autoindex_%'`
+	if _, err := db.Exec(`SELECT 1 FROM sqlite_master LIMIT 1`); err != nil {
+		q = `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = '` + sqlstore.AuditTable + `' AND indexname NOT LIKE '%_pkey'`
+	}
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Sweep deletes forgotten confirmation tokens and expired idempotency
