@@ -63,8 +63,9 @@ var auditDropFilterIndexes = []string{
 // auditStore is the audit trail (audit.Store): one append-only table,
 // times as Unix microseconds, pages by (time, id) newest first. Its
 // records are only ever appended (a trigger refuses updates) and deleted
-// by age by Sweep. On SQLite the records of concurrent Writes are
-// committed together (group commit): a Write that finds no commit under
+// by age by Sweep. The records of concurrent Writes are committed
+// together (group commit; on PostgreSQL by one INSERT of several rows,
+// on SQLite in one transaction on a connection kept for it): a Write that finds no commit under
 // way writes its record at once (or, while Writes arrive faster than
 // commits end, after waiting up to auditLinger for company); the records
 // that arrive meanwhile queue, and when a commit ends the first of them
@@ -82,6 +83,8 @@ type auditStore struct {
 
 	// group is the queue of a group commit (dialect.groupCommit).
 	group auditGroupQueue
+	// rowsSQL holds the texts of insertRows by number of records.
+	rowsSQL sync.Map
 	// writer, when the DB owns its pool (OpenSQLite), is the connection
 	// group commits write on: the commits are one at a time anyway, and
 	// on one connection the pages they touch stay in its cache, where
@@ -193,7 +196,7 @@ func newAuditStore(db *sql.DB, d *dialect) *auditStore {
 func (*auditStore) Close() error { return nil }
 
 // Write implements audit.Sink. It returns once the record is committed,
-// or with the error that kept it from being. Under group commit (SQLite) a
+// or with the error that kept it from being. Under group commit a
 // record is written whatever becomes of ctx once ctx has been found live
 // (one that waits for a group is committed with it), and its Write waits
 // for that commit: the driver is given a context that is never
@@ -316,6 +319,15 @@ func (s *auditStore) commitGroup(ctx context.Context, batch []*auditPending) {
 // insertAll inserts the records of batch in one transaction, through
 // one statement.
 func (s *auditStore) insertAll(ctx context.Context, batch []*auditPending) (err error) {
+	if s.d.groupInsert {
+		args := make([]any, 0, 16*len(batch))
+		var a [16]any
+		for _, p := range batch {
+			args = append(args, auditRecordArgs(p.r, &a)...)
+		}
+		_, err := s.db.ExecContext(ctx, s.insertRows(len(batch)), args...)
+		return err
+	}
 	if w := s.writer; w != nil {
 		defer func() { s.writerFailed(ctx, err) }()
 		tx, err := w.conn.BeginTx(ctx, nil)
@@ -333,6 +345,24 @@ func (s *auditStore) insertAll(ctx context.Context, batch []*auditPending) (err 
 		st = tx.StmtContext(ctx, prepared)
 	}
 	return s.insertInTx(ctx, tx, st, batch)
+}
+
+// insertRows is the INSERT of n records in one statement.
+func (s *auditStore) insertRows(n int) string {
+	if q, ok := s.rowsSQL.Load(n); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO ` + auditTable + ` (` + auditColumns + `) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?" + strings.Repeat(", ?", 15) + ")")
+	}
+	q := s.d.q(b.String())
+	s.rowsSQL.Store(n, q)
+	return q
 }
 
 // insertInTx inserts the records of batch in tx, through st when it is

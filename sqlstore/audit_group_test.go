@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -23,13 +24,18 @@ func sqliteAudit(t *testing.T) audit.Store {
 	return db.Audit()
 }
 
-// TestGroupCommit: on SQLite, concurrent Writes are committed together, and each
+// TestGroupCommit: concurrent Writes are committed together, and each
 // learns its own record's fate: every record written returns nil and is
 // read back, and a record whose id is taken fails alone with
 // ErrDuplicateID while the others of its group are kept.
 func TestGroupCommit(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { testGroupCommit(t, b.fresh(t)(t).Audit()) })
+	}
+}
+
+func testGroupCommit(t *testing.T, s audit.Store) {
 	ctx := context.Background()
-	s := sqliteAudit(t)
 	if err := s.Write(ctx, audit.Record{ID: "aud_taken", Event: "execution", Outcome: "ok"}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,5 +151,39 @@ func TestGroupCommitWaitsForCompany(t *testing.T) {
 	if len(page.Records) != writers*each+1 || !ids["aud_alone"] || ids["aud_cancelled"] {
 		t.Fatalf("%d records read back (aud_alone %v, aud_cancelled %v); want %d with aud_alone and without aud_cancelled",
 			len(page.Records), ids["aud_alone"], ids["aud_cancelled"], writers*each+1)
+	}
+}
+
+// A group of records is written whole by one commit (one INSERT of
+// several rows on PostgreSQL), or not at all when one of them cannot be.
+func TestGroupInsert(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := b.fresh(t)(t)
+			rec := func(id string) audit.Record {
+				return audit.Record{ID: id, Event: "execution", Outcome: "ok", UserID: "u", Arguments: []byte(`{"n":1}`)}
+			}
+			if err := sqlstore.AuditInsertGroup(ctx, db, rec("a1"), rec("a2"), rec("a3")); err != nil {
+				t.Fatal(err)
+			}
+			if err := sqlstore.AuditInsertGroup(ctx, db, rec("a4"), rec("a2")); err == nil {
+				t.Fatal("a group with a taken id was written")
+			}
+			page, err := db.Audit().Query(ctx, audit.Query{UserID: "u"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, r := range page.Records {
+				ids = append(ids, r.ID)
+				if string(r.Arguments) != `{"n":1}` {
+					t.Errorf("record %s: arguments %s", r.ID, r.Arguments)
+				}
+			}
+			if !slices.Equal(ids, []string{"a3", "a2", "a1"}) {
+				t.Errorf("records %q, want a3, a2, a1", ids)
+			}
+		})
 	}
 }

@@ -16,8 +16,13 @@ type dialect struct {
 	// again; pgx caches statements itself).
 	prepare bool
 	// groupCommit has the audit store write concurrent records in one
-	// transaction (SQLite's single writer).
+	// transaction: SQLite has a single writer, and a commit on
+	// PostgreSQL is a round trip of its own.
 	groupCommit bool
+	// groupInsert writes a group of audit records with one INSERT of
+	// several rows, one round trip, instead of one INSERT each in a
+	// transaction (for a database over the network).
+	groupInsert bool
 	// locks run first in the migrating transaction.
 	locks []func(context.Context, *sql.Tx) error
 	// auditSchema creates the audit table, its indexes and the trigger
@@ -82,6 +87,8 @@ BEGIN
 END
 $$`,
 		`CREATE TRIGGER `+auditTable+`_append_only BEFORE UPDATE ON `+auditTable+` FOR EACH ROW EXECUTE FUNCTION `+auditTable+`_refuse_update()`),
+	groupCommit:      true,
+	groupInsert:      true,
 	isUnique:         postgresProvider.IsUnique,
 	tableExistsQuery: `SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1`,
 	provider:         postgresProvider,

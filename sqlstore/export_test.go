@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/audit"
 )
 
 // For the tests: the names of two tables and the number of versions.
@@ -64,4 +65,18 @@ func MarkAuditBusy(db *DB) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.busyUntil = time.Now().Add(time.Hour)
+}
+
+// AuditInsertGroup writes rs as one group commit writes them, all or
+// none.
+func AuditInsertGroup(ctx context.Context, db *DB, rs ...audit.Record) error {
+	batch := make([]*auditPending, len(rs))
+	for i, r := range rs {
+		r, err := audit.Prepare(r, time.Now())
+		if err != nil {
+			return err
+		}
+		batch[i] = &auditPending{r: r}
+	}
+	return db.audit.insertAll(ctx, batch)
 }
