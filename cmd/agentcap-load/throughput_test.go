@@ -25,7 +25,8 @@ import (
 // server trusting a directory file (-directory: no provider, no audit
 // trail), the bank as its own provider with every store in memory
 // (-memory), on SQLite (-db) and on PostgreSQL with Redis (-postgres and
-// -redis, when AGENTCAP_POSTGRES_DSN and AGENTCAP_REDIS_ADDR are set). Each cell is
+// -redis, when AGENTCAP_POSTGRES_DSN and AGENTCAP_REDIS_ADDR are set).
+// The banks run side by side and the rounds alternate between them. Each cell is
 // the median of THROUGHPUT_RUNS runs (default 3) of THROUGHPUT_SECONDS
 // (default 10) after a warm-up; CPU time per request is the bank
 // process's (from /proc) and the load generator's own (getrusage). The
@@ -77,34 +78,62 @@ func TestThroughput(t *testing.T) {
 		"| store | concurrency | requests/s | p50 ms | p99 ms | bank CPU µs/request | load CPU µs/request |",
 		"|---|---|---|---|---|---|---|",
 	}
-	for _, m := range modes {
+	// Every mode's bank runs from the start, idle but for its turn: the
+	// rounds alternate between the modes, so that what the machine does
+	// meanwhile weighs on each alike.
+	type bankRun struct {
+		url    string
+		proc   *os.Process
+		agents []*loadgen.Agent
+	}
+	banks := make([]bankRun, len(modes))
+	for i, m := range modes {
 		url, proc := startBankProcess(t, m.args...)
 		agents, err := m.agents(url)
 		if err != nil {
 			t.Fatalf("%s: agents: %v", m.name, err)
 		}
-		run := func(conc int, d time.Duration) (rps, p50, p99, bankCPU, loadCPU float64) {
-			b0, l0 := procCPU(t, proc.Pid), selfCPU()
-			s, err := loadgen.Run(context.Background(), loadgen.Options{Target: url, Agents: agents, Mix: loadgen.Mix{Read: 1},
-				Concurrency: conc, Duration: d, Seed: uint64(conc)})
-			if err != nil {
-				t.Fatalf("%s at %d: %v", m.name, conc, err)
-			}
-			b1, l1 := procCPU(t, proc.Pid), selfCPU()
-			if s.All.Unexpected != 0 {
-				t.Fatalf("%s at %d: %d unexpected answers: %v", m.name, conc, s.All.Unexpected, s.Kinds[loadgen.KindRead].Samples)
-			}
-			n := float64(s.Requests)
-			return n / s.Seconds, s.All.Latency.P50, s.All.Latency.P99, (b1 - b0).Seconds() * 1e6 / n, (l1 - l0).Seconds() * 1e6 / n
+		banks[i] = bankRun{url, proc, agents}
+	}
+	type sample struct{ rps, p50, p99, bank, load []float64 }
+	samples := make(map[[2]int]*sample)
+	run := func(i, conc int, d time.Duration) {
+		b, name := banks[i], modes[i].name
+		b0, l0 := procCPU(t, b.proc.Pid), selfCPU()
+		s, err := loadgen.Run(context.Background(), loadgen.Options{Target: b.url, Agents: b.agents, Mix: loadgen.Mix{Read: 1},
+			Concurrency: conc, Duration: d, Seed: uint64(conc)})
+		if err != nil {
+			t.Fatalf("%s at %d: %v", name, conc, err)
 		}
-		run(16, 3*time.Second) // warm-up
+		b1, l1 := procCPU(t, b.proc.Pid), selfCPU()
+		if s.All.Unexpected != 0 {
+			t.Fatalf("%s at %d: %d unexpected answers: %v", name, conc, s.All.Unexpected, s.Kinds[loadgen.KindRead].Samples)
+		}
+		n := float64(s.Requests)
+		k := [2]int{i, conc}
+		if samples[k] == nil {
+			samples[k] = &sample{}
+		}
+		x := samples[k]
+		x.rps, x.p50, x.p99 = append(x.rps, n/s.Seconds), append(x.p50, s.All.Latency.P50), append(x.p99, s.All.Latency.P99)
+		x.bank, x.load = append(x.bank, (b1-b0).Seconds()*1e6/n), append(x.load, (l1-l0).Seconds()*1e6/n)
+	}
+	for i := range modes {
+		run(i, 16, 3*time.Second) // warm-up
+	}
+	clear(samples)
+	for range runs {
 		for _, conc := range concurrencies {
-			var rps, p50, p99, bank, load []float64
-			for range runs {
-				a, b, c, d, e := run(conc, time.Duration(seconds)*time.Second)
-				rps, p50, p99, bank, load = append(rps, a), append(p50, b), append(p99, c), append(bank, d), append(load, e)
+			for i := range modes {
+				run(i, conc, time.Duration(seconds)*time.Second)
 			}
-			line := fmt.Sprintf("| %s | %d | %.0f | %.1f | %.1f | %.0f | %.0f |", m.name, conc, median(rps), median(p50), median(p99), median(bank), median(load))
+		}
+	}
+	for i, m := range modes {
+		for _, conc := range concurrencies {
+			x := samples[[2]int{i, conc}]
+			line := fmt.Sprintf("| %s | %d | %.0f | %.1f | %.1f | %.0f | %.0f |", m.name, conc,
+				median(x.rps), median(x.p50), median(x.p99), median(x.bank), median(x.load))
 			t.Log(line)
 			table = append(table, line)
 		}
