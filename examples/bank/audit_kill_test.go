@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/audit"
-	"github.com/agentcap/agentcap/client"
 	"github.com/agentcap/agentcap/sqlstore"
 )
 
@@ -32,22 +31,7 @@ func TestAuditSurvivesKill(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := client.New(client.Config{AllowInsecureLoopback: true, Keys: client.NewMemoryKeyStore(), HostName: "test host"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var approveErr error
-	a, _, err := cl.Connect(ctx, p.url, client.ConnectOptions{
-		Name:         "balance reader",
-		Mode:         agentcap.ModeDelegated,
-		Capabilities: []client.CapabilityRequest{{Name: "check_balance"}},
-		OnApproval: func(ap client.Approval) {
-			approveErr = approve(p.url, "user_alice", ap.UserCode, "check_balance")
-		},
-	})
-	if approveErr != nil || err != nil {
-		t.Fatalf("connect: %v, approving: %v\n%s", err, approveErr, p.logs)
-	}
+	a, _ := connectBalanceReader(ctx, t, p)
 	disc, err := a.Provider(ctx)
 	if err != nil {
 		t.Fatal(err)

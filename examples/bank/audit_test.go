@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/audit"
-	"github.com/agentcap/agentcap/client"
 	"github.com/agentcap/agentcap/sqlstore"
 )
 
@@ -23,21 +21,7 @@ func TestAuditTrail(t *testing.T) {
 	p := startProviderBank(t, bin, db)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := client.New(client.Config{AllowInsecureLoopback: true, Keys: client.NewMemoryKeyStore(), HostName: "test host"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var approveErr error
-	a, st, err := cl.Connect(ctx, p.url, client.ConnectOptions{
-		Name: "balance reader", Mode: agentcap.ModeDelegated,
-		Capabilities: []client.CapabilityRequest{{Name: "check_balance"}},
-		OnApproval: func(ap client.Approval) {
-			approveErr = approve(p.url, "user_alice", ap.UserCode, "check_balance")
-		},
-	})
-	if err != nil || approveErr != nil {
-		t.Fatalf("connect: %v, approve: %v\n%s", err, approveErr, p.logs)
-	}
+	a, st := connectBalanceReader(ctx, t, p)
 	if _, err := a.Execute(ctx, "check_balance", map[string]string{"account_id": "acc_123"}); err != nil {
 		t.Fatalf("execute: %v", err)
 	}

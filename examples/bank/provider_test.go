@@ -353,22 +353,7 @@ func TestProviderModeInMemory(t *testing.T) {
 	p := startBankIn(t, bin, dir, args)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := client.New(client.Config{AllowInsecureLoopback: true, Keys: client.NewMemoryKeyStore(), HostName: "test host"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var approveErr error
-	a, _, err := cl.Connect(ctx, p.url, client.ConnectOptions{
-		Name:         "balance reader",
-		Mode:         agentcap.ModeDelegated,
-		Capabilities: []client.CapabilityRequest{{Name: "check_balance"}},
-		OnApproval: func(ap client.Approval) {
-			approveErr = approve(p.url, "user_alice", ap.UserCode, "check_balance")
-		},
-	})
-	if approveErr != nil || err != nil {
-		t.Fatalf("connect: %v, approving: %v\n%s", err, approveErr, p.logs)
-	}
+	a, _ := connectBalanceReader(ctx, t, p)
 	if _, err := a.Execute(ctx, "check_balance", map[string]string{"account_id": "acc_123"}); err != nil {
 		t.Fatalf("execute: %v\n%s", err, p.logs)
 	}
@@ -388,4 +373,27 @@ func TestProviderModeInMemory(t *testing.T) {
 			t.Errorf("-memory %s: %v\n%s", strings.Join(extra, " "), err, out)
 		}
 	}
+}
+
+// connectBalanceReader connects a new agent of a new host to the bank p
+// with check_balance, which Alice approves on the approval page.
+func connectBalanceReader(ctx context.Context, t *testing.T, p *bankProcess) (*client.Agent, *client.AgentStatus) {
+	t.Helper()
+	cl, err := client.New(client.Config{AllowInsecureLoopback: true, Keys: client.NewMemoryKeyStore(), HostName: "test host"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var approveErr error
+	a, st, err := cl.Connect(ctx, p.url, client.ConnectOptions{
+		Name:         "balance reader",
+		Mode:         agentcap.ModeDelegated,
+		Capabilities: []client.CapabilityRequest{{Name: "check_balance"}},
+		OnApproval: func(ap client.Approval) {
+			approveErr = approve(p.url, "user_alice", ap.UserCode, "check_balance")
+		},
+	})
+	if approveErr != nil || err != nil {
+		t.Fatalf("connect: %v, approving: %v\n%s", err, approveErr, p.logs)
+	}
+	return a, st
 }
