@@ -84,6 +84,20 @@ func (c *committed) Error() string { return c.err.Error() }
 // tx runs fn in a write transaction. fn's error rolls back, unless it is
 // a *committed, whose inner error is returned after the commit.
 func (s *providerStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.txThen(ctx, s.changed, fn)
+}
+
+// changed ends every record the store's cache holds.
+func (s *providerStore) changed() {
+	if s.cache != nil {
+		s.cache.changed()
+	}
+}
+
+// txThen is tx, calling ended once the transaction is over (committed
+// or not) instead of ending every cached record: for writes that change
+// less than the whole store.
+func (s *providerStore) txThen(ctx context.Context, ended func(), fn func(tx *sql.Tx) error) error {
 	if s.d.SerializeWrites {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
@@ -92,11 +106,9 @@ func (s *providerStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error
 	if err != nil {
 		return fmt.Errorf("store: %s: begin: %w", s.d.Name, err)
 	}
-	if s.cache != nil {
-		// Whatever becomes of the transaction, the records cached
-		// before it ends are not served after.
-		defer s.cache.changed()
-	}
+	// Whatever becomes of the transaction, the records cached before it
+	// ends are not served after.
+	defer ended()
 	err = fn(tx)
 	var keep *committed
 	if err != nil && !errors.As(err, &keep) {
@@ -213,11 +225,15 @@ func (s *providerStore) GetHost(ctx context.Context, id string) (*store.Host, er
 	if s.cache == nil {
 		return s.hostWhere(ctx, "host", id, `id = ?`, id)
 	}
+	if err := ctx.Err(); err != nil {
+		// As a read from the database would.
+		return nil, s.dbErr(err)
+	}
 	now := s.now()
 	if h := s.cache.host(id, now); h != nil {
 		return h, nil
 	}
-	gen := s.cache.generation()
+	gen := s.cache.hostGeneration()
 	h, err := s.hostWhere(ctx, "host", id, `id = ?`, id)
 	if err == nil {
 		s.cache.keepHost(gen, h, now)
@@ -540,11 +556,15 @@ func (s *providerStore) GetAgent(ctx context.Context, id string) (*store.Agent, 
 	if s.cache == nil {
 		return s.oneAgent(ctx, nil, "agent", id, `a.id = ?`, id)
 	}
+	if err := ctx.Err(); err != nil {
+		// As a read from the database would.
+		return nil, s.dbErr(err)
+	}
 	now := s.now()
 	if a := s.cache.agent(id, now); a != nil {
 		return a, nil
 	}
-	gen := s.cache.generation()
+	gen := s.cache.agentGeneration(id)
 	a, err := s.oneAgent(ctx, nil, "agent", id, `a.id = ?`, id)
 	if err == nil {
 		s.cache.keepAgent(gen, a, now)
@@ -670,7 +690,12 @@ const (
 // user and clocks (and its grants when grants is set). An error from fn
 // rolls back, unless fn changed the status, which is then kept.
 func (s *providerStore) changeAgent(ctx context.Context, id string, grants bool, fn func(a *store.Agent) error) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	ended := s.changed
+	if s.cache != nil {
+		// It writes agent id's row and grants, nothing else.
+		ended = func() { s.cache.changedAgent(id) }
+	}
+	return s.txThen(ctx, ended, func(tx *sql.Tx) error {
 		a, err := s.lockAgent(ctx, tx, id)
 		if err != nil {
 			return err

@@ -26,30 +26,48 @@ const readCacheMaxEntries = 4096
 // while a write was under way is never served once that write has
 // returned. Records are copied in and out: callers may change what they
 // are given.
+//
+// A write that changes one agent's row and grants only (changeAgent:
+// activation, reactivation, the touch of every verified request once a
+// second) ends that agent's record alone, through a generation of its
+// own (agentGen), so that the touches of many agents do not empty the
+// cache for all.
 type readCache struct {
-	mu     sync.Mutex
-	gen    uint64
-	agents map[string]cachedRecord[store.Agent]
-	hosts  map[string]cachedRecord[store.Host]
+	mu       sync.Mutex
+	gen      uint64
+	agentGen map[string]uint64
+	agents   map[string]cachedRecord[store.Agent]
+	hosts    map[string]cachedRecord[store.Host]
 }
 
-// cachedRecord is a record with the generation and time it was read at.
+// cachedRecord is a record with the generations and time it was read at.
 type cachedRecord[T any] struct {
 	v   *T
-	gen uint64
+	gen cacheGen
 	at  time.Time
 }
 
+// cacheGen is the store's generation and the record's own (an agent's;
+// zero for hosts) at a read.
+type cacheGen struct{ all, own uint64 }
+
 func newReadCache() *readCache {
-	return &readCache{agents: map[string]cachedRecord[store.Agent]{}, hosts: map[string]cachedRecord[store.Host]{}}
+	return &readCache{agentGen: map[string]uint64{},
+		agents: map[string]cachedRecord[store.Agent]{}, hosts: map[string]cachedRecord[store.Host]{}}
 }
 
-// generation is the generation a read about to ask the database is
-// valid for.
-func (c *readCache) generation() uint64 {
+// agentGeneration and hostGeneration are the generations a read of the
+// agent or host id about to ask the database is valid for.
+func (c *readCache) agentGeneration(id string) cacheGen {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.gen
+	return cacheGen{c.gen, c.agentGen[id]}
+}
+
+func (c *readCache) hostGeneration() cacheGen {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return cacheGen{all: c.gen}
 }
 
 // changed ends every cached record: a write transaction has ended.
@@ -57,49 +75,70 @@ func (c *readCache) changed() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
+	clear(c.agentGen)
 	clear(c.agents)
 	clear(c.hosts)
 }
 
-func (c *readCache) agent(id string, now time.Time) *store.Agent {
-	return lookup(c, c.agents, id, now, store.CloneAgent)
+// changedAgent ends the cached record of agent id: a write transaction
+// that changed that agent alone has ended.
+func (c *readCache) changedAgent(id string) {
+	c.mu.Lock()
+	if len(c.agentGen) >= readCacheMaxEntries {
+		c.mu.Unlock()
+		c.changed()
+		return
+	}
+	defer c.mu.Unlock()
+	c.agentGen[id]++
+	delete(c.agents, id)
 }
 
-func (c *readCache) keepAgent(gen uint64, a *store.Agent, now time.Time) {
-	keep(c, c.agents, gen, a.ID, store.CloneAgent(a), now)
+func (c *readCache) agent(id string, now time.Time) *store.Agent {
+	c.mu.Lock()
+	r, ok := c.agents[id]
+	ok = ok && r.gen == cacheGen{c.gen, c.agentGen[id]}
+	c.mu.Unlock()
+	return valid(r, ok, now, store.CloneAgent)
+}
+
+func (c *readCache) keepAgent(gen cacheGen, a *store.Agent, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen == (cacheGen{c.gen, c.agentGen[a.ID]}) {
+		keep(c.agents, a.ID, cachedRecord[store.Agent]{store.CloneAgent(a), gen, now})
+	}
 }
 
 func (c *readCache) host(id string, now time.Time) *store.Host {
-	return lookup(c, c.hosts, id, now, store.CloneHost)
-}
-
-func (c *readCache) keepHost(gen uint64, h *store.Host, now time.Time) {
-	keep(c, c.hosts, gen, h.ID, store.CloneHost(h), now)
-}
-
-// lookup returns a copy of the record of id in m while it is valid at
-// now, or nil.
-func lookup[T any](c *readCache, m map[string]cachedRecord[T], id string, now time.Time, clone func(*T) *T) *T {
 	c.mu.Lock()
-	r, ok := m[id]
-	ok = ok && r.gen == c.gen
+	r, ok := c.hosts[id]
+	ok = ok && r.gen == cacheGen{all: c.gen}
 	c.mu.Unlock()
+	return valid(r, ok, now, store.CloneHost)
+}
+
+func (c *readCache) keepHost(gen cacheGen, h *store.Host, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen == (cacheGen{all: c.gen}) {
+		keep(c.hosts, h.ID, cachedRecord[store.Host]{store.CloneHost(h), gen, now})
+	}
+}
+
+// valid returns a copy of r, found (ok) with the current generations,
+// while it is young enough at now, or nil.
+func valid[T any](r cachedRecord[T], ok bool, now time.Time, clone func(*T) *T) *T {
 	if !ok || now.Sub(r.at) >= readCacheMaxAge || now.Before(r.at) {
 		return nil
 	}
 	return clone(r.v)
 }
 
-// keep caches v, read at generation gen and time now, unless a write has
-// ended since.
-func keep[T any](c *readCache, m map[string]cachedRecord[T], gen uint64, id string, v *T, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if gen != c.gen {
-		return
-	}
+// keep puts r in m, which starts over empty when full; c.mu is held.
+func keep[T any](m map[string]cachedRecord[T], id string, r cachedRecord[T]) {
 	if len(m) >= readCacheMaxEntries {
 		clear(m)
 	}
-	m[id] = cachedRecord[T]{v: v, gen: gen, at: now}
+	m[id] = r
 }

@@ -2,7 +2,9 @@ package sqlstore_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"database/sql"
+	"encoding/base64"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -167,4 +169,59 @@ func TestReadCacheUnderConcurrentWrites(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// A write of one agent (its touch, here) ends that agent's cached record
+// at once and leaves the others': another agent's record, changed in the
+// file behind the store's back, is still served from the cache.
+func TestReadCacheAgentWrites(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	st, path := cachedStore(t, &now)
+	at := now
+	if err := st.CreateAgent(ctx, &store.Agent{ID: "agt_2", HostID: "hst_1", UserID: "usr_1", Mode: agentcap.ModeDelegated,
+		Status: agentcap.StatusActive, AgentKey: store.AgentKey{PublicKey: newPublicJWK(t)},
+		ActivatedAt: &at}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"agt_1", "agt_2"} {
+		if a, err := st.GetAgent(ctx, id); err != nil || a.LastUsedAt != nil {
+			t.Fatalf("GetAgent(%s): %+v, %v", id, a, err)
+		}
+	}
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.ExecContext(ctx, `UPDATE agentauth_agents SET name = 'changed elsewhere' WHERE id = 'agt_2'`); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Millisecond)
+	if err := st.TouchAgent(ctx, "agt_1", now, store.Policy{SessionTTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := st.GetAgent(ctx, "agt_1"); err != nil || a.LastUsedAt == nil || !a.LastUsedAt.Equal(now) {
+		t.Fatalf("after its touch, GetAgent(agt_1): %+v, %v; want last used %v", a, err, now)
+	}
+	if a, err := st.GetAgent(ctx, "agt_2"); err != nil || a.Name != "" {
+		t.Fatalf("GetAgent(agt_2): %+v, %v; want the record cached before agt_1's touch", a, err)
+	}
+	// A write of the whole store (a host's status) ends every record.
+	if _, err := st.UpdateHostStatus(ctx, "hst_1", []string{agentcap.StatusActive}, agentcap.StatusRevoked); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := st.GetAgent(ctx, "agt_2"); err != nil || a.Name != "changed elsewhere" {
+		t.Fatalf("after the host's revocation, GetAgent(agt_2): %+v, %v; want the record read again", a, err)
+	}
+}
+
+// newPublicJWK is the public JWK of a new Ed25519 key.
+func newPublicJWK(t *testing.T) []byte {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []byte(`{"kty":"OKP","crv":"Ed25519","x":"` + base64.RawURLEncoding.EncodeToString(pub) + `"}`)
 }
