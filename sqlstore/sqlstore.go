@@ -66,8 +66,9 @@ var (
 
 // sqliteMaxOpenConns bounds the connections of a file OpenSQLite opens:
 // write-ahead-log readers run in parallel, and writers are serialized
-// anyway.
-const sqliteMaxOpenConns = 8
+// anyway. One more than the idle connections the pool keeps
+// (sqlutil.SQLiteConns) is the audit trail's, kept for its commits.
+const sqliteMaxOpenConns = sqlutil.SQLiteConns + 1
 
 // OpenSQLite opens (creating if needed) the SQLite file at path, a plain
 // file path (not a "file:" URI, not ":memory:", without "?"), in
