@@ -4,7 +4,6 @@ package interop
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentcap/agentcap/client"
+	"github.com/agentcap/agentcap/internal/procstat"
 )
 
 // TestReferenceCPU measures the reference provider's CPU time per
@@ -34,16 +34,7 @@ func TestReferenceCPU(t *testing.T) {
 	if secs <= 0 {
 		t.Skip("AGENTCAP_INTEROP_CPU_SECONDS unset: a measurement run by hand")
 	}
-	harness := os.Getenv("AGENTCAP_INTEROP_URL")
-	if harness == "" {
-		t.Fatal("AGENTCAP_INTEROP_URL is not set: start the harness with interop/run.sh")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ref, err := newReference(ctx, harness)
-	if err != nil {
-		t.Fatal(err)
-	}
+	harness, ref := referenceFromEnv(t)
 	pid := harnessPID(t, harness)
 	a, _, _ := connectDelegated(t, ref, client.Capabilities("echo")...)
 	run := func(conc int, d time.Duration) (rps, cpuPerCall float64) {
@@ -111,17 +102,11 @@ func harnessPID(t *testing.T, harnessURL string) int {
 	return 0
 }
 
-// processCPU is the user and system time process pid has used.
 func processCPU(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := procstat.CPU(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// After the command name, in parentheses: utime and stime are the
-	// 12th and 13th fields, in clock ticks (100 a second).
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return d
 }

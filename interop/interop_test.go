@@ -30,16 +30,7 @@ import (
 // TestReference runs the suite against the reference provider started by
 // run.sh, whose harness URL is in AGENTCAP_INTEROP_URL.
 func TestReference(t *testing.T) {
-	harness := os.Getenv("AGENTCAP_INTEROP_URL")
-	if harness == "" {
-		t.Fatal("AGENTCAP_INTEROP_URL is not set: start the harness with interop/run.sh")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ref, err := newReference(ctx, harness)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ref := referenceFromEnv(t)
 	t.Run("discovery at the site root", func(t *testing.T) {
 		d, err := newClient(t).Discover(context.Background(), ref.Root())
 		if err != nil {
@@ -50,6 +41,23 @@ func TestReference(t *testing.T) {
 		}
 	})
 	runSuite(t, ref)
+}
+
+// referenceFromEnv returns the URL of the harness run.sh started, from
+// AGENTCAP_INTEROP_URL, and its reference provider.
+func referenceFromEnv(t *testing.T) (string, *reference) {
+	t.Helper()
+	harness := os.Getenv("AGENTCAP_INTEROP_URL")
+	if harness == "" {
+		t.Fatal("AGENTCAP_INTEROP_URL is not set: start the harness with interop/run.sh")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ref, err := newReference(ctx, harness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return harness, ref
 }
 
 // TestAgentcap runs the same suite against agentcap's own provider

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentcap/agentcap/cmd/agentcap-load/internal/loadgen"
+	"github.com/agentcap/agentcap/internal/procstat"
 )
 
 // TestThroughput measures one bank instance answering verified executes
@@ -182,16 +183,11 @@ func freshSchema(t *testing.T, dsn string) string {
 
 // procCPU is the user and system CPU time process pid has used.
 func procCPU(t *testing.T, pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := procstat.CPU(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Fields after the command name, which is in parentheses: utime and
-	// stime are the 12th and 13th, in clock ticks (100 a second).
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return d
 }
 
 // selfCPU is this process's user and system CPU time.
