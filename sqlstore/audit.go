@@ -65,14 +65,14 @@ var auditDropFilterIndexes = []string{
 // records are only ever appended (a trigger refuses updates) and deleted
 // by age by Sweep. The records of concurrent Writes are committed
 // together (group commit; on PostgreSQL by one INSERT of several rows,
-// on SQLite in one transaction on a connection kept for it): a Write that finds no commit under
-// way writes its record at once (or, while Writes arrive faster than
-// commits end, after waiting up to auditLinger for company); the records
-// that arrive meanwhile queue, and when a commit ends the first of them
-// commits the queue's next group, at most 256 records, in one
-// transaction. Each Write returns once its own record is committed, or
-// with the error that kept it from being (a record whose id is taken
-// fails alone).
+// on SQLite in one transaction on a connection kept for it): a Write
+// that finds no commit under way writes its record at once (or, while
+// Writes arrive faster than commits end, after waiting up to auditLinger
+// for company); the records that arrive meanwhile queue, and when a
+// commit ends the first of them commits the queue's next group, at most
+// 256 records, in one transaction. Each Write returns once its own
+// record is committed, or with the error that kept it from being (a
+// record whose id is taken fails alone).
 type auditStore struct {
 	db     *sql.DB
 	stmts  *sqlutil.Stmts
@@ -172,7 +172,7 @@ type auditPending struct {
 const auditMaxGroup = 256
 
 // A Write that finds no commit under way while Writes arrive faster than
-// commits end (auditGroupQueue.busy) waits up to auditLinger, or until
+// commits end (auditGroupQueue.busyUntil) waits up to auditLinger, or until
 // auditLingerFill records are queued, before it commits: one commit
 // then writes the records of several calls instead of one. One call at
 // a time never waits.
