@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -205,14 +206,47 @@ func (s *oauthServer) VerifyAuthRequest(ctx context.Context, r *op.Request[oidc.
 	if err != nil {
 		return nil, err
 	}
-	// The op package matches loopback redirects by path and query alone
-	// (RFC 8252: any port); a fragment or credentials never belong in a
-	// redirect URI (RFC 6749 §3.1.2), so they are refused first, without
-	// a redirect.
-	if ru, err := url.Parse(r.Data.RedirectURI); r.Data.RedirectURI != "" && (err != nil || ru.Fragment != "" || ru.User != nil || strings.Contains(r.Data.RedirectURI, "#")) {
+	// A fragment or credentials never belong in a redirect URI (RFC 6749
+	// §3.1.2), so they are refused first, without a redirect.
+	if r.Data.RedirectURI == "" {
+		return &op.ClientRequest[oidc.AuthRequest]{Request: r, Client: oauthOpClient{c}}, nil
+	}
+	ru, err := url.Parse(r.Data.RedirectURI)
+	if err != nil || ru.Fragment != "" || ru.User != nil || strings.Contains(r.Data.RedirectURI, "#") {
 		return nil, oidc.ErrInvalidRequestRedirectURI().WithDescription("redirect_uri must not hold a fragment or credentials")
 	}
+	// The op package lets any loopback host, scheme and port stand in for
+	// a registered loopback redirect as long as path and query match; only
+	// the port may differ (RFC 8252 §7.3), so the rest is held here.
+	if !slices.Contains(c.redirectURIs, r.Data.RedirectURI) && !loopbackPortVariant(c.redirectURIs, ru) {
+		return nil, oidc.ErrInvalidRequestRedirectURI().WithDescription("redirect_uri is not one of the client's redirect URIs")
+	}
 	return &op.ClientRequest[oidc.AuthRequest]{Request: r, Client: oauthOpClient{c}}, nil
+}
+
+// loopbackPortVariant reports whether u is one of the registered
+// redirect URIs on a loopback IP literal or localhost with another port:
+// the scheme, host, path and query must be the registered ones.
+func loopbackPortVariant(registered []string, u *url.URL) bool {
+	host := u.Hostname()
+	if host != "localhost" && !isLoopbackIP(host) {
+		return false
+	}
+	for _, s := range registered {
+		reg, err := url.Parse(s)
+		if err == nil && reg.Scheme == u.Scheme && reg.Hostname() == host && reg.Opaque == "" && u.Opaque == "" &&
+			reg.User == nil && reg.EscapedPath() == u.EscapedPath() && reg.RawQuery == u.RawQuery && reg.ForceQuery == u.ForceQuery {
+			return true
+		}
+	}
+	return false
+}
+
+// isLoopbackIP reports whether host is an IP literal of the loopback
+// interface.
+func isLoopbackIP(host string) bool {
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // Authorize checks what OAuth 2.1 and the MCP profile require beyond the
