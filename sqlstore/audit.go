@@ -65,14 +65,15 @@ var auditDropFilterIndexes = []string{
 // records are only ever appended (a trigger refuses updates) and deleted
 // by age by Sweep. The records of concurrent Writes are committed
 // together (group commit; on PostgreSQL by one INSERT of several rows,
-// on SQLite in one transaction on a connection kept for it): a Write
-// that finds no commit under way writes its record at once (or, while
-// Writes arrive faster than commits end, after waiting up to auditLinger
-// for company); the records that arrive meanwhile queue, and when a
-// commit ends the first of them commits the queue's next group, at most
-// 256 records, in one transaction. Each Write returns once its own
-// record is committed, or with the error that kept it from being (a
-// record whose id is taken fails alone).
+// on SQLite on a connection kept for it, by one such INSERT too or, for
+// large groups, in one transaction): a Write that finds no commit under
+// way writes its record at once (or, while Writes arrive faster than
+// commits end, after waiting up to auditLinger for company); the
+// records that arrive meanwhile queue, and when a commit ends the first
+// of them commits the queue's next group, at most 256 records, all or
+// none. Each Write returns once its own record is committed, or with
+// the error that kept it from being (a record whose id is taken fails
+// alone).
 type auditStore struct {
 	db     *sql.DB
 	stmts  *sqlutil.Stmts
@@ -94,10 +95,36 @@ type auditStore struct {
 }
 
 // auditWriter is a connection kept for the audit store's commits, with
-// the insert prepared on it.
+// the insert prepared on it, and the inserts of several records
+// (insertRows) as groups of those sizes come.
 type auditWriter struct {
 	conn   *sql.Conn
 	insert *sql.Stmt
+	rows   map[int]*sql.Stmt
+}
+
+// auditWriterRows bounds the records of the INSERTs prepared on the kept
+// connection: a group of up to that many records is committed by one
+// statement (SQLite commits a statement outside a transaction on its
+// own), a larger one in a transaction, one INSERT per record. Each size
+// prepared stays on the connection, and a statement of n records is
+// some n kilobytes of SQLite's memory.
+const auditWriterRows = 16
+
+// insertRows returns the INSERT of n records prepared on w's connection.
+func (w *auditWriter) insertRows(ctx context.Context, s *auditStore, n int) (*sql.Stmt, error) {
+	if st := w.rows[n]; st != nil {
+		return st, nil
+	}
+	st, err := w.conn.PrepareContext(ctx, s.insertRows(n))
+	if err != nil {
+		return nil, err
+	}
+	if w.rows == nil {
+		w.rows = make(map[int]*sql.Stmt)
+	}
+	w.rows[n] = st
+	return st, nil
 }
 
 // pinWriter keeps a connection of the pool for the store's commits (see
@@ -123,7 +150,11 @@ func (s *auditStore) closeWriter() error {
 	}
 	w := s.writer
 	s.writer = nil
-	return errors.Join(w.insert.Close(), w.conn.Close())
+	errs := []error{w.insert.Close()}
+	for _, st := range w.rows {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(append(errs, w.conn.Close())...)
 }
 
 // writerFailed drops a kept connection that err reports broken; the
@@ -316,20 +347,24 @@ func (s *auditStore) commitGroup(ctx context.Context, batch []*auditPending) {
 	}
 }
 
-// insertAll inserts the records of batch in one transaction, through
-// one statement.
+// insertAll inserts the records of batch all or none: by one INSERT of
+// several rows (PostgreSQL; SQLite on the kept connection, up to
+// auditWriterRows records), else in one transaction.
 func (s *auditStore) insertAll(ctx context.Context, batch []*auditPending) (err error) {
 	if s.d.groupInsert {
-		args := make([]any, 0, 16*len(batch))
-		var a [16]any
-		for _, p := range batch {
-			args = append(args, auditRecordArgs(p.r, &a)...)
-		}
-		_, err := s.db.ExecContext(ctx, s.insertRows(len(batch)), args...)
+		_, err := s.db.ExecContext(ctx, s.insertRows(len(batch)), batchArgs(batch)...)
 		return err
 	}
 	if w := s.writer; w != nil {
 		defer func() { s.writerFailed(ctx, err) }()
+		if len(batch) <= auditWriterRows {
+			st, err := w.insertRows(ctx, s, len(batch))
+			if err != nil {
+				return err
+			}
+			_, err = st.ExecContext(ctx, batchArgs(batch)...)
+			return err
+		}
 		tx, err := w.conn.BeginTx(ctx, nil)
 		if err != nil {
 			return err
@@ -345,6 +380,16 @@ func (s *auditStore) insertAll(ctx context.Context, batch []*auditPending) (err 
 		st = tx.StmtContext(ctx, prepared)
 	}
 	return s.insertInTx(ctx, tx, st, batch)
+}
+
+// batchArgs is the arguments of insertRows(len(batch)) for batch.
+func batchArgs(batch []*auditPending) []any {
+	args := make([]any, 0, 16*len(batch))
+	var a [16]any
+	for _, p := range batch {
+		args = append(args, auditRecordArgs(p.r, &a)...)
+	}
+	return args
 }
 
 // insertRows is the INSERT of n records in one statement.

@@ -170,7 +170,19 @@ func TestGroupInsert(t *testing.T) {
 			if err := sqlstore.AuditInsertGroup(ctx, db, rec("a4"), rec("a2")); err == nil {
 				t.Fatal("a group with a taken id was written")
 			}
-			page, err := db.Audit().Query(ctx, audit.Query{UserID: "u"})
+			// Groups larger than one statement's on SQLite's kept
+			// connection are written in a transaction: all or none too.
+			var large []audit.Record
+			for i := range 20 {
+				large = append(large, rec(fmt.Sprintf("b%02d", i)))
+			}
+			if err := sqlstore.AuditInsertGroup(ctx, db, append(large[:19:19], rec("a1"))...); err == nil {
+				t.Fatal("a large group with a taken id was written")
+			}
+			if err := sqlstore.AuditInsertGroup(ctx, db, large[2:]...); err != nil {
+				t.Fatal(err)
+			}
+			page, err := db.Audit().Query(ctx, audit.Query{UserID: "u", Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,8 +193,13 @@ func TestGroupInsert(t *testing.T) {
 					t.Errorf("record %s: arguments %s", r.ID, r.Arguments)
 				}
 			}
-			if !slices.Equal(ids, []string{"a3", "a2", "a1"}) {
-				t.Errorf("records %q, want a3, a2, a1", ids)
+			var want []string
+			for i := 19; i >= 2; i-- {
+				want = append(want, fmt.Sprintf("b%02d", i))
+			}
+			want = append(want, "a3", "a2", "a1")
+			if !slices.Equal(ids, want) {
+				t.Errorf("records %q, want %q", ids, want)
 			}
 		})
 	}
