@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,10 +33,11 @@ type providerStore struct {
 	db    *sql.DB
 	d     *providerDialect
 	stmts *sqlutil.Stmts
-	// agentByID and hostByID are the texts of the verifier's reads.
-	agentByID, hostByID string
-	now                 func() time.Time
-	writeMu             sync.Mutex
+	// agentByID and hostByID are the texts of the verifier's reads, and
+	// agentHostByID that of both at once (GetAgentAndHost).
+	agentByID, hostByID, agentHostByID string
+	now                                func() time.Time
+	writeMu                            sync.Mutex
 	// cache holds the agents and hosts read by id; nil unless
 	// d.CacheReads.
 	cache *readCache
@@ -46,6 +48,9 @@ type providerStore struct {
 func newProviderStore(db *sql.DB, d *providerDialect) *providerStore {
 	s := &providerStore{db: db, d: d, stmts: sqlutil.NewStmts(db, d.PrepareStatements), now: time.Now}
 	s.agentByID, s.hostByID = s.agentsQuery(`a.id = ?`), s.hostQuery(`id = ?`)
+	s.agentHostByID = s.d.rebind(`SELECT ` + agentColumns + `, ` + joinedHostColumns + `, ` + grantColumns + `
+		FROM agentauth_agents a JOIN agentauth_hosts h ON h.id = a.host_id LEFT JOIN agentauth_grants g ON g.agent_id = a.id
+		WHERE a.id = ? ORDER BY g.capability`)
 	if d.CacheReads {
 		s.cache = newReadCache()
 	}
@@ -149,27 +154,46 @@ func exec(ctx context.Context, tx *sql.Tx, d *providerDialect, q string, args ..
 const hostColumns = `id, name, public_key, jwks_url, thumbprint, user_id, default_capabilities, oauth_client, status,
 	activated_at, expires_at, last_used_at, created_at, updated_at`
 
+// joinedHostColumns is hostColumns in a statement that names the hosts
+// table h.
+var joinedHostColumns = "h." + strings.Join(strings.Split(strings.Join(strings.Fields(hostColumns), " "), ", "), ", h.")
+
 func scanHost(sc interface{ Scan(...any) error }) (*store.Host, error) {
-	var (
-		h                               store.Host
-		pub, jwks                       sql.NullString
-		caps                            string
-		activated, expires, used, c, up dbTime
-	)
-	if err := sc.Scan(&h.ID, &h.Name, &pub, &jwks, &h.Thumbprint, &h.UserID, &caps, &h.OAuthClient, &h.Status,
-		&activated, &expires, &used, &c, &up); err != nil {
+	var r hostRow
+	if err := sc.Scan(r.dest()...); err != nil {
 		return nil, err
 	}
-	if pub.Valid {
-		h.PublicKey = json.RawMessage(pub.String)
+	return r.host()
+}
+
+// hostRow holds the columns of hostColumns as a row is scanned.
+type hostRow struct {
+	h                               store.Host
+	pub, jwks                       sql.NullString
+	caps                            string
+	activated, expires, used, c, up dbTime
+}
+
+// dest is the destinations of hostColumns, in their order.
+func (r *hostRow) dest() []any {
+	h := &r.h
+	return []any{&h.ID, &h.Name, &r.pub, &r.jwks, &h.Thumbprint, &h.UserID, &r.caps, &h.OAuthClient, &h.Status,
+		&r.activated, &r.expires, &r.used, &r.c, &r.up}
+}
+
+// host is the host scanned.
+func (r *hostRow) host() (*store.Host, error) {
+	h := r.h
+	if r.pub.Valid {
+		h.PublicKey = json.RawMessage(r.pub.String)
 	}
-	h.JWKSURL = jwks.String
+	h.JWKSURL = r.jwks.String
 	var err error
-	if h.DefaultCapabilities, err = decodeStrings(caps); err != nil {
+	if h.DefaultCapabilities, err = decodeStrings(r.caps); err != nil {
 		return nil, err
 	}
-	h.ActivatedAt, h.ExpiresAt, h.LastUsedAt = activated.ptr(), expires.ptr(), used.ptr()
-	h.CreatedAt, h.UpdatedAt = c.t, up.t
+	h.ActivatedAt, h.ExpiresAt, h.LastUsedAt = r.activated.ptr(), r.expires.ptr(), r.used.ptr()
+	h.CreatedAt, h.UpdatedAt = r.c.t, r.up.t
 	return &h, nil
 }
 
@@ -487,47 +511,71 @@ func (s *providerStore) agentsWhere(ctx context.Context, tx *sql.Tx, where strin
 	}
 	defer rows.Close()
 	var out []*store.Agent
+	var r agentRow
 	for rows.Next() {
-		var (
-			a                                store.Agent
-			pub, tp                          sql.NullString
-			used, activated, expires, c, up  dbTime
-			gcap, gstatus, gcons, gby, gdeny sql.NullString
-			greason                          sql.NullString
-			gexpires, gcreated, gupdated     dbTime
-		)
-		if err := rows.Scan(&a.ID, &a.Name, &a.HostID, &a.UserID, &a.Mode, &a.Status, &pub, &a.JWKSURL, &a.KID, &tp,
-			&used, &activated, &expires, &c, &up,
-			&gcap, &gstatus, &gcons, &gby, &gdeny, &greason, &gexpires, &gcreated, &gupdated); err != nil {
+		r = agentRow{}
+		if err := rows.Scan(append(r.agentDest(), r.grantDest()...)...); err != nil {
 			return nil, s.dbErr(err)
 		}
-		if len(out) == 0 || out[len(out)-1].ID != a.ID {
-			if pub.Valid {
-				a.PublicKey = json.RawMessage(pub.String)
-			}
-			a.Thumbprint = tp.String
-			a.LastUsedAt, a.ActivatedAt, a.ExpiresAt = used.ptr(), activated.ptr(), expires.ptr()
-			a.CreatedAt, a.UpdatedAt = c.t, up.t
-			a.Grants = []store.Grant{}
-			out = append(out, &a)
-		}
-		if !gcap.Valid {
-			continue
-		}
-		cons, err := decodeConstraints(gcons.String)
-		if err != nil {
+		if out, err = r.collect(out); err != nil {
 			return nil, err
 		}
-		last := out[len(out)-1]
-		last.Grants = append(last.Grants, store.Grant{
-			Capability: gcap.String, Status: gstatus.String, Constraints: cons,
-			GrantedBy: gby.String, DeniedBy: gdeny.String, Reason: greason.String,
-			ExpiresAt: gexpires.ptr(), CreatedAt: gcreated.t, UpdatedAt: gupdated.t,
-		})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.dbErr(err)
 	}
+	return out, nil
+}
+
+// agentRow holds the columns of agentColumns and grantColumns as a row
+// is scanned.
+type agentRow struct {
+	a                                        store.Agent
+	pub, tp                                  sql.NullString
+	used, activated, expires, c, up          dbTime
+	gcap, gstatus, gcons, gby, gdeny, reason sql.NullString
+	gexpires, gcreated, gupdated             dbTime
+}
+
+// agentDest is the destinations of agentColumns, in their order.
+func (r *agentRow) agentDest() []any {
+	a := &r.a
+	return []any{&a.ID, &a.Name, &a.HostID, &a.UserID, &a.Mode, &a.Status, &r.pub, &a.JWKSURL, &a.KID, &r.tp,
+		&r.used, &r.activated, &r.expires, &r.c, &r.up}
+}
+
+// grantDest is the destinations of grantColumns, in their order.
+func (r *agentRow) grantDest() []any {
+	return []any{&r.gcap, &r.gstatus, &r.gcons, &r.gby, &r.gdeny, &r.reason, &r.gexpires, &r.gcreated, &r.gupdated}
+}
+
+// collect adds the row to out, the agents of the rows before it, sorted
+// by agent: a new agent, or a grant of the last one.
+func (r *agentRow) collect(out []*store.Agent) ([]*store.Agent, error) {
+	if len(out) == 0 || out[len(out)-1].ID != r.a.ID {
+		a := r.a
+		if r.pub.Valid {
+			a.PublicKey = json.RawMessage(r.pub.String)
+		}
+		a.Thumbprint = r.tp.String
+		a.LastUsedAt, a.ActivatedAt, a.ExpiresAt = r.used.ptr(), r.activated.ptr(), r.expires.ptr()
+		a.CreatedAt, a.UpdatedAt = r.c.t, r.up.t
+		a.Grants = []store.Grant{}
+		out = append(out, &a)
+	}
+	if !r.gcap.Valid {
+		return out, nil
+	}
+	cons, err := decodeConstraints(r.gcons.String)
+	if err != nil {
+		return nil, err
+	}
+	last := out[len(out)-1]
+	last.Grants = append(last.Grants, store.Grant{
+		Capability: r.gcap.String, Status: r.gstatus.String, Constraints: cons,
+		GrantedBy: r.gby.String, DeniedBy: r.gdeny.String, Reason: r.reason.String,
+		ExpiresAt: r.gexpires.ptr(), CreatedAt: r.gcreated.t, UpdatedAt: r.gupdated.t,
+	})
 	return out, nil
 }
 
@@ -570,6 +618,66 @@ func (s *providerStore) GetAgent(ctx context.Context, id string) (*store.Agent, 
 		s.cache.keepAgent(gen, a, now)
 	}
 	return a, err
+}
+
+// GetAgentAndHost implements store.AgentHostReader: the agent, its
+// grants and its host in one statement, or, from the cache where the
+// store keeps one, two reads of memory.
+func (s *providerStore) GetAgentAndHost(ctx context.Context, id string) (*store.Agent, *store.Host, error) {
+	if s.cache != nil {
+		a, err := s.GetAgent(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		h, err := s.GetHost(ctx, a.HostID)
+		if errors.Is(err, store.ErrNotFound) {
+			return a, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return a, h, nil
+	}
+	rctx, err := s.readContext(ctx)
+	if err != nil {
+		return nil, nil, s.dbErr(err)
+	}
+	rows, err := s.stmts.Query(rctx, nil, s.agentHostByID, id)
+	if err != nil {
+		return nil, nil, s.dbErr(err)
+	}
+	defer rows.Close()
+	var (
+		out []*store.Agent
+		r   agentRow
+		hr  hostRow
+	)
+	for rows.Next() {
+		r, hr = agentRow{}, hostRow{}
+		if err := rows.Scan(append(append(r.agentDest(), hr.dest()...), r.grantDest()...)...); err != nil {
+			return nil, nil, s.dbErr(err)
+		}
+		if out, err = r.collect(out); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, s.dbErr(err)
+	}
+	if len(out) == 0 {
+		// No such agent, or, where foreign keys are not enforced, an
+		// agent whose host is gone: GetAgent tells which.
+		a, err := s.oneAgent(ctx, nil, "agent", id, `a.id = ?`, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		return a, nil, nil
+	}
+	h, err := hr.host()
+	if err != nil {
+		return nil, nil, err
+	}
+	return out[0], h, nil
 }
 
 // AgentByThumbprint implements store.Store.

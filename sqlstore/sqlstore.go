@@ -57,11 +57,12 @@ type DB struct {
 }
 
 var (
-	_ store.Store       = (*providerStore)(nil)
-	_ audit.Store       = (*auditStore)(nil)
-	_ confirm.Store     = (*ConfirmStore)(nil)
-	_ idempotency.Store = (*IdempotencyStore)(nil)
-	_ jobs.Store        = (*jobsStore)(nil)
+	_ store.Store           = (*providerStore)(nil)
+	_ store.AgentHostReader = (*providerStore)(nil)
+	_ audit.Store           = (*auditStore)(nil)
+	_ confirm.Store         = (*ConfirmStore)(nil)
+	_ idempotency.Store     = (*IdempotencyStore)(nil)
+	_ jobs.Store            = (*jobsStore)(nil)
 )
 
 // sqliteMaxOpenConns bounds the connections of a file OpenSQLite opens:

@@ -40,6 +40,7 @@ func Provider(t *testing.T, open func(t *testing.T) store.Store) {
 		{"HostOAuthClient", testHostOAuthClient},
 		{"AgentRoundTrip", testAgentRoundTrip},
 		{"AgentNotFound", testAgentNotFound},
+		{"AgentAndHost", testAgentAndHost},
 		{"AgentConflicts", testAgentConflicts},
 		{"AgentInvalid", testAgentInvalid},
 		{"AgentStatusCompareAndSet", testAgentStatusCAS},
@@ -587,6 +588,48 @@ func cmpString(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// testAgentAndHost checks store.AgentHostReader, for stores that
+// implement it, against GetAgent and GetHost.
+func testAgentAndHost(t *testing.T, s store.Store) {
+	ah, ok := s.(store.AgentHostReader)
+	if !ok {
+		t.Skip("the store does not implement store.AgentHostReader")
+	}
+	h := newHost("hst_1")
+	h.DefaultCapabilities = []string{"check_balance"}
+	mustHost(t, s, h)
+	a := newAgent("agt_1", "hst_1")
+	a.Grants = []store.Grant{
+		{Capability: "transfer", Status: agentcap.StatusActive, GrantedBy: "usr_1",
+			Constraints: map[string]json.RawMessage{"amount": json.RawMessage(`{"max":1000}`)}},
+		{Capability: "check_balance", Status: agentcap.StatusActive},
+	}
+	mustAgent(t, s, a)
+	mustAgent(t, s, newAgent("agt_2", "hst_1"))
+	check := func(id string) {
+		t.Helper()
+		gotA, gotH, err := ah.GetAgentAndHost(ctx, id)
+		must(t, err)
+		wantA := getAgent(t, s, id)
+		wantH, err := s.GetHost(ctx, wantA.HostID)
+		must(t, err)
+		if diff := cmp.Diff(wantA, gotA); diff != "" {
+			t.Errorf("agent %s (-GetAgent +GetAgentAndHost):\n%s", id, diff)
+		}
+		if diff := cmp.Diff(wantH, gotH); diff != "" {
+			t.Errorf("host of %s (-GetHost +GetAgentAndHost):\n%s", id, diff)
+		}
+	}
+	check("agt_1") // with grants
+	check("agt_2") // without
+	_, err := s.UpdateHostStatus(ctx, "hst_1", []string{agentcap.StatusActive}, agentcap.StatusRevoked)
+	must(t, err)
+	check("agt_1") // the host's status, and the agent's after the cascade
+
+	_, _, err = ah.GetAgentAndHost(ctx, "agt_missing")
+	wantIs(t, "GetAgentAndHost of an unknown agent", err, store.ErrNotFound)
 }
 
 func testAgentNotFound(t *testing.T, s store.Store) {

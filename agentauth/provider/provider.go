@@ -655,6 +655,12 @@ func (p *Provider) newID(prefix string) (string, error) {
 type directory struct{ p *Provider }
 
 func (d directory) Host(ctx context.Context, id string) (*agentauth.Host, error) {
+	if r, ok := ctx.Value(agentReadKey{}).(*agentRead); ok && r.host != nil && r.host.ID == id {
+		// Read with the agent, a moment ago, in the same session check.
+		h := r.host
+		r.host = nil
+		return h.DirectoryHost(), nil
+	}
 	h, err := d.p.store.GetHost(ctx, id)
 	if err != nil {
 		return nil, err
@@ -663,11 +669,21 @@ func (d directory) Host(ctx context.Context, id string) (*agentauth.Host, error)
 }
 
 func (d directory) Agent(ctx context.Context, id string) (*agentauth.Agent, error) {
-	a, err := d.p.store.GetAgent(ctx, id)
+	r, _ := ctx.Value(agentReadKey{}).(*agentRead)
+	var (
+		a   *store.Agent
+		err error
+	)
+	if ah, ok := d.p.store.(store.AgentHostReader); ok && r != nil {
+		// A session check reads the agent's host next: both at once.
+		a, r.host, err = ah.GetAgentAndHost(ctx, id)
+	} else {
+		a, err = d.p.store.GetAgent(ctx, id)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if r, ok := ctx.Value(agentReadKey{}).(*agentRead); ok {
+	if r != nil {
 		r.agent = a
 	}
 	return a.DirectoryAgent(d.p.now()), nil
@@ -678,9 +694,14 @@ type agentReadKey struct{}
 
 // agentRead keeps the record the verifier read of a session's agent, so
 // that the session check decides from it whether the request must be
-// recorded on the agent. The verifier reads the agent once, in the
+// recorded on the agent, and, from a store that reads them together
+// (store.AgentHostReader), the agent's host until the verifier asks for
+// it. The verifier reads the agent, then its host, once each, in the
 // goroutine of the session check.
-type agentRead struct{ agent *store.Agent }
+type agentRead struct {
+	agent *store.Agent
+	host  *store.Host
+}
 
 // Sweep applies the lifetime clocks and the pending cleanup of
 // Config.Lifetimes at the provider's clock (see store.Store.Sweep).

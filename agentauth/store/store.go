@@ -207,6 +207,16 @@ type Store interface {
 	Close() error
 }
 
+// AgentHostReader is implemented by stores that read an agent and its
+// host in one step (package sqlstore's: one statement, one round trip to
+// PostgreSQL); the provider reads both for every request it verifies.
+// GetAgentAndHost returns what GetAgent(agentID) returns, and the agent's
+// host as GetHost returns it, or a nil host when there is none; both come
+// from one read.
+type AgentHostReader interface {
+	GetAgentAndHost(ctx context.Context, agentID string) (*Agent, *Host, error)
+}
+
 // ErrNotFound is wrapped by the errors for unknown ids. It is
 // agentauth.ErrNotFound, so a Store satisfies the Directory contract.
 var ErrNotFound = agentauth.ErrNotFound
