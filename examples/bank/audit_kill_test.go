@@ -31,7 +31,7 @@ func TestAuditSurvivesKill(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	a, _ := connectBalanceReader(ctx, t, p)
+	a, _, _ := connectBalanceReader(ctx, t, p.url, p.logs.String)
 	disc, err := a.Provider(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func TestAuditTrail(t *testing.T) {
 	p := startProviderBank(t, bin, db)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	a, st := connectBalanceReader(ctx, t, p)
+	a, st, _ := connectBalanceReader(ctx, t, p.url, p.logs.String)
 	if _, err := a.Execute(ctx, "check_balance", map[string]string{"account_id": "acc_123"}); err != nil {
 		t.Fatalf("execute: %v", err)
 	}

@@ -95,31 +95,7 @@ func TestProviderMode(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := client.New(client.Config{
-		AllowInsecureLoopback: true,
-		Keys:                  client.NewMemoryKeyStore(),
-		HostName:              "test host",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var approvals []client.Approval
-	var approveErr error
-	a, st, err := cl.Connect(ctx, p.url, client.ConnectOptions{
-		Name:         "balance reader",
-		Mode:         agentcap.ModeDelegated,
-		Capabilities: []client.CapabilityRequest{{Name: "check_balance"}},
-		OnApproval: func(ap client.Approval) {
-			approvals = append(approvals, ap)
-			approveErr = approve(p.url, "user_alice", ap.UserCode, "check_balance")
-		},
-	})
-	if approveErr != nil {
-		t.Fatalf("approving: %v", approveErr)
-	}
-	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, p.logs)
-	}
+	a, st, approvals := connectBalanceReader(ctx, t, p.url, p.logs.String)
 	if len(approvals) != 1 || !strings.HasPrefix(approvals[0].VerificationURIComplete, p.url+"/approve?code=") {
 		t.Errorf("approvals %+v, want one on %s/approve", approvals, p.url)
 	}
@@ -353,7 +329,7 @@ func TestProviderModeInMemory(t *testing.T) {
 	p := startBankIn(t, bin, dir, args)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	a, _ := connectBalanceReader(ctx, t, p)
+	a, _, _ := connectBalanceReader(ctx, t, p.url, p.logs.String)
 	if _, err := a.Execute(ctx, "check_balance", map[string]string{"account_id": "acc_123"}); err != nil {
 		t.Fatalf("execute: %v\n%s", err, p.logs)
 	}
@@ -375,25 +351,31 @@ func TestProviderModeInMemory(t *testing.T) {
 	}
 }
 
-// connectBalanceReader connects a new agent of a new host to the bank p
-// with check_balance, which Alice approves on the approval page.
-func connectBalanceReader(ctx context.Context, t *testing.T, p *bankProcess) (*client.Agent, *client.AgentStatus) {
+// connectBalanceReader connects a new agent of a new host to the bank at
+// url with check_balance, which Alice approves on the approval page, and
+// returns it, its status and the approvals the client was shown; logs
+// gives the bank's output for a failure message.
+func connectBalanceReader(ctx context.Context, t *testing.T, url string, logs func() string) (*client.Agent, *client.AgentStatus, []client.Approval) {
 	t.Helper()
 	cl, err := client.New(client.Config{AllowInsecureLoopback: true, Keys: client.NewMemoryKeyStore(), HostName: "test host"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var approveErr error
-	a, st, err := cl.Connect(ctx, p.url, client.ConnectOptions{
+	var (
+		approvals  []client.Approval
+		approveErr error
+	)
+	a, st, err := cl.Connect(ctx, url, client.ConnectOptions{
 		Name:         "balance reader",
 		Mode:         agentcap.ModeDelegated,
 		Capabilities: []client.CapabilityRequest{{Name: "check_balance"}},
 		OnApproval: func(ap client.Approval) {
-			approveErr = approve(p.url, "user_alice", ap.UserCode, "check_balance")
+			approvals = append(approvals, ap)
+			approveErr = approve(url, "user_alice", ap.UserCode, "check_balance")
 		},
 	})
 	if approveErr != nil || err != nil {
-		t.Fatalf("connect: %v, approving: %v\n%s", err, approveErr, p.logs)
+		t.Fatalf("connect: %v, approving: %v\n%s", err, approveErr, logs())
 	}
-	return a, st
+	return a, st, approvals
 }

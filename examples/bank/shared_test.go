@@ -17,8 +17,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentcap/agentcap"
-	"github.com/agentcap/agentcap/client"
 )
 
 // sharedDSN returns a DSN on a fresh schema of AGENTCAP_POSTGRES_DSN's
@@ -117,21 +115,10 @@ func TestInstancesShareState(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := client.New(client.Config{AllowInsecureLoopback: true, Keys: client.NewMemoryKeyStore(), HostName: "shared test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var approveErr error
-	a, st, err := cl.Connect(ctx, proxy.URL, client.ConnectOptions{
-		Name:         "reader",
-		Mode:         agentcap.ModeDelegated,
-		Capabilities: []client.CapabilityRequest{{Name: "check_balance"}},
-		OnApproval: func(ap client.Approval) {
-			approveErr = approve(proxy.URL, "user_alice", ap.UserCode, "check_balance")
-		},
-	})
-	if approveErr != nil || err != nil || st.Status != "active" {
-		t.Fatalf("connect: %v; approve: %v; status %+v\n%s\n%s", err, approveErr, st, banks[0].logs, banks[1].logs)
+	logs := func() string { return banks[0].logs.String() + "\n" + banks[1].logs.String() }
+	a, st, _ := connectBalanceReader(ctx, t, proxy.URL, logs)
+	if st.Status != "active" {
+		t.Fatalf("status %+v\n%s", st, logs())
 	}
 
 	token, err := a.SignJWT(proxy.URL+"/capability/execute", []string{"check_balance"})
