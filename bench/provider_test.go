@@ -7,19 +7,25 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/agentcap/agentcap"
+	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/provider"
 	"github.com/agentcap/agentcap/agentauth/store"
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
 	"github.com/agentcap/agentcap/httpx"
+	"github.com/agentcap/agentcap/redisstore"
 	"github.com/agentcap/agentcap/sqlstore"
 	"github.com/agentcap/agentcap/testing/agentauthtest"
 )
@@ -36,6 +42,12 @@ import (
 // The -16 sub-benchmarks make the same calls from 16 goroutines at once,
 // as a busy location serves them: there the audit trail's group commit
 // has company.
+//
+// With AGENTCAP_POSTGRES_DSN and AGENTCAP_REDIS_ADDR set, the
+// postgres+redis sub-benchmarks run the deployment of several instances:
+// the records and the trail in PostgreSQL (a schema of their own,
+// dropped after), the replay cache and the count of changes that lets
+// the provider keep the agents and hosts it reads in Redis.
 func BenchmarkProviderExecute(b *testing.B) {
 	for _, callers := range []int{1, 16} {
 		suffix := ""
@@ -43,7 +55,7 @@ func BenchmarkProviderExecute(b *testing.B) {
 			suffix = fmt.Sprintf("-%d", callers)
 		}
 		b.Run("memory"+suffix, func(b *testing.B) {
-			benchProviderExecute(b, store.NewMemory(nil), audit.NewMemory(nil), callers)
+			benchProviderExecute(b, store.NewMemory(nil), audit.NewMemory(nil), nil, callers)
 		})
 		b.Run("sqlite"+suffix, func(b *testing.B) {
 			db, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
@@ -51,12 +63,64 @@ func BenchmarkProviderExecute(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = db.Close() })
-			benchProviderExecute(b, db.Provider(), db.Audit(), callers)
+			benchProviderExecute(b, db.Provider(), db.Audit(), nil, callers)
 		})
+		if dsn, addr := os.Getenv("AGENTCAP_POSTGRES_DSN"), os.Getenv("AGENTCAP_REDIS_ADDR"); dsn != "" && addr != "" {
+			b.Run("postgres+redis"+suffix, func(b *testing.B) {
+				db, replay := sharedStores(b, dsn, addr)
+				benchProviderExecute(b, db.Provider(), db.Audit(), replay, callers)
+			})
+		}
 	}
 }
 
-func benchProviderExecute(b *testing.B, st store.Store, trail audit.Store, callers int) {
+// sharedStores opens the stores of several instances: sqlstore on a new
+// PostgreSQL schema of the database at dsn, given redisstore's count of
+// changes, and redisstore's replay cache, on the Redis at addr.
+func sharedStores(b *testing.B, dsn, addr string) (*sqlstore.DB, agentauth.ReplayCache) {
+	ctx := context.Background()
+	admin, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	schema := fmt.Sprintf("bench_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		admin.Close()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			b.Error(err)
+		}
+		admin.Close()
+	})
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	db, err := sqlstore.NewPostgres(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	b.Cleanup(func() { _ = client.Close() })
+	rs, err := redisstore.New(ctx, client, redisstore.Config{Prefix: schema + ":"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetChanges(rs.Changes())
+	b.Cleanup(func() { _ = client.Del(context.Background(), schema+":changes").Err() })
+	return db, rs.Replay()
+}
+
+func benchProviderExecute(b *testing.B, st store.Store, trail audit.Store, replay agentauth.ReplayCache, callers int) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	host := agentauthtest.NewHost(agentauthtest.Host{ID: "hst_1", UserID: "usr_1"})
@@ -79,7 +143,7 @@ func benchProviderExecute(b *testing.B, st store.Store, trail audit.Store, calle
 	srv := httptest.NewUnstartedServer(nil)
 	prov, err := provider.New(provider.Config{
 		Issuer: "http://" + srv.Listener.Addr().String(), ProviderName: "bench", Store: st, Registry: reg,
-		Audit: trail, RateLimits: provider.RateLimits{Off: true},
+		Audit: trail, Replay: replay, RateLimits: provider.RateLimits{Off: true},
 		Lifetimes: store.Policy{SessionTTL: 24 * time.Hour, MaxLifetime: 7 * 24 * time.Hour, AbsoluteLifetime: 30 * 24 * time.Hour},
 	})
 	if err != nil {

@@ -2,7 +2,9 @@
 // server, shared by every instance of an application: confirmation
 // tokens (confirm.Store), idempotency keys (idempotency.Store), the
 // replay cache of agent JWTs (agentauth.OwnerReplayCache) and the rate
-// limiter (ratelimit.Limiter).
+// limiter (ratelimit.Limiter), and the count of changes by which the
+// instances sharing a provider's records in SQL keep them in memory
+// (sqlstore.Changes).
 //
 // An application opens one Store and hands its parts to the features:
 //
@@ -18,7 +20,8 @@
 //
 // Every key starts with Config.Prefix, then the part of one store:
 // "confirm:" for confirmation tokens, "idem:" for idempotency keys,
-// "replay:" for the replay cache and "limit:" for the rate limiter. With
+// "replay:" for the replay cache and "limit:" for the rate limiter; the
+// count of changes to a provider's records is the key "changes". With
 // the prefix "bank:", the token id "t1" is the key "bank:confirm:t1".
 // What follows is each store's own layout, described on its type, as the
 // packages these stores were before (confirm/redisstore,
@@ -66,6 +69,7 @@ const (
 	idempotencyPart = "idem:"
 	replayPart      = "replay:"
 	limiterPart     = "limit:"
+	changesPart     = "changes"
 )
 
 // Config configures a Store.
@@ -117,6 +121,7 @@ type Store struct {
 	idem    *IdempotencyStore
 	replay  *ReplayCache
 	limiter *Limiter
+	changes *Changes
 }
 
 // New checks once that the server behind client does not evict keys
@@ -141,6 +146,10 @@ func New(ctx context.Context, client redis.UniversalClient, cfg Config) (*Store,
 		}
 		p = *cfg.Prefixes
 	}
+	changes := cfg.Prefix + changesPart
+	if cfg.Prefixes != nil {
+		changes = p.Replay + changesPart
+	}
 	if err := checkEviction(ctx, client, cfg.AcceptEviction); err != nil {
 		return nil, err
 	}
@@ -149,8 +158,13 @@ func New(ctx context.Context, client redis.UniversalClient, cfg Config) (*Store,
 		idem:    &IdempotencyStore{client: client, prefix: p.Idempotency},
 		replay:  newReplayCache(client, p.Replay, cfg),
 		limiter: &Limiter{client: client, prefix: p.Limiter},
+		changes: &Changes{client: client, key: changes},
 	}, nil
 }
+
+// Changes returns the count of changes to a provider's records shared
+// by the instances (see Changes), for sqlstore's DB.SetChanges.
+func (s *Store) Changes() *Changes { return s.changes }
 
 // Confirm returns the store of confirmation tokens (confirm.Store).
 func (s *Store) Confirm() *ConfirmStore { return s.confirm }

@@ -68,6 +68,14 @@ func TestKeyLayout(t *testing.T) {
 	if d, err := l.Allow(ctx, "agent:agt_1", ratelimit.PerMinute(60)); !d.Allowed || err != nil {
 		t.Fatalf("Allow: %+v, %v", d, err)
 	}
+	if err := client.Set(ctx, p+"changes", "40", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := s.Changes().Add(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	strs := map[string]string{
 		p + "confirm:tok1":                       fmt.Sprintf(`{"s":"usr_1","c":"transfer","d":"dg","a":"aud","e":1900000000000,"f":%d,"u":false}`, forget.UnixMilli()),
@@ -77,6 +85,7 @@ func TestKeyLayout(t *testing.T) {
 		p + "replay:share:agent:agt_1:180000000": "1",
 		p + "replay:share:host:hst_1:180000000":  "1",
 		p + "limit:agent:agt_1":                  "1800000001000000",
+		p + "changes":                            "42",
 	}
 	scopeSet := p + "idem:scope:scope1"
 	want := []string{scopeSet}

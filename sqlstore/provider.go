@@ -39,8 +39,11 @@ type providerStore struct {
 	now                                func() time.Time
 	writeMu                            sync.Mutex
 	// cache holds the agents and hosts read by id; nil unless
-	// d.CacheReads.
+	// d.CacheReads or changes is set.
 	cache *readCache
+	// changes is the count of changes shared with the other instances
+	// writing these records (DB.SetChanges), or nil.
+	changes Changes
 }
 
 // newProviderStore returns a providerStore over db, whose schema migrate
@@ -89,7 +92,7 @@ func (c *committed) Error() string { return c.err.Error() }
 // tx runs fn in a write transaction. fn's error rolls back, unless it is
 // a *committed, whose inner error is returned after the commit.
 func (s *providerStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.txThen(ctx, s.changed, fn)
+	return s.txThen(ctx, s.changed, nil, fn)
 }
 
 // changed ends every record the store's cache holds.
@@ -101,8 +104,10 @@ func (s *providerStore) changed() {
 
 // txThen is tx, calling ended once the transaction is over (committed
 // or not) instead of ending every cached record: for writes that change
-// less than the whole store.
-func (s *providerStore) txThen(ctx context.Context, ended func(), fn func(tx *sql.Tx) error) error {
+// less than the whole store. After a commit it moves the shared count of
+// changes on, unless quiet, called then, reports that the write changed
+// nothing the other instances must see at once.
+func (s *providerStore) txThen(ctx context.Context, ended func(), quiet func() bool, fn func(tx *sql.Tx) error) error {
 	if s.d.SerializeWrites {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
@@ -122,6 +127,12 @@ func (s *providerStore) txThen(ctx context.Context, ended func(), fn func(tx *sq
 	}
 	if cerr := tx.Commit(); cerr != nil {
 		return fmt.Errorf("store: %s: commit: %w", s.d.Name, cerr)
+	}
+	if s.changes != nil && (quiet == nil || !quiet()) {
+		if err := s.changes.Add(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("store: %s: the write is committed, but other instances may serve the records it changed for up to %v: the count of changes did not move: %w",
+				s.d.Name, readCacheMaxAge, err)
+		}
 	}
 	if keep != nil {
 		return keep.err
@@ -253,16 +264,36 @@ func (s *providerStore) GetHost(ctx context.Context, id string) (*store.Host, er
 		// As a read from the database would.
 		return nil, s.dbErr(err)
 	}
-	now := s.now()
-	if h := s.cache.host(id, now); h != nil {
+	n, ok := s.sharedCount(ctx)
+	if !ok {
+		return s.hostWhere(ctx, "host", id, `id = ?`, id)
+	}
+	return s.cachedHost(ctx, id, s.now(), n)
+}
+
+// cachedHost is GetHost through the cache, valid with the shared count n.
+func (s *providerStore) cachedHost(ctx context.Context, id string, now time.Time, n uint64) (*store.Host, error) {
+	if h := s.cache.host(id, now, n); h != nil {
 		return h, nil
 	}
-	gen := s.cache.hostGeneration()
+	gen := s.cache.hostGeneration(n)
 	h, err := s.hostWhere(ctx, "host", id, `id = ?`, id)
 	if err == nil {
 		s.cache.keepHost(gen, h, now)
 	}
 	return h, err
+}
+
+// sharedCount returns the shared count of changes the cache's records
+// must have been read at to be served: zero without one. ok is false
+// when the count cannot be read: the caller reads the database and
+// caches nothing.
+func (s *providerStore) sharedCount(ctx context.Context) (n uint64, ok bool) {
+	if s.changes == nil {
+		return 0, true
+	}
+	n, err := s.changes.Count(ctx)
+	return n, err == nil
 }
 
 // HostByThumbprint implements store.Store.
@@ -608,11 +639,20 @@ func (s *providerStore) GetAgent(ctx context.Context, id string) (*store.Agent, 
 		// As a read from the database would.
 		return nil, s.dbErr(err)
 	}
-	now := s.now()
-	if a := s.cache.agent(id, now); a != nil {
+	n, ok := s.sharedCount(ctx)
+	if !ok {
+		return s.oneAgent(ctx, nil, "agent", id, `a.id = ?`, id)
+	}
+	return s.cachedAgent(ctx, id, s.now(), n)
+}
+
+// cachedAgent is GetAgent through the cache, valid with the shared count
+// n; under a shared count, only a servable agent.
+func (s *providerStore) cachedAgent(ctx context.Context, id string, now time.Time, n uint64) (*store.Agent, error) {
+	if a := s.cache.agent(id, now, n); a != nil && (s.changes == nil || servable(a, now)) {
 		return a, nil
 	}
-	gen := s.cache.agentGeneration(id)
+	gen := s.cache.agentGeneration(id, n)
 	a, err := s.oneAgent(ctx, nil, "agent", id, `a.id = ?`, id)
 	if err == nil {
 		s.cache.keepAgent(gen, a, now)
@@ -620,24 +660,69 @@ func (s *providerStore) GetAgent(ctx context.Context, id string) (*store.Agent, 
 	return a, err
 }
 
+// servable reports whether a, found in the cache under a shared count
+// of changes (nil if not found), may answer a read at now: only an agent
+// that is active and not past its deadline is. One that would be refused
+// is read again, since the touches of other instances move an agent's
+// clocks on without moving the count: its cached deadline may have
+// passed when its stored one has not. (Without a shared count, this
+// process makes every touch, and each ends the agent's cached record.)
+func servable(a *store.Agent, now time.Time) bool {
+	return a != nil && a.Status == agentcap.StatusActive && (a.ExpiresAt == nil || now.Before(*a.ExpiresAt))
+}
+
 // GetAgentAndHost implements store.AgentHostReader: the agent, its
 // grants and its host in one statement, or, from the cache where the
-// store keeps one, two reads of memory.
+// store keeps one, two reads of memory after one read of the shared
+// count.
 func (s *providerStore) GetAgentAndHost(ctx context.Context, id string) (*store.Agent, *store.Host, error) {
-	if s.cache != nil {
-		a, err := s.GetAgent(ctx, id)
-		if err != nil {
-			return nil, nil, err
-		}
-		h, err := s.GetHost(ctx, a.HostID)
-		if errors.Is(err, store.ErrNotFound) {
-			return a, nil, nil
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		return a, h, nil
+	if s.cache == nil {
+		return s.agentAndHost(ctx, id)
 	}
+	if err := ctx.Err(); err != nil {
+		// As a read from the database would.
+		return nil, nil, s.dbErr(err)
+	}
+	n, ok := s.sharedCount(ctx)
+	if !ok {
+		return s.agentAndHost(ctx, id)
+	}
+	now := s.now()
+	if !s.d.CacheReads {
+		// A database of several instances: on a miss, both in one
+		// statement, kept at the generations taken before it.
+		if a := s.cache.agent(id, now, n); servable(a, now) {
+			if h := s.cache.host(a.HostID, now, n); h != nil {
+				return a, h, nil
+			}
+		}
+		agentGen, hostGen := s.cache.agentGeneration(id, n), s.cache.hostGeneration(n)
+		a, h, err := s.agentAndHost(ctx, id)
+		if err == nil {
+			s.cache.keepAgent(agentGen, a, now)
+			if h != nil {
+				s.cache.keepHost(hostGen, h, now)
+			}
+		}
+		return a, h, err
+	}
+	a, err := s.cachedAgent(ctx, id, now, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := s.cachedHost(ctx, a.HostID, now, n)
+	if errors.Is(err, store.ErrNotFound) {
+		return a, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, h, nil
+}
+
+// agentAndHost reads the agent id, its grants and its host in one
+// statement.
+func (s *providerStore) agentAndHost(ctx context.Context, id string) (*store.Agent, *store.Host, error) {
 	rctx, err := s.readContext(ctx)
 	if err != nil {
 		return nil, nil, s.dbErr(err)
@@ -796,14 +881,20 @@ const (
 
 // changeAgent locks an agent, runs fn on it and writes back its status,
 // user and clocks (and its grants when grants is set). An error from fn
-// rolls back, unless fn changed the status, which is then kept.
-func (s *providerStore) changeAgent(ctx context.Context, id string, grants bool, fn func(a *store.Agent) error) error {
+// rolls back, unless fn changed the status, which is then kept. A touch
+// (clocks set) that leaves the status as it was does not move the shared
+// count of changes: the other instances' copies of the agent only have
+// older clocks, which make them read it again rather than trust it
+// longer (see servable).
+func (s *providerStore) changeAgent(ctx context.Context, id string, grants, touch bool, fn func(a *store.Agent) error) error {
 	ended := s.changed
 	if s.cache != nil {
 		// It writes agent id's row and grants, nothing else.
 		ended = func() { s.cache.changedAgent(id) }
 	}
-	return s.txThen(ctx, ended, func(tx *sql.Tx) error {
+	statusKept := false
+	quiet := func() bool { return touch && statusKept }
+	return s.txThen(ctx, ended, quiet, func(tx *sql.Tx) error {
 		a, err := s.lockAgent(ctx, tx, id)
 		if err != nil {
 			return err
@@ -813,6 +904,7 @@ func (s *providerStore) changeAgent(ctx context.Context, id string, grants bool,
 		if ferr != nil && a.Status == before {
 			return ferr
 		}
+		statusKept = a.Status == before
 		if _, err := s.stmts.Exec(ctx, tx, s.d.rebind(writeAgentSQL), a.Status, a.UserID, s.d.tp(a.LastUsedAt), s.d.tp(a.ActivatedAt), s.d.tp(a.ExpiresAt), s.d.t(s.stamp()), id); err != nil {
 			return s.dbErr(err)
 		}
@@ -831,7 +923,7 @@ func (s *providerStore) changeAgent(ctx context.Context, id string, grants bool,
 
 // ActivateAgent implements store.Store.
 func (s *providerStore) ActivateAgent(ctx context.Context, id string, from []string, now time.Time, p store.Policy) error {
-	return s.changeAgent(ctx, id, false, func(a *store.Agent) error { return store.Activate(a, from, now, p) })
+	return s.changeAgent(ctx, id, false, false, func(a *store.Agent) error { return store.Activate(a, from, now, p) })
 }
 
 // ReactivateAgent implements store.Store.
@@ -840,12 +932,12 @@ func (s *providerStore) ReactivateAgent(ctx context.Context, id, to string, gran
 	if err != nil {
 		return err
 	}
-	return s.changeAgent(ctx, id, true, func(a *store.Agent) error { return store.Reactivate(a, to, gs, now, p) })
+	return s.changeAgent(ctx, id, true, false, func(a *store.Agent) error { return store.Reactivate(a, to, gs, now, p) })
 }
 
 // TouchAgent implements store.Store.
 func (s *providerStore) TouchAgent(ctx context.Context, id string, now time.Time, p store.Policy) error {
-	return s.changeAgent(ctx, id, false, func(a *store.Agent) error { return store.Touch(a, now, p) })
+	return s.changeAgent(ctx, id, false, true, func(a *store.Agent) error { return store.Touch(a, now, p) })
 }
 
 // RotateAgentKey implements store.Store.

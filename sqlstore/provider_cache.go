@@ -8,9 +8,11 @@ import (
 )
 
 // readCacheMaxAge is how long a cached agent or host serves reads. The
-// store's own writes end a cached record at once; the bound is for
-// writes to the file by another process, which this one cannot see
-// otherwise.
+// store's own writes end a cached record at once, and so do the writes
+// of other instances that move the shared count of changes; the bound
+// is for writes this process cannot see otherwise: to an SQLite file by
+// another process, or by an instance that stopped between its commit
+// and moving the count.
 const readCacheMaxAge = time.Second
 
 // readCacheMaxEntries bounds the records a cache holds; when it is full,
@@ -19,13 +21,15 @@ const readCacheMaxEntries = 4096
 
 // readCache keeps the agents and hosts read by id, the reads of every
 // verified request, for the dialects whose file one process serves
-// (providerDialect.CacheReads). Its records are valid while no write
-// transaction of the store has ended since they were read (gen) and for
-// at most readCacheMaxAge. A read takes the generation before it asks the
-// database, and a write moves it on after its commit, so a record read
+// (providerDialect.CacheReads) and for a store given a shared count of
+// changes (DB.SetChanges). Its records are valid while no write
+// transaction of the store has ended since they were read (gen), while
+// the shared count is where it was when they were read, and for at most
+// readCacheMaxAge. A read takes the generations before it asks the
+// database, and a write moves them on after its commit, so a record read
 // while a write was under way is never served once that write has
-// returned. Records are copied in and out: callers may change what they
-// are given.
+// returned, in this process or, through the shared count, in any other.
+// Records are copied in and out: callers may change what they are given.
 //
 // A write that changes one agent's row and grants only (changeAgent:
 // activation, reactivation, the touch of every verified request once a
@@ -47,9 +51,10 @@ type cachedRecord[T any] struct {
 	at  time.Time
 }
 
-// cacheGen is the store's generation and the record's own (an agent's;
-// zero for hosts) at a read.
-type cacheGen struct{ all, own uint64 }
+// cacheGen is the store's generation, the record's own (an agent's;
+// zero for hosts) and the shared count of changes (zero without one) at
+// a read.
+type cacheGen struct{ all, own, shared uint64 }
 
 func newReadCache() *readCache {
 	return &readCache{agentGen: map[string]uint64{},
@@ -57,17 +62,18 @@ func newReadCache() *readCache {
 }
 
 // agentGeneration and hostGeneration are the generations a read of the
-// agent or host id about to ask the database is valid for.
-func (c *readCache) agentGeneration(id string) cacheGen {
+// agent or host id about to ask the database is valid for, with the
+// shared count n read before it.
+func (c *readCache) agentGeneration(id string, n uint64) cacheGen {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return cacheGen{c.gen, c.agentGen[id]}
+	return cacheGen{c.gen, c.agentGen[id], n}
 }
 
-func (c *readCache) hostGeneration() cacheGen {
+func (c *readCache) hostGeneration(n uint64) cacheGen {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return cacheGen{all: c.gen}
+	return cacheGen{all: c.gen, shared: n}
 }
 
 // changed ends every cached record: a write transaction has ended.
@@ -94,10 +100,12 @@ func (c *readCache) changedAgent(id string) {
 	delete(c.agents, id)
 }
 
-func (c *readCache) agent(id string, now time.Time) *store.Agent {
+// agent and host return a copy of the record of id valid with the shared
+// count n at now, or nil.
+func (c *readCache) agent(id string, now time.Time, n uint64) *store.Agent {
 	c.mu.Lock()
 	r, ok := c.agents[id]
-	ok = ok && r.gen == cacheGen{c.gen, c.agentGen[id]}
+	ok = ok && r.gen == cacheGen{c.gen, c.agentGen[id], n}
 	c.mu.Unlock()
 	return valid(r, ok, now, store.CloneAgent)
 }
@@ -105,15 +113,15 @@ func (c *readCache) agent(id string, now time.Time) *store.Agent {
 func (c *readCache) keepAgent(gen cacheGen, a *store.Agent, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen == (cacheGen{c.gen, c.agentGen[a.ID]}) {
+	if gen.all == c.gen && gen.own == c.agentGen[a.ID] {
 		keep(c.agents, a.ID, cachedRecord[store.Agent]{store.CloneAgent(a), gen, now})
 	}
 }
 
-func (c *readCache) host(id string, now time.Time) *store.Host {
+func (c *readCache) host(id string, now time.Time, n uint64) *store.Host {
 	c.mu.Lock()
 	r, ok := c.hosts[id]
-	ok = ok && r.gen == cacheGen{all: c.gen}
+	ok = ok && r.gen == cacheGen{all: c.gen, shared: n}
 	c.mu.Unlock()
 	return valid(r, ok, now, store.CloneHost)
 }
@@ -121,7 +129,7 @@ func (c *readCache) host(id string, now time.Time) *store.Host {
 func (c *readCache) keepHost(gen cacheGen, h *store.Host, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen == (cacheGen{all: c.gen}) {
+	if gen.all == c.gen {
 		keep(c.hosts, h.ID, cachedRecord[store.Host]{store.CloneHost(h), gen, now})
 	}
 }

@@ -21,7 +21,13 @@
 // packages of earlier releases (agentauth/store/sqlitestore,
 // audit/sqlitestore, jobs/pgstore, ...) gave them, and a database those
 // packages created is adopted as it is: what it holds already is
-// recorded, not created again. See docs/storage.md.
+// recorded, not created again.
+//
+// Several instances may share a PostgreSQL database. Each reads the
+// agent and host of every verified request from it, unless all of them
+// move one count of changes (DB.SetChanges, with redisstore's Changes):
+// each then keeps what it reads for as long as no instance has written
+// since. See docs/storage.md.
 package sqlstore
 
 import (
@@ -201,6 +207,46 @@ func (s *DB) SetClock(now func() time.Time) {
 	}
 	s.provider.withClock(now)
 	s.audit.now = now
+}
+
+// Changes is a count of the writes to the provider's records, kept where
+// every instance serving the same database reads it, such as
+// redisstore's Changes. See DB.SetChanges.
+type Changes interface {
+	// Count returns the count now.
+	Count(ctx context.Context) (uint64, error)
+	// Add moves the count on.
+	Add(ctx context.Context) error
+}
+
+// SetChanges makes the provider's records keep the agents and hosts they
+// read by id in memory, on a database that several instances share: a
+// kept record answers a later read while c's count is where it was
+// before the record was read, and for at most a second. Every write of
+// the provider's records moves c on after its commit, except a touch
+// that leaves the agent's status as it was (its clocks only move on, and
+// an agent whose cached deadline has passed is read again). A verified
+// request then reads c once instead of reading its agent and host from
+// the database. If c cannot be read, the records are read from the
+// database; if c cannot be moved on after a commit, the write reports
+// an error, since the other instances may serve the records it replaced
+// until their copies are a second old.
+//
+// Every instance writing to the database must be given a Changes on the
+// same count: the writes of one that is not move no count, and the
+// others serve what it replaced for up to a second. An SQLite file
+// already keeps its records in memory for the one process that serves
+// it; c makes the writes of other processes seen at once. Call
+// SetChanges before the stores are first used.
+func (s *DB) SetChanges(c Changes) {
+	p := s.provider
+	p.changes = c
+	switch {
+	case c != nil && p.cache == nil:
+		p.cache = newReadCache()
+	case c == nil && !p.d.CacheReads:
+		p.cache = nil
+	}
 }
 
 // Audit returns the audit trail.

@@ -83,6 +83,15 @@ func TestConformance(t *testing.T) {
 			t.Run("Provider", func(t *testing.T) {
 				storetest.Provider(t, func(t *testing.T) store.Store { return b.fresh(t)(t).Provider() })
 			})
+			t.Run("ProviderSharedChanges", func(t *testing.T) {
+				// Every read through the cache that a count of changes
+				// keeps valid.
+				storetest.Provider(t, func(t *testing.T) store.Store {
+					db := b.fresh(t)(t)
+					db.SetChanges(&counter{})
+					return db.Provider()
+				})
+			})
 			t.Run("Audit", func(t *testing.T) {
 				storetest.Audit(t, func(t *testing.T) audit.Store { return b.fresh(t)(t).Audit() })
 			})

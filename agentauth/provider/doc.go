@@ -123,13 +123,17 @@
 //
 // Instances of one provider behind a load balancer share its Store,
 // Replay cache, RateLimits.Limiter and PageSecret (and the keys of the
-// application's sign-in). None of them keeps agents or hosts in memory
-// between requests: every agent JWT is checked against the store's
-// current records, so an agent or host revoked, or a grant changed,
-// through one instance is seen by every instance from its next request
-// (an open event stream notices within httpx's RecheckInterval). The
-// example bank's multi-instance harness checks this with three
-// instances (RELIABILITY.md).
+// application's sign-in). Every agent JWT is checked against the
+// store's current records, so an agent or host revoked, or a grant
+// changed, through one instance is seen by every instance from its next
+// request (an open event stream notices within httpx's
+// RecheckInterval). A store may keep the records it reads in memory
+// only while it can tell that no instance has written since: package
+// sqlstore does so on PostgreSQL when it is given a count of changes
+// that every instance moves after each write (sqlstore's DB.SetChanges,
+// with redisstore's Changes), and reads the database on every request
+// otherwise. The example bank's multi-instance harness checks this with
+// three instances (RELIABILITY.md).
 //
 // # Differences from the reference provider
 //

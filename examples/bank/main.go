@@ -465,6 +465,11 @@ func newProviderServer(ctx context.Context, cfg config, logger, debug *slog.Logg
 		if db, err = sqlstore.NewPostgres(ctx, sh.pool); err != nil {
 			return nil, sh.close, err
 		}
+		if sh.rs != nil {
+			// The instances keep the agents and hosts they read for as
+			// long as none of them has written since.
+			db.SetChanges(sh.rs.Changes())
+		}
 		if ledger, err = bank.NewPGLedger(ctx, sh.pool); err != nil {
 			return nil, func() error { return errors.Join(db.Close(), sh.close()) }, err
 		}

@@ -369,9 +369,11 @@ func (c *cluster) rateLimitScenario(ctx context.Context, t *testing.T, fig *figu
 // requests, one after another, while the agent's user revokes it
 // through the first instance: every request that starts once the
 // revocation is answered must be refused by every instance
-// (agent_revoked), since no instance keeps agent records between
-// requests; the figures say how long after the revocation each instance
-// last served the agent and first refused it.
+// (agent_revoked): an instance keeps the agent records it reads only
+// while the count of changes in Redis stays where it was, and the
+// revocation moves it before it is answered. The figures say how long
+// after the revocation each instance last served the agent and first
+// refused it.
 func (c *cluster) revocationScenario(ctx context.Context, t *testing.T, fig *figures, p *person, sc multiScale) {
 	victim, err := c.connectReader(ctx, p, "revoked reader")
 	if err != nil {
