@@ -647,9 +647,9 @@ func (s *providerStore) GetAgent(ctx context.Context, id string) (*store.Agent, 
 }
 
 // cachedAgent is GetAgent through the cache, valid with the shared count
-// n; under a shared count, only a servable agent.
+// n.
 func (s *providerStore) cachedAgent(ctx context.Context, id string, now time.Time, n uint64) (*store.Agent, error) {
-	if a := s.cache.agent(id, now, n); a != nil && (s.changes == nil || servable(a, now)) {
+	if a := s.keptAgent(id, now, n); a != nil {
 		return a, nil
 	}
 	gen := s.cache.agentGeneration(id, n)
@@ -658,6 +658,16 @@ func (s *providerStore) cachedAgent(ctx context.Context, id string, now time.Tim
 		s.cache.keepAgent(gen, a, now)
 	}
 	return a, err
+}
+
+// keptAgent returns the cached agent id valid with the shared count n at
+// now, or nil; under a shared count, only a servable one.
+func (s *providerStore) keptAgent(id string, now time.Time, n uint64) *store.Agent {
+	a := s.cache.agent(id, now, n)
+	if a == nil || (s.changes != nil && !servable(a, now)) {
+		return nil
+	}
+	return a
 }
 
 // servable reports whether a, found in the cache under a shared count
@@ -673,8 +683,8 @@ func servable(a *store.Agent, now time.Time) bool {
 
 // GetAgentAndHost implements store.AgentHostReader: the agent, its
 // grants and its host in one statement, or, from the cache where the
-// store keeps one, two reads of memory after one read of the shared
-// count.
+// store keeps one, two reads of memory (after one read of the shared
+// count, when there is one).
 func (s *providerStore) GetAgentAndHost(ctx context.Context, id string) (*store.Agent, *store.Host, error) {
 	if s.cache == nil {
 		return s.agentAndHost(ctx, id)
@@ -688,36 +698,22 @@ func (s *providerStore) GetAgentAndHost(ctx context.Context, id string) (*store.
 		return s.agentAndHost(ctx, id)
 	}
 	now := s.now()
-	if !s.d.CacheReads {
-		// A database of several instances: on a miss, both in one
-		// statement, kept at the generations taken before it.
-		if a := s.cache.agent(id, now, n); servable(a, now) {
-			if h := s.cache.host(a.HostID, now, n); h != nil {
-				return a, h, nil
-			}
+	if a := s.keptAgent(id, now, n); a != nil {
+		if h := s.cache.host(a.HostID, now, n); h != nil {
+			return a, h, nil
 		}
-		agentGen, hostGen := s.cache.agentGeneration(id, n), s.cache.hostGeneration(n)
-		a, h, err := s.agentAndHost(ctx, id)
-		if err == nil {
-			s.cache.keepAgent(agentGen, a, now)
-			if h != nil {
-				s.cache.keepHost(hostGen, h, now)
-			}
+	}
+	// On a miss, both in one statement, kept at the generations taken
+	// before it.
+	agentGen, hostGen := s.cache.agentGeneration(id, n), s.cache.hostGeneration(n)
+	a, h, err := s.agentAndHost(ctx, id)
+	if err == nil {
+		s.cache.keepAgent(agentGen, a, now)
+		if h != nil {
+			s.cache.keepHost(hostGen, h, now)
 		}
-		return a, h, err
 	}
-	a, err := s.cachedAgent(ctx, id, now, n)
-	if err != nil {
-		return nil, nil, err
-	}
-	h, err := s.cachedHost(ctx, a.HostID, now, n)
-	if errors.Is(err, store.ErrNotFound) {
-		return a, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return a, h, nil
+	return a, h, err
 }
 
 // agentAndHost reads the agent id, its grants and its host in one

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
 )
 
 // sharedDSN returns a DSN on a fresh schema of AGENTCAP_POSTGRES_DSN's
