@@ -13,6 +13,7 @@ import (
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/internal/ttlmap"
 	"github.com/agentcap/agentcap/agentauth/ratelimit"
+	"github.com/agentcap/agentcap/internal/readcheck"
 )
 
 // ReplayCache records token ids. CheckAndSet atomically records key for ttl
@@ -85,7 +86,18 @@ var ErrReplayHostShare = fmt.Errorf("%w (the host's)", ErrReplayShare)
 
 // checkAndSet records key in c for the verified agentID and hostID,
 // through CheckAndSetFor when c shares itself out among owners.
+//
+// When the directory served the session's records unchecked (a pending
+// readcheck.Check in ctx), the check is settled first: by c itself, for
+// a cache that declares it does (readcheck.DeclareSettler), else by one
+// read of the count. An id is never recorded for records that may be
+// stale.
 func checkAndSet(ctx context.Context, c ReplayCache, key string, ttl time.Duration, agentID, hostID string) (bool, error) {
+	if !readcheck.Settles(c) {
+		if err := readcheck.From(ctx).Verify(ctx); err != nil {
+			return false, err
+		}
+	}
 	if oc, ok := c.(OwnerReplayCache); ok {
 		return oc.CheckAndSetFor(ctx, key, ttl, agentID, hostID)
 	}

@@ -153,13 +153,15 @@ func New(ctx context.Context, client redis.UniversalClient, cfg Config) (*Store,
 	if err := checkEviction(ctx, client, cfg.AcceptEviction); err != nil {
 		return nil, err
 	}
-	return &Store{
+	s := &Store{
 		confirm: &ConfirmStore{client: client, prefix: p.Confirm},
 		idem:    &IdempotencyStore{client: client, prefix: p.Idempotency},
 		replay:  newReplayCache(client, p.Replay, cfg),
 		limiter: &Limiter{client: client, prefix: p.Limiter},
 		changes: &Changes{client: client, key: changes},
-	}, nil
+	}
+	s.replay.changes = s.changes
+	return s, nil
 }
 
 // Changes returns the count of changes to a provider's records shared

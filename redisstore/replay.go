@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/internal/readcheck"
 )
 
 // ReplayCache is an agentauth.ReplayCache shared through Redis, for
@@ -55,7 +56,17 @@ import (
 // tens of seconds), which expire with the last id they count. The number
 // after the last ':' ends the key, so two owners never share a bucket,
 // and no key agentauth.ReplayKey makes starts with "share:".
+//
+// # The count of changes
+//
+// A verified call whose provider served the agent and host it keeps
+// without reading the Store's count of changes (Changes) first has that
+// count compared, in the same script, with the value those records were
+// read at: when it moved, the cache records nothing and returns an
+// error, and the provider verifies the call again from fresh records. A
+// verified call thus makes one round trip to Redis, not two.
 type ReplayCache struct {
+	changes           *Changes
 	client            redis.UniversalClient
 	prefix            string
 	perAgent, perHost int
@@ -92,6 +103,9 @@ func (c *ReplayCache) CheckAndSet(ctx context.Context, key string, ttl time.Dura
 	if ttl <= 0 {
 		return false, fmt.Errorf("redisstore: ttl %v is not positive", ttl)
 	}
+	if _, err := c.settle(ctx, false); err != nil {
+		return false, err
+	}
 	err := c.client.Do(ctx, "SET", c.prefix+key, "1", "NX", "PX", ttlMillis(ttl)).Err()
 	switch {
 	case err == nil:
@@ -101,6 +115,28 @@ func (c *ReplayCache) CheckAndSet(ctx context.Context, key string, ttl time.Dura
 	default:
 		return false, fmt.Errorf("redisstore: SET NX: %w", err)
 	}
+}
+
+// The cache settles read checks itself (see settle).
+func init() { readcheck.DeclareSettler((*ReplayCache)(nil)) }
+
+// settle settles a read check pending in ctx that the script cannot: one
+// on another count of changes than the Store's (or whatever the call, for
+// CheckAndSet). It returns the value the script must find the Store's
+// count at ("" for none).
+func (c *ReplayCache) settle(ctx context.Context, inScript bool) (string, error) {
+	chk := readcheck.From(ctx)
+	src, gen, ok := chk.Pending()
+	if !ok {
+		return "", nil
+	}
+	if inScript && c.changes != nil && src == readcheck.Counter(c.changes) {
+		return strconv.FormatUint(gen, 10), nil
+	}
+	if err := chk.Verify(ctx); err != nil {
+		return "", fmt.Errorf("redisstore: %w", err)
+	}
+	return "", nil
 }
 
 // bucketWidth is the span of recording time one bucket of an owner
@@ -116,7 +152,15 @@ const bucketWidth = 10 * time.Second
 // ARGV[3] of the host, oldest first, the last one the current bucket.
 // ARGV[1] is the ttl in ms, ARGV[4] and ARGV[5] the shares (0: none),
 // ARGV[6] how long a charged bucket is kept, in ms.
-var shareScript = redis.NewScript(`
+var shareScript = redis.NewScript(shareBody)
+
+// shareCheckedScript is shareScript after a read check: it returns -3,
+// recording nothing, unless the count of changes, the last of KEYS, holds
+// ARGV[7].
+var shareCheckedScript = redis.NewScript(`if redis.call('GET', KEYS[#KEYS]) ~= ARGV[7] then return -3 end
+` + shareBody)
+
+const shareBody = `
 local function held(first, n)
 	local sum = 0
 	for _, v in ipairs(redis.call('MGET', unpack(KEYS, first, first + n - 1))) do
@@ -138,12 +182,16 @@ local keep = tonumber(ARGV[6])
 if na > 0 then charge(KEYS[1 + na], keep) end
 if nh > 0 then charge(KEYS[1 + na + nh], keep) end
 return 1
-`)
+`
 
 // CheckAndSetFor implements agentauth.OwnerReplayCache.
 func (c *ReplayCache) CheckAndSetFor(ctx context.Context, key string, ttl time.Duration, agentID, hostID string) (bool, error) {
 	if ttl <= 0 {
 		return false, fmt.Errorf("redisstore: ttl %v is not positive", ttl)
+	}
+	want, err := c.settle(ctx, true)
+	if err != nil {
+		return false, err
 	}
 	now := c.now()
 	// An id recorded in bucket b expires by the end of b plus ttl: the
@@ -163,11 +211,21 @@ func (c *ReplayCache) CheckAndSetFor(ctx context.Context, key string, ttl time.D
 	na := buckets("agent", agentID)
 	nh := buckets("host", hostID)
 	keep := ttlMillis(ttl + 2*bucketWidth)
-	res, err := shareScript.Run(ctx, c.client, keys, ttlMillis(ttl), na, nh, max(c.perAgent, 0), max(c.perHost, 0), keep).Int64()
+	args := []any{ttlMillis(ttl), na, nh, max(c.perAgent, 0), max(c.perHost, 0), keep}
+	script := shareScript
+	if want != "" {
+		script, keys, args = shareCheckedScript, append(keys, c.changes.key), append(args, want)
+	}
+	res, err := script.Run(ctx, c.client, keys, args...).Int64()
 	if err != nil {
 		return false, fmt.Errorf("redisstore: recording a token id: %w", err)
 	}
+	if want != "" && res != -3 {
+		readcheck.From(ctx).Settle()
+	}
 	switch res {
+	case -3:
+		return false, fmt.Errorf("redisstore: recording a token id: %w", readcheck.ErrMoved)
 	case 1:
 		return true, nil
 	case 0:

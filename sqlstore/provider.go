@@ -13,6 +13,7 @@ import (
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/internal/readcheck"
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 
@@ -684,7 +685,10 @@ func servable(a *store.Agent, now time.Time) bool {
 // GetAgentAndHost implements store.AgentHostReader: the agent, its
 // grants and its host in one statement, or, from the cache where the
 // store keeps one, two reads of memory (after one read of the shared
-// count, when there is one).
+// count, when there is one). Under a shared count, a context carrying a
+// read check (the provider's session checks) is served the kept pair
+// without that read, and the question of whether the count moved since
+// they were read is left to the check (see internal/readcheck).
 func (s *providerStore) GetAgentAndHost(ctx context.Context, id string) (*store.Agent, *store.Host, error) {
 	if s.cache == nil {
 		return s.agentAndHost(ctx, id)
@@ -692,6 +696,12 @@ func (s *providerStore) GetAgentAndHost(ctx context.Context, id string) (*store.
 	if err := ctx.Err(); err != nil {
 		// As a read from the database would.
 		return nil, nil, s.dbErr(err)
+	}
+	if chk := readcheck.From(ctx); chk != nil && s.changes != nil {
+		now := s.now()
+		if a, h, n, ok := s.cache.keptPair(id, now); ok && servable(a, now) && chk.Defer(s.changes, n) {
+			return a, h, nil
+		}
 	}
 	n, ok := s.sharedCount(ctx)
 	if !ok {

@@ -110,6 +110,27 @@ func (c *readCache) agent(id string, now time.Time, n uint64) *store.Agent {
 	return valid(r, ok, now, store.CloneAgent)
 }
 
+// keptPair returns copies of the agent id and its host as kept, with the
+// shared count they were read at, whatever the count is now: both kept at
+// the store's current generations and at the same count, and young enough
+// at now.
+func (c *readCache) keptPair(id string, now time.Time) (*store.Agent, *store.Host, uint64, bool) {
+	c.mu.Lock()
+	r, ok := c.agents[id]
+	ok = ok && r.gen.all == c.gen && r.gen.own == c.agentGen[id]
+	var hr cachedRecord[store.Host]
+	if ok {
+		hr, ok = c.hosts[r.v.HostID]
+		ok = ok && hr.gen.all == c.gen && hr.gen.shared == r.gen.shared
+	}
+	c.mu.Unlock()
+	a, h := valid(r, ok, now, store.CloneAgent), valid(hr, ok, now, store.CloneHost)
+	if a == nil || h == nil {
+		return nil, nil, 0, false
+	}
+	return a, h, r.gen.shared, true
+}
+
 func (c *readCache) keepAgent(gen cacheGen, a *store.Agent, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentcap/agentcap"
 	"github.com/agentcap/agentcap/agentauth/store"
+	"github.com/agentcap/agentcap/internal/readcheck"
 	"github.com/agentcap/agentcap/internal/servicetest"
 	"github.com/agentcap/agentcap/sqlstore"
 )
@@ -267,6 +268,62 @@ func TestSharedChangesRereadLapsedCopies(t *testing.T) {
 		}
 		if got, err := s.a.GetAgent(ctx, "agt_1"); err != nil || !got.ExpiresAt.Equal(*a.ExpiresAt) {
 			t.Fatalf("GetAgent: %+v, %v", got, err)
+		}
+	})
+}
+
+// A read with a read check in its context is served the kept agent and
+// host without reading the count, and leaves the check pending at the
+// count they were read at: another instance's write since makes the
+// check report ErrMoved. Without a copy to serve, or with one that would
+// be refused, the count is read first and nothing is left pending.
+func TestSharedChangesDeferToReadCheck(t *testing.T) {
+	eachShared(t, func(t *testing.T, s sharedInstances, now *time.Time) {
+		ctx := context.Background()
+		deferred := func() (*readcheck.Check, *store.Agent, int) {
+			t.Helper()
+			s.count.mu.Lock()
+			before := s.count.counts
+			s.count.mu.Unlock()
+			cctx, chk := readcheck.With(ctx)
+			a, h, err := s.a.(store.AgentHostReader).GetAgentAndHost(cctx, "agt_1")
+			if err != nil || h == nil || h.ID != "hst_1" {
+				t.Fatalf("GetAgentAndHost with a read check: %+v, %+v, %v", a, h, err)
+			}
+			s.count.mu.Lock()
+			defer s.count.mu.Unlock()
+			return chk, a, s.count.counts - before
+		}
+		// Nothing kept yet: the count is read, nothing deferred.
+		chk, _, counts := deferred()
+		if _, _, pending := chk.Pending(); pending || counts != 1 {
+			t.Fatalf("first read: pending %v after %d reads of the count; want a read of the count and nothing pending", pending, counts)
+		}
+		// Kept: served without reading the count, the check pending at it.
+		chk, a, counts := deferred()
+		src, gen, pending := chk.Pending()
+		if !pending || counts != 0 || src != readcheck.Counter(s.count) || gen != s.count.n || a.Name != "first" {
+			t.Fatalf("kept read: pending %v at %d of %v after %d reads of the count; want pending at %d without a read", pending, gen, src, counts, s.count.n)
+		}
+		if err := chk.Verify(ctx); err != nil {
+			t.Fatalf("check with the count unmoved: %v", err)
+		}
+		// b revokes the agent: a serves its copy to a read check, whose
+		// check then finds the count moved; a plain read sees the revocation.
+		chk, a, _ = deferred()
+		if err := s.b.UpdateAgentStatus(ctx, "agt_1", []string{agentcap.StatusActive}, agentcap.StatusRevoked); err != nil {
+			t.Fatal(err)
+		}
+		if err := chk.Verify(ctx); !errors.Is(err, readcheck.ErrMoved) || a.Status != agentcap.StatusActive {
+			t.Fatalf("check after b's revocation: %v (served %s); want ErrMoved", err, a.Status)
+		}
+		if a, _ := agentAndHost(t, s.a); a.Status != agentcap.StatusRevoked {
+			t.Fatalf("plain read after b's revocation: %s", a.Status)
+		}
+		// A kept agent that would be refused is read again, the count first.
+		chk, a, counts = deferred()
+		if _, _, pending := chk.Pending(); pending || counts != 1 || a.Status != agentcap.StatusRevoked {
+			t.Fatalf("kept revoked agent: pending %v after %d reads of the count, %s", pending, counts, a.Status)
 		}
 	})
 }

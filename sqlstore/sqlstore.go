@@ -227,7 +227,11 @@ type Changes interface {
 // that leaves the agent's status as it was (its clocks only move on, and
 // an agent whose cached deadline has passed is read again). A verified
 // request then reads c once instead of reading its agent and host from
-// the database. If c cannot be read, the records are read from the
+// the database; the provider's session checks do not even do that: they
+// are served the kept agent and host at once, and c is compared with the
+// value those were read at when the token's id is recorded (in the same
+// Redis script, when c is the Changes of the replay cache's
+// redisstore.Store). If c cannot be read, the records are read from the
 // database; if c cannot be moved on after a commit, the write reports
 // an error, since the other instances may serve the records it replaced
 // until their copies are a second old.

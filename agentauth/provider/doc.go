@@ -132,8 +132,13 @@
 // sqlstore does so on PostgreSQL when it is given a count of changes
 // that every instance moves after each write (sqlstore's DB.SetChanges,
 // with redisstore's Changes), and reads the database on every request
-// otherwise. The example bank's multi-instance harness checks this with
-// three instances (RELIABILITY.md).
+// otherwise. A session check then serves the records an instance keeps
+// at once and has the count compared with the value they were read at
+// when the token's id is recorded (in the same Redis script, with
+// redisstore's replay cache of the same Store; by one read of the count
+// otherwise): if it moved, no id is recorded and the token is verified
+// again from fresh records. The example bank's multi-instance harness
+// checks this with three instances (RELIABILITY.md).
 //
 // # Differences from the reference provider
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/agentcap/agentcap/audit"
 	"github.com/agentcap/agentcap/auth"
 	"github.com/agentcap/agentcap/core"
+	"github.com/agentcap/agentcap/internal/readcheck"
 )
 
 // errMalformedBearer refuses an Authorization header of the Bearer scheme
@@ -37,9 +38,31 @@ func (s sessionSource) Session(ctx context.Context, token string) (*agentauth.Se
 	return s.p.session(ctx, token)
 }
 
+// session verifies token with a read check (see internal/readcheck): a
+// store that keeps records under a count of changes shared with other
+// instances may serve the agent and host it keeps without reading the
+// count first, and the replay check (or one read of the count just
+// before it) finds whether the count moved since they were read. If it
+// did, nothing was recorded and the token is verified again from the
+// store's fresh records, without a check; a call made while another
+// instance writes may thus count twice against its rate limits. A token
+// refused before the replay check, on records served unchecked (a key
+// rotated, a host approved meanwhile), is refused only once one read of
+// the count finds those records current; else it too is verified again.
 func (p *Provider) session(ctx context.Context, token string) (*agentauth.Session, error) {
 	var read agentRead
-	sess, err := p.verifier.Session(context.WithValue(ctx, agentReadKey{}, &read), token)
+	rctx := context.WithValue(ctx, agentReadKey{}, &read)
+	cctx, chk := readcheck.With(rctx)
+	sess, err := p.verifier.Session(cctx, token)
+	if err != nil && !errors.Is(err, readcheck.ErrMoved) {
+		if moved := chk.Verify(ctx); moved != nil {
+			err = moved
+		}
+	}
+	if errors.Is(err, readcheck.ErrMoved) {
+		read = agentRead{}
+		sess, err = p.verifier.Session(rctx, token)
+	}
 	if err != nil {
 		return nil, err
 	}
