@@ -21,15 +21,45 @@ type App struct {
 	// User is the id of the user the call acts for; empty for capabilities
 	// that act for no one (exchange_rate called by an autonomous agent).
 	User string
-	// Accounts are the user's accounts, read when the call began.
-	Accounts []Account
 
 	store Ledger
+	// accounts are the user's accounts once read (loaded).
+	accounts []Account
+	loaded   bool
+}
+
+// Accounts returns the user's accounts, read from the store the first
+// time a call asks for them: a call that needs only one account
+// (check_balance, whose ledger read checks its owner) reads no list. A
+// store that cannot be read gives the answer a call then gets.
+func (a *App) Accounts(ctx context.Context) ([]Account, error) {
+	if !a.loaded {
+		accounts, err := a.store.AccountsOf(ctx, a.User)
+		if err != nil {
+			return nil, ledgerUnavailable(fmt.Errorf("bank: loading the accounts of %s: %w", a.User, err))
+		}
+		a.accounts, a.loaded = accounts, true
+	}
+	return a.accounts, nil
+}
+
+// account returns the user's account id, if the user owns it.
+func (a *App) account(ctx context.Context, id string) (acc Account, owned bool, err error) {
+	accounts, err := a.Accounts(ctx)
+	if err != nil {
+		return Account{}, false, err
+	}
+	i := slices.IndexFunc(accounts, func(acc Account) bool { return acc.ID == id })
+	if i < 0 {
+		return Account{}, false, nil
+	}
+	return accounts[i], true, nil
 }
 
 // Owns reports whether the user owns account id.
-func (a *App) Owns(id string) bool {
-	return slices.ContainsFunc(a.Accounts, func(acc Account) bool { return acc.ID == id })
+func (a *App) Owns(ctx context.Context, id string) (bool, error) {
+	_, owned, err := a.account(ctx, id)
+	return owned, err
 }
 
 // userOf is the user a caller acts for: for an Agent Auth agent the
@@ -101,7 +131,8 @@ func GrantAutonomous(_ context.Context, _ *store.Host, def *core.Definition) boo
 // Resolver returns the bank's context function over store, which builds
 // the application context of a call. It works from the verified identity
 // only: the user is the one the identity acts for, and that user's
-// accounts are read again from the store.
+// accounts are read again from the store, by each call that needs them
+// (App.Accounts).
 func Resolver(store Ledger) func(ctx context.Context, id *auth.Identity, def *core.Definition, _ any) (*App, error) {
 	return func(ctx context.Context, id *auth.Identity, def *core.Definition, _ any) (*App, error) {
 		app := &App{store: store}
@@ -112,11 +143,6 @@ func Resolver(store Ledger) func(ctx context.Context, id *auth.Identity, def *co
 		if app.User == "" {
 			return nil, noUser()
 		}
-		accounts, err := store.AccountsOf(ctx, app.User)
-		if err != nil {
-			return nil, ledgerUnavailable(fmt.Errorf("bank: loading the accounts of %s: %w", app.User, err))
-		}
-		app.Accounts = accounts
 		return app, nil
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -661,5 +662,56 @@ func TestCurrencyPattern(t *testing.T) {
 		if (r.Status == 200) != decodes {
 			t.Errorf("%q: transfer %d %s", in, r.Status, r.Code)
 		}
+	}
+}
+
+// countingLedger counts the reads of a user's accounts.
+type countingLedger struct {
+	bank.Ledger
+	reads atomic.Int64
+	err   error
+}
+
+func (l *countingLedger) AccountsOf(ctx context.Context, user string) ([]bank.Account, error) {
+	l.reads.Add(1)
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l.Ledger.AccountsOf(ctx, user)
+}
+
+// A call reads the user's accounts only when it needs them, and once:
+// check_balance, whose ledger read checks the account's owner, reads no
+// list; list_accounts and a transfer preview read it once. A list that
+// cannot be read gives the call the ledger's answer.
+func TestAccountsReadWhenNeeded(t *testing.T) {
+	l := &countingLedger{Ledger: bank.NewStore()}
+	exec := execOn(t, l)
+	alice := callerFor("user_alice")
+	for _, c := range []struct {
+		capability, input string
+		code              agentcap.Code
+		reads             int64
+	}{
+		{"check_balance", `{"account_id":"acc_123"}`, "", 0},
+		{"list_accounts", `{}`, "", 1},
+		// Bob's account: refused once the list is read.
+		{"statement_export", `{"account_id":"acc_456","from":"2026-01-01","to":"2026-01-31"}`, bank.CodeAccountNotFound, 1},
+	} {
+		before := l.reads.Load()
+		if r := captest.Run(t, exec, c.capability, alice, c.input); r.Code != c.code {
+			t.Fatalf("%s: %q %v; want %q", c.capability, r.Code, r.Err, c.code)
+		}
+		if got := l.reads.Load() - before; got != c.reads {
+			t.Errorf("%s read the accounts %d times, want %d", c.capability, got, c.reads)
+		}
+	}
+	l.err = fmt.Errorf("reading accounts: %w", bank.ErrLedgerUnavailable)
+	r := captest.Run(t, exec, "list_accounts", alice, `{}`)
+	if r.Code != agentcap.CodeTemporarilyUnavailable {
+		t.Fatalf("list_accounts with the ledger down: %q %v", r.Code, r.Err)
+	}
+	if r := captest.Run(t, exec, "check_balance", alice, `{"account_id":"acc_123"}`); r.Err != nil {
+		t.Fatalf("check_balance with the list unreadable: %v", r.Err)
 	}
 }

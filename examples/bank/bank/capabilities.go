@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +16,8 @@ import (
 )
 
 // TagActsForUser marks the capabilities that act for a user. The context
-// resolver loads that user's accounts for them; agents without a user
+// resolver names that user, whose accounts they read (App.Accounts);
+// agents without a user
 // (autonomous ones) may not call them and do not see them listed.
 const TagActsForUser = "acts_for_user"
 
@@ -192,9 +192,13 @@ func accountNotFound() *agentcap.Error {
 	return agentcap.NewError(CodeAccountNotFound, "no such account among the user's accounts")
 }
 
-func listAccounts(_ context.Context, app *App, _ NoInput) ([]AccountSummary, error) {
-	out := make([]AccountSummary, 0, len(app.Accounts))
-	for _, a := range app.Accounts {
+func listAccounts(ctx context.Context, app *App, _ NoInput) ([]AccountSummary, error) {
+	accounts, err := app.Accounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]AccountSummary, 0, len(accounts))
+	for _, a := range accounts {
 		out = append(out, AccountSummary{AccountID: a.ID, Name: a.Name, Type: a.Type, Currency: a.Currency})
 	}
 	return out, nil
@@ -244,9 +248,13 @@ func transferMoney(ctx context.Context, app *App, in TransferRequest) (TransferR
 	if err != nil {
 		return TransferResult{}, err
 	}
-	// The source is checked against the accounts the resolver loaded for
-	// the user, then again by the ledger under its lock.
-	if !app.Owns(in.SourceAccount) {
+	// The source is checked against the user's accounts, then again by
+	// the ledger under its lock.
+	owned, err := app.Owns(ctx, in.SourceAccount)
+	if err != nil {
+		return TransferResult{}, err
+	}
+	if !owned {
 		return TransferResult{}, accountNotFound()
 	}
 	t, err := app.store.TransferMoney(ctx, app.User, in.SourceAccount, in.DestinationAccount, amount, string(in.Currency))
@@ -265,13 +273,16 @@ const HumanThreshold Cents = 1000_00
 // HumanThreshold from its source account, converted at the fixed rates.
 // A source the user does not own, or an amount the handler would refuse,
 // is left to the preview, which refuses it.
-func ownerMustConfirm(_ context.Context, app *App, in TransferRequest) (bool, error) {
-	i := slices.IndexFunc(app.Accounts, func(a Account) bool { return a.ID == in.SourceAccount })
+func ownerMustConfirm(ctx context.Context, app *App, in TransferRequest) (bool, error) {
+	source, owned, err := app.account(ctx, in.SourceAccount)
+	if err != nil {
+		return false, err
+	}
 	amount, ok := new(big.Rat).SetString(in.Amount.String())
-	if i < 0 || !ok || amount.Sign() <= 0 {
+	if !owned || !ok || amount.Sign() <= 0 {
 		return false, nil
 	}
-	debit, err := convert(amount, string(in.Currency), app.Accounts[i].Currency)
+	debit, err := convert(amount, string(in.Currency), source.Currency)
 	if err != nil {
 		return false, nil
 	}
@@ -285,7 +296,11 @@ func previewTransfer(ctx context.Context, app *App, in TransferRequest) (Transfe
 	if err != nil {
 		return TransferPreview{}, err
 	}
-	if !app.Owns(in.SourceAccount) {
+	owned, err := app.Owns(ctx, in.SourceAccount)
+	if err != nil {
+		return TransferPreview{}, err
+	}
+	if !owned {
 		return TransferPreview{}, accountNotFound()
 	}
 	q, err := app.store.QuoteTransfer(ctx, app.User, in.SourceAccount, in.DestinationAccount, amount, string(in.Currency))

@@ -132,7 +132,12 @@ func statementExport(ctx context.Context, app *App, in StatementRequest) (Statem
 		return Statement{}, badDates("to is before from")
 	case to.After(from.AddDate(1, 0, 0)):
 		return Statement{}, badDates("a statement covers at most a year")
-	case !app.Owns(in.AccountID):
+	}
+	owned, err := app.Owns(ctx, in.AccountID)
+	if err != nil {
+		return Statement{}, err
+	}
+	if !owned {
 		return Statement{}, accountNotFound()
 	}
 	// The ledger is read in parts; each part is slow work that a
