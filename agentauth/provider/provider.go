@@ -701,6 +701,9 @@ type agentReadKey struct{}
 type agentRead struct {
 	agent *store.Agent
 	host  *store.Host
+	// admitted is whom the check's rate limits were counted for, by
+	// admit.
+	admitted admission
 }
 
 // Sweep applies the lifetime clocks and the pending cleanup of

@@ -44,14 +44,16 @@ func (c *rcCount) Add(context.Context) error {
 // is asked after the hook was set: in the middle of a session check,
 // after the agent was read and before its token's id is recorded.
 type rcLimiter struct {
-	mu   sync.Mutex
-	hook func()
+	mu     sync.Mutex
+	hook   func()
+	allows int
 }
 
 func (l *rcLimiter) Allow(context.Context, string, ratelimit.Limit) (ratelimit.Decision, error) {
 	l.mu.Lock()
 	hook := l.hook
 	l.hook = nil
+	l.allows++
 	l.mu.Unlock()
 	if hook != nil {
 		hook()
@@ -164,5 +166,37 @@ func TestReadCheckRetriesRefusalOnStaleCopy(t *testing.T) {
 	var ce *agentcap.Error
 	if err := s.verify(s.agent); !errors.As(err, &ce) || ce.Code != agentcap.CodeInvalidJWT {
 		t.Fatalf("token of the old key: %v; want invalid_jwt", err)
+	}
+}
+
+// A call verified again because another instance wrote meanwhile passes,
+// and counts once against its rate limits.
+func TestReadCheckRetryCountsLimitsOnce(t *testing.T) {
+	s := rcOpen(t)
+	ctx := context.Background()
+	allows := func() int {
+		s.limiter.mu.Lock()
+		defer s.limiter.mu.Unlock()
+		return s.limiter.allows
+	}
+	before := allows()
+	if err := s.verify(s.agent); err != nil {
+		t.Fatal(err)
+	}
+	once := allows() - before
+	if once == 0 {
+		t.Fatal("a call counted nothing against its limits")
+	}
+	s.limiter.set(func() {
+		if err := s.b.SetAgentName(ctx, "agt_1", "renamed"); err != nil {
+			t.Error(err)
+		}
+	})
+	before = allows()
+	if err := s.verify(s.agent); err != nil {
+		t.Fatalf("call verified again after a rename: %v", err)
+	}
+	if got := allows() - before; got != once {
+		t.Fatalf("the call verified again counted %d times against the limiter, a call counts %d", got, once)
 	}
 }

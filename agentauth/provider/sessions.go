@@ -44,8 +44,9 @@ func (s sessionSource) Session(ctx context.Context, token string) (*agentauth.Se
 // count first, and the replay check (or one read of the count just
 // before it) finds whether the count moved since they were read. If it
 // did, nothing was recorded and the token is verified again from the
-// store's fresh records, without a check; a call made while another
-// instance writes may thus count twice against its rate limits. A token
+// store's fresh records, without a check (its rate limits, counted by
+// the first attempt for the same agent, host and user, are not counted
+// again). A token
 // refused before the replay check, on records served unchecked (a key
 // rotated, a host approved meanwhile), is refused only once one read of
 // the count finds those records current; else it too is verified again.
@@ -60,7 +61,7 @@ func (p *Provider) session(ctx context.Context, token string) (*agentauth.Sessio
 		}
 	}
 	if errors.Is(err, readcheck.ErrMoved) {
-		read = agentRead{}
+		read = agentRead{admitted: read.admitted}
 		sess, err = p.verifier.Session(rctx, token)
 	}
 	if err != nil {
@@ -77,9 +78,26 @@ func (p *Provider) session(ctx context.Context, token string) (*agentauth.Sessio
 // limits there, before its jti is recorded, so that a token refused 429
 // is not spent and takes no room in the replay cache: an agent past its
 // limit cannot fill the cache every agent relies on.
+//
+// A session check verified again (see session) is counted once: the
+// second attempt, for the same agent, host and user, passes.
 func (p *Provider) admit(ctx context.Context, s *agentauth.Session) error {
-	return p.limits.agent(ctx, s.Agent.ID, s.Host.ID, s.Agent.UserID)
+	r, _ := ctx.Value(agentReadKey{}).(*agentRead)
+	who := admission{s.Agent.ID, s.Host.ID, s.Agent.UserID}
+	if r != nil && r.admitted == who {
+		return nil
+	}
+	if err := p.limits.agent(ctx, who.agent, who.host, who.user); err != nil {
+		return err
+	}
+	if r != nil {
+		r.admitted = who
+	}
+	return nil
 }
+
+// admission is whom a session check's rate limits were counted for.
+type admission struct{ agent, host, user string }
 
 // touch records an authenticated request of agent id, read as a by the
 // verifier (nil when unknown), unless Config.TouchInterval lets it go

@@ -8,8 +8,8 @@
 // that a write another instance has finished is never missed. When the
 // request's context carries a Check (With), the store may instead serve
 // records kept at count g at once and defer the question to the Check
-// (Defer). Before the request has any effect, the Check must be
-// settled: by a replay cache that compares the count with g in the same
+// (Defer). Before the request is given effect (its token's id recorded,
+// its call run), the Check must be settled: by a replay cache that compares the count with g in the same
 // round trip that records the token's id (DeclareSettler names such
 // caches), or by Verify, one read of the count. Either way, a count that
 // moved means the records may be stale: the caller gets ErrMoved and
@@ -35,9 +35,9 @@ var ErrMoved = errors.New("the records read for this request may have changed si
 // Check is the deferred question of one request: whether the shared count
 // of changes still has the value its kept records were read at.
 type Check struct {
-	pending bool
-	source  Counter
-	gen     uint64
+	pending, settled bool
+	source           Counter
+	gen              uint64
 }
 
 // Counter is a shared count of changes (sqlstore.Changes).
@@ -61,12 +61,14 @@ func From(ctx context.Context) *Check {
 
 // Defer records that records kept at value gen of source (the store's
 // count of changes, compared by identity) are about to be served
-// unchecked. It reports whether they may be: false when c is nil, or when
-// c already defers a question about another count or another value of
-// it (the caller then reads the count first, as without a Check).
+// unchecked. It reports whether they may be: false when c is nil or was
+// settled already (a request defers one question, asked once), when
+// source is not comparable, or when c already defers a question about
+// another count or another value of it. The caller then reads the count
+// first, as without a Check.
 func (c *Check) Defer(source Counter, gen uint64) bool {
 	switch {
-	case c == nil:
+	case c == nil || c.settled || !reflect.TypeOf(source).Comparable():
 		return false
 	case c.pending:
 		return c.source == source && c.gen == gen
@@ -87,8 +89,8 @@ func (c *Check) Pending() (source Counter, gen uint64, ok bool) {
 // Settle marks the question answered: the count was found unmoved, in
 // a round trip of the caller's.
 func (c *Check) Settle() {
-	if c != nil {
-		c.pending = false
+	if c != nil && c.pending {
+		c.pending, c.settled = false, true
 	}
 }
 
@@ -107,7 +109,7 @@ func (c *Check) Verify(ctx context.Context) error {
 	if n != c.gen {
 		return ErrMoved
 	}
-	c.pending = false
+	c.pending, c.settled = false, true
 	return nil
 }
 

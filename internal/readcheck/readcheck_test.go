@@ -53,12 +53,18 @@ func TestCheck(t *testing.T) {
 	if _, _, ok := chk.Pending(); ok {
 		t.Fatal("still pending after Verify")
 	}
-	// Settled, a new question may be asked.
-	if !chk.Defer(b, 6) {
-		t.Fatal("Defer after the first question was settled")
+	// Settled, no question may be deferred any more.
+	if chk.Defer(b, 5) {
+		t.Fatal("Defer after the question was settled")
 	}
+	_, chk = readcheck.With(ctx)
+	chk.Defer(b, 6)
 	if err := chk.Verify(ctx); !errors.Is(err, readcheck.ErrMoved) {
 		t.Fatalf("Verify, count moved: %v", err)
+	}
+	_, chk = readcheck.With(ctx)
+	if chk.Defer(uncomparable{1}, 1) {
+		t.Fatal("Defer took a count that cannot be compared")
 	}
 	down := errors.New("down")
 	_, chk = readcheck.With(ctx)
@@ -69,10 +75,15 @@ func TestCheck(t *testing.T) {
 	_, chk = readcheck.With(ctx)
 	chk.Defer(a, 5)
 	chk.Settle()
-	if _, _, ok := chk.Pending(); ok {
-		t.Fatal("pending after Settle")
+	if _, _, ok := chk.Pending(); ok || chk.Defer(a, 5) {
+		t.Fatal("pending after Settle, or deferring again")
 	}
 }
+
+// uncomparable is a count whose values cannot be compared.
+type uncomparable []uint64
+
+func (u uncomparable) Count(context.Context) (uint64, error) { return u[0], nil }
 
 type settler struct{}
 
