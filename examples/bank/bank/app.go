@@ -28,10 +28,10 @@ type App struct {
 	loaded   bool
 }
 
-// Accounts returns the user's accounts, read from the store the first
-// time a call asks for them: a call that needs only one account
-// (check_balance, whose ledger read checks its owner) reads no list. A
-// store that cannot be read gives the answer a call then gets.
+// Accounts returns the user's accounts, read from the store once per
+// call (by the context function, for every capability but
+// check_balance). A store that cannot be read gives the answer the call
+// then gets.
 func (a *App) Accounts(ctx context.Context) ([]Account, error) {
 	if !a.loaded {
 		accounts, err := a.store.AccountsOf(ctx, a.User)
@@ -131,8 +131,8 @@ func GrantAutonomous(_ context.Context, _ *store.Host, def *core.Definition) boo
 // Resolver returns the bank's context function over store, which builds
 // the application context of a call. It works from the verified identity
 // only: the user is the one the identity acts for, and that user's
-// accounts are read again from the store, by each call that needs them
-// (App.Accounts).
+// accounts are read again from the store (App.Accounts), by every call
+// but check_balance's, whose ledger read checks the account's owner.
 func Resolver(store Ledger) func(ctx context.Context, id *auth.Identity, def *core.Definition, _ any) (*App, error) {
 	return func(ctx context.Context, id *auth.Identity, def *core.Definition, _ any) (*App, error) {
 		app := &App{store: store}
@@ -143,9 +143,21 @@ func Resolver(store Ledger) func(ctx context.Context, id *auth.Identity, def *co
 		if app.User == "" {
 			return nil, noUser()
 		}
+		if !ownerCheckedByLedger[def.Name()] {
+			// Read here, so that a ledger that cannot be read refuses
+			// the call before its input is looked at or its job made.
+			if _, err := app.Accounts(ctx); err != nil {
+				return nil, err
+			}
+		}
 		return app, nil
 	}
 }
+
+// ownerCheckedByLedger are the capabilities that read one account,
+// whose ledger read checks the account's owner: their calls read no
+// list of the user's accounts.
+var ownerCheckedByLedger = map[string]bool{CheckBalance.Definition().Name(): true}
 
 // Options configures NewExecutor. Its zero value serves one instance.
 type Options struct {

@@ -680,10 +680,10 @@ func (l *countingLedger) AccountsOf(ctx context.Context, user string) ([]bank.Ac
 	return l.Ledger.AccountsOf(ctx, user)
 }
 
-// A call reads the user's accounts only when it needs them, and once:
-// check_balance, whose ledger read checks the account's owner, reads no
-// list; list_accounts and a transfer preview read it once. A list that
-// cannot be read gives the call the ledger's answer.
+// Every call that acts for a user reads the user's accounts once, in the
+// context function, but check_balance's, whose ledger read checks the
+// account's owner. A list that cannot be read refuses the call there,
+// before its input is checked or its job made.
 func TestAccountsReadWhenNeeded(t *testing.T) {
 	l := &countingLedger{Ledger: bank.NewStore()}
 	exec := execOn(t, l)
@@ -713,5 +713,9 @@ func TestAccountsReadWhenNeeded(t *testing.T) {
 	}
 	if r := captest.Run(t, exec, "check_balance", alice, `{"account_id":"acc_123"}`); r.Err != nil {
 		t.Fatalf("check_balance with the list unreadable: %v", r.Err)
+	}
+	r = captest.Run(t, exec, "statement_export", alice, `{"account_id":"acc_123","from":"2026-02-01","to":"2026-01-01"}`)
+	if r.Code != agentcap.CodeTemporarilyUnavailable || r.Err.Stage != agentcap.StageContext {
+		t.Fatalf("statement_export with the ledger down: %q at %q; want temporarily_unavailable from the context function", r.Code, r.Err.Stage)
 	}
 }

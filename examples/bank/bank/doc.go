@@ -33,8 +33,7 @@
 // The context function (Resolver) never trusts the caller: the user is
 // the one the verified identity acts for (auth.Identity.UserID: the
 // agent's user, else its host's, and none for an autonomous agent) and
-// the user's accounts are read from the store by every call that needs
-// them (App.Accounts; check_balance's own read checks the account's
-// owner). Money is
+// the user's accounts are read from the store by every call but
+// check_balance's, whose ledger read checks the account's owner. Money is
 // kept in integer cents; amounts travel as JSON numbers.
 package bank
