@@ -382,7 +382,7 @@ func (c *cluster) faultScenario(ctx context.Context, t *testing.T, fig *figures,
 			// refused, and the ledger check below shows it ran once.
 			forgotten++
 		default:
-			bad = append(bad, p)
+			bad = append(bad, p+repeatTimes(outages, tr))
 		}
 	}
 	fig.add("d) %d transfers: %v; %d acknowledged ones sent again, %d of them refused because Redis had forgotten their key and token; their requests: %s",
@@ -409,17 +409,33 @@ func firstOr(os []outage, end time.Time) time.Time {
 
 // redisForgot reports a repeat of tr refused (not served) after a Redis
 // restart that came between the start of tr's acknowledged execute
-// (whose answer Redis may not have kept) and the repeat.
+// (whose answer Redis may not have kept) and the answer to the repeat,
+// which came from the emptied Redis once it was started again.
 func redisForgot(outages []outage, tr *transfer) bool {
 	if tr.repeat == nil || tr.repeat.status == http.StatusOK {
 		return false
 	}
 	for _, o := range outages {
-		if strings.HasPrefix(o.name, "Redis") && o.down.After(tr.executed) && o.at.Before(tr.repeat.start) {
+		if strings.HasPrefix(o.name, "Redis") && o.down.After(tr.executed) && tr.repeat.end().After(o.restarting) {
 			return true
 		}
 	}
 	return false
+}
+
+// repeatTimes says when tr's acknowledged execute and its repeat ran,
+// relative to each outage, for a repeat the invariants refuse.
+func repeatTimes(outages []outage, tr *transfer) string {
+	if tr.repeat == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, o := range outages {
+		fmt.Fprintf(&b, "; relative to %q going down (it was down after %s and back after %s): execute started %s, repeat started %s and was answered %s",
+			o.name, o.down.Sub(o.at).Round(time.Millisecond), o.back.Sub(o.at).Round(time.Millisecond),
+			tr.executed.Sub(o.at).Round(time.Millisecond), tr.repeat.start.Sub(o.at).Round(time.Millisecond), tr.repeat.end().Sub(o.at).Round(time.Millisecond))
+	}
+	return b.String()
 }
 
 // gatewayErrors counts the balancer's 502 answers by the reason it gave.
