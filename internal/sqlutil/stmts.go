@@ -58,17 +58,23 @@ func (c *Stmts) Prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	other, closed := c.stmts[query], c.closed
+	if !closed && other == nil {
+		c.stmts[query] = st
+	}
+	c.mu.Unlock()
+	// A statement is closed outside the lock: closing it waits for each
+	// connection it was prepared on, one of which may be running a write
+	// that waits for a transaction that itself waits for the lock.
+	switch {
+	case closed:
 		_ = st.Close()
 		return nil, ErrStmtsClosed
-	}
-	if other := c.stmts[query]; other != nil {
+	case other != nil:
 		// Prepared meanwhile by another caller: keep one.
 		_ = st.Close()
 		return other, nil
 	}
-	c.stmts[query] = st
 	return st, nil
 }
 
@@ -155,12 +161,14 @@ func (c *Stmts) Len() int {
 // It does not close the database.
 func (c *Stmts) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.closed = true
+	stmts := c.stmts
+	c.stmts = map[string]*sql.Stmt{}
+	c.mu.Unlock()
+	// Closed outside the lock, as in Prepared.
 	var errs []error
-	for q, st := range c.stmts {
+	for _, st := range stmts {
 		errs = append(errs, st.Close())
-		delete(c.stmts, q)
 	}
 	return errors.Join(errs...)
 }
