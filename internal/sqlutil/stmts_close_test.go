@@ -12,13 +12,12 @@ import (
 	"github.com/agentcap/agentcap/internal/sqlutil"
 )
 
-// gate is a database/sql connector whose statements of one query prepare
+// gate is a database/sql connector whose statements of gateQuery prepare
 // and close when the test says: a preparation waits until the gate's
 // number of them are under way (two, so that two Prepared calls both
 // miss the cache and both prepare), and the first of the query's
 // statements to close waits, once closing is closed, until release is.
 type gate struct {
-	query   string
 	closing chan struct{}
 	release chan struct{}
 
@@ -29,11 +28,6 @@ type gate struct {
 	closeOnce sync.Once
 }
 
-func newGate(query string, together int) *gate {
-	return &gate{query: query, together: together,
-		closing: make(chan struct{}), release: make(chan struct{}), all: make(chan struct{})}
-}
-
 // gateQuery is the query the tests' gates hold up.
 const gateQuery = "SELECT gate"
 
@@ -41,7 +35,8 @@ const gateQuery = "SELECT gate"
 // through at once, and statements kept on a database behind it.
 func gated(t *testing.T, together int) (*gate, *sqlutil.Stmts) {
 	t.Helper()
-	g := newGate(gateQuery, together)
+	g := &gate{together: together,
+		closing: make(chan struct{}), release: make(chan struct{}), all: make(chan struct{})}
 	db := sql.OpenDB(g)
 	t.Cleanup(func() { db.Close() })
 	return g, sqlutil.NewStmts(db, true)
@@ -62,7 +57,7 @@ type gateConn struct{ g *gate }
 
 func (c gateConn) Prepare(query string) (driver.Stmt, error) {
 	g := c.g
-	if query == g.query {
+	if query == gateQuery {
 		g.mu.Lock()
 		g.preparing++
 		if g.preparing == g.together {
@@ -87,7 +82,7 @@ type gateStmt struct {
 }
 
 func (s gateStmt) Close() error {
-	if s.query != s.g.query {
+	if s.query != gateQuery {
 		return nil
 	}
 	var err error
