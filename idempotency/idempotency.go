@@ -41,17 +41,15 @@ package idempotency
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/agentcap/agentcap/internal/attempt"
 	"github.com/agentcap/agentcap/internal/jsoncanon"
 )
 
@@ -83,6 +81,9 @@ type Store interface {
 	// scope holds max live keys (in progress or done, not expired), a key
 	// not held is not claimed: Claim returns ErrTooManyKeys. Claims of one
 	// scope racing for its last places may pass max by as many as race.
+	// A claim sent twice, as a client library sends a command again
+	// whose answer it lost, finds the key held by its own token: the
+	// Guard takes that record for the claim.
 	Claim(ctx context.Context, scope, key, fingerprint, token string, lease time.Duration, max int) (claimed bool, rec *Record, err error)
 	// Complete stores the answer of the claim token on key, kept for
 	// ttl. It does nothing when the claim is no longer token's (its
@@ -248,7 +249,7 @@ func (g *Guard) Begin(ctx context.Context, scope, key, fingerprint string) (*Cla
 		return nil, nil, err
 	}
 	sk := storeKey(scope, key)
-	token := newToken()
+	token := attempt.New()
 	var deadline time.Time
 	pause := 5 * time.Millisecond
 	for {
@@ -259,7 +260,9 @@ func (g *Guard) Begin(ctx context.Context, scope, key, fingerprint string) (*Cla
 		if err != nil {
 			return nil, nil, fmt.Errorf("idempotency: %w", err)
 		}
-		if claimed {
+		// A record holding token is this call's own claim, whose answer
+		// the store's client lost and sent again.
+		if claimed || rec.Token == token {
 			return &Claim{g: g, scope: scope, key: sk, token: token}, nil, nil
 		}
 		if rec.Fingerprint != fingerprint {
@@ -299,24 +302,6 @@ func (c *Claim) Complete(ctx context.Context, status int, header map[string]stri
 // Release gives the key up without an answer, so that a retry runs.
 func (c *Claim) Release(ctx context.Context) error {
 	return c.g.store.Release(ctx, c.scope, c.key, c.token)
-}
-
-// tokenPrefix makes claim tokens unique across processes; the counter
-// makes them unique within one. Tokens only tell claims apart, they
-// guard nothing, so they need not be unpredictable.
-var (
-	tokenPrefix = func() string {
-		var b [12]byte
-		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-		return base64.RawURLEncoding.EncodeToString(b[:]) + "."
-	}()
-	tokenCounter atomic.Uint64
-)
-
-func newToken() string {
-	var b [40]byte
-	t := append(b[:0], tokenPrefix...)
-	return string(strconv.AppendUint(t, tokenCounter.Add(1), 36))
 }
 
 // Fingerprint identifies a call for its key: a SHA-256 of the capability

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentcap/agentcap/confirm"
+	"github.com/agentcap/agentcap/internal/attempt"
 )
 
 // ConfirmStore keeps confirmation tokens (package confirm) in Redis,
@@ -18,9 +19,13 @@ import (
 // concurrent use.
 //
 // A token is the Redis string prefix + its ID, holding a small JSON
-// document (the binding, the expiry in Unix milliseconds, and whether it
-// was used). Consuming is one Lua script, so Redis decides which of
-// several callers spends a token.
+// document (the binding, the expiry in Unix milliseconds, whether it was
+// used and, once it was, the name of the attempt that spent it).
+// Consuming is one Lua script, so Redis decides which of several callers
+// spends a token. Issuing and consuming are each safe to send twice, as
+// go-redis does when a connection drops before Redis's answer came back:
+// the second run finds the token as its own first run left it, and
+// answers the same.
 //
 // Redis must keep each token until its retention ends: a spent token it
 // dropped early is refused as unknown instead of as used (see the
@@ -61,28 +66,38 @@ func (s *ConfirmStore) Put(ctx context.Context, id string, rec confirm.Record, f
 		// Already forgotten: there is nothing to keep.
 		return nil
 	}
-	ok, err := s.client.SetNX(ctx, s.prefix+id, val, ttl).Result()
+	// The document is the attempt's name: a token's id is random, so no
+	// other Put writes it under that id.
+	res, err := setOnceScript.Run(ctx, s.client, []string{s.prefix + id}, val, pxMillis(ttl)).Int64()
 	if err != nil {
-		return fmt.Errorf("redisstore: SET NX: %w", err)
+		return fmt.Errorf("redisstore: issuing a token: %w", err)
 	}
-	if !ok {
+	if res != 1 {
 		return errors.New("redisstore: token id recorded twice")
 	}
 	return nil
 }
 
-// consumeScript marks the token used if it is unused, unexpired at
-// ARGV[5] and bound to ARGV[1..4]; it returns {1 or 0, the document as it
-// was}, or nil for an unknown token.
+// consumeScript marks the token used by the attempt ARGV[6] if it is
+// unused, unexpired at ARGV[5] and bound to ARGV[1..4]; it returns {1 or
+// 0, the document as it was}, or nil for an unknown token. A token the
+// attempt itself spent (a run whose answer was lost) answers {1, the
+// document as it was before}.
 var consumeScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if not v then return nil end
 local r = cjson.decode(v)
+if r.u and r.k == ARGV[6] then
+	r.u = false
+	r.k = nil
+	return {1, cjson.encode(r)}
+end
 if r.f <= tonumber(ARGV[5]) then return nil end
 if r.u or r.s ~= ARGV[1] or r.c ~= ARGV[2] or r.d ~= ARGV[3] or r.a ~= ARGV[4] or r.e <= tonumber(ARGV[5]) then
 	return {0, v}
 end
 r.u = true
+r.k = ARGV[6]
 redis.call('SET', KEYS[1], cjson.encode(r), 'KEEPTTL')
 return {1, v}
 `)
@@ -90,7 +105,7 @@ return {1, v}
 // Consume implements confirm.Store.
 func (s *ConfirmStore) Consume(ctx context.Context, id string, want confirm.Record, now time.Time) (*confirm.Record, bool, error) {
 	res, err := consumeScript.Run(ctx, s.client, []string{s.prefix + id},
-		want.Subject, want.Capability, want.Digest, want.Audience, now.UnixMilli()).Slice()
+		want.Subject, want.Capability, want.Digest, want.Audience, now.UnixMilli(), attempt.New()).Slice()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -10,15 +9,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentcap/agentcap/agentauth"
+	"github.com/agentcap/agentcap/internal/attempt"
 	"github.com/agentcap/agentcap/internal/readcheck"
 )
 
 // ReplayCache is an agentauth.ReplayCache shared through Redis, for
 // applications that verify agent JWTs on more than one instance: a token
-// id recorded by one instance is refused by every other. It records
-// token ids with SET key 1 NX PX ttl: Redis decides atomically which of
-// several concurrent callers records a key first, and expires the key
-// itself. It is safe for concurrent use.
+// id recorded by one instance is refused by every other. It records a
+// token id with one script that sets its key unless it exists: Redis
+// decides atomically which of several concurrent callers records a key
+// first, and expires the key itself. It is safe for concurrent use.
 //
 // A recorded token id is a key with a TTL, which Redis must keep until
 // the TTL ends: a token whose id Redis dropped early is accepted again
@@ -39,8 +39,13 @@ import (
 //
 // # Keys
 //
-// A recorded token id is the Redis string key prefix + key, holding "1",
-// which Redis expires after the ttl. The key is the one the caller passes
+// A recorded token id is the Redis string key prefix + key, which Redis
+// expires after the ttl. It holds the name of the attempt that recorded
+// it, unique to one call of CheckAndSet or CheckAndSetFor: when a
+// connection drops after Redis ran the script and before its answer
+// came back, go-redis sends the script again, and that second run finds
+// the key holding its own call's name and answers it fresh, where it
+// would otherwise take the token for a replay of itself. The key is the one the caller passes
 // to CheckAndSet; for agent JWTs it is agentauth.ReplayKey's:
 // ReplayKeyPrefix ("agentauth:jti:"), the agent id with every ':' and
 // '%' percent-encoded, ':' and the jti. With the Store's prefix "bank:"
@@ -106,16 +111,20 @@ func (c *ReplayCache) CheckAndSet(ctx context.Context, key string, ttl time.Dura
 	if _, err := c.settle(ctx, false); err != nil {
 		return false, err
 	}
-	err := c.client.Do(ctx, "SET", c.prefix+key, "1", "NX", "PX", ttlMillis(ttl)).Err()
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, redis.Nil):
-		return false, nil
-	default:
-		return false, fmt.Errorf("redisstore: SET NX: %w", err)
+	res, err := setOnceScript.Run(ctx, c.client, []string{c.prefix + key}, attempt.New(), ttlMillis(ttl)).Int64()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: recording a token id: %w", err)
 	}
+	return res == 1, nil
 }
+
+// setOnceScript sets KEYS[1] to ARGV[1], the attempt's name, for ARGV[2]
+// ms, unless it is set already: it answers 1 when KEYS[1] holds ARGV[1]
+// (set now, or by a run whose answer was lost), 0 when it holds another.
+var setOnceScript = redis.NewScript(`local v = redis.call('GET', KEYS[1])
+if v then return v == ARGV[1] and 1 or 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`)
 
 // The cache settles read checks itself (see settle).
 func init() { readcheck.DeclareSettler((*ReplayCache)(nil)) }
@@ -146,19 +155,27 @@ const bucketWidth = 10 * time.Second
 // shareScript records a token id charged to an agent and a host, unless
 // it is recorded already (0) or an owner holds its share (-1 the agent,
 // -2 the host), in one step, so that concurrent tokens of one owner never
-// pass its share together.
+// pass its share together. An id recorded by this attempt (a run whose
+// answer was lost) answers 1 again, charging nothing more.
 //
 // KEYS[1] is the id's key; then ARGV[2] bucket keys of the agent and
 // ARGV[3] of the host, oldest first, the last one the current bucket.
 // ARGV[1] is the ttl in ms, ARGV[4] and ARGV[5] the shares (0: none),
-// ARGV[6] how long a charged bucket is kept, in ms.
-var shareScript = redis.NewScript(shareBody)
+// ARGV[6] how long a charged bucket is kept, in ms, ARGV[7] the
+// attempt's name, which the id's key holds.
+var shareScript = redis.NewScript(shareOwn + shareBody)
 
 // shareCheckedScript is shareScript after a read check: it returns -3,
 // recording nothing, unless the count of changes, the last of KEYS, holds
-// ARGV[7].
-var shareCheckedScript = redis.NewScript(`if redis.call('GET', KEYS[#KEYS]) ~= ARGV[7] then return -3 end
+// ARGV[8]. An id this attempt recorded answers 1 before the count is
+// looked at: the run that recorded it found the count unmoved.
+var shareCheckedScript = redis.NewScript(shareOwn + `if redis.call('GET', KEYS[#KEYS]) ~= ARGV[8] then return -3 end
 ` + shareBody)
+
+// shareOwn starts both: it answers 1 for an id this attempt recorded.
+const shareOwn = `local v = redis.call('GET', KEYS[1])
+if v == ARGV[7] then return 1 end
+`
 
 const shareBody = `
 local function held(first, n)
@@ -172,12 +189,12 @@ local function charge(k, keep)
 	redis.call('INCR', k)
 	if redis.call('PTTL', k) < keep then redis.call('PEXPIRE', k, keep) end
 end
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if v then return 0 end
 local na, nh = tonumber(ARGV[2]), tonumber(ARGV[3])
 local la, lh = tonumber(ARGV[4]), tonumber(ARGV[5])
 if na > 0 and la > 0 and held(2, na) >= la then return -1 end
 if nh > 0 and lh > 0 and held(2 + na, nh) >= lh then return -2 end
-redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+redis.call('SET', KEYS[1], ARGV[7], 'PX', ARGV[1])
 local keep = tonumber(ARGV[6])
 if na > 0 then charge(KEYS[1 + na], keep) end
 if nh > 0 then charge(KEYS[1 + na + nh], keep) end
@@ -211,7 +228,7 @@ func (c *ReplayCache) CheckAndSetFor(ctx context.Context, key string, ttl time.D
 	na := buckets("agent", agentID)
 	nh := buckets("host", hostID)
 	keep := ttlMillis(ttl + 2*bucketWidth)
-	args := []any{ttlMillis(ttl), na, nh, max(c.perAgent, 0), max(c.perHost, 0), keep}
+	args := []any{ttlMillis(ttl), na, nh, max(c.perAgent, 0), max(c.perHost, 0), keep, attempt.New()}
 	script := shareScript
 	if want != "" {
 		script, keys, args = shareCheckedScript, append(keys, c.changes.key), append(args, want)

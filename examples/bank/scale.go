@@ -73,8 +73,9 @@ func openShared(ctx context.Context, cfg config) (*shared, error) {
 			WriteTimeout: redisTimeout,
 			PoolSize:     redisPoolSize,
 			// A command whose connection broke is tried once more on a
-			// new one: SET NX and the limiter's script are safe to
-			// repeat for the same request.
+			// new one: the replay, confirmation and idempotency scripts
+			// know a run of their own whose answer was lost, and the
+			// limiter's at worst charges the request twice.
 			MaxRetries: 1,
 		})
 		if err := s.redis.Ping(ctx).Err(); err != nil {
