@@ -10,9 +10,9 @@ import (
 )
 
 // resentClaims is a store whose client loses the answer to each claim
-// and sends it again, as a Redis or SQL client library does after a
-// connection drops between the server's write and its reply: the first
-// claim is made, and the caller hears the second's answer.
+// and sends it again, as go-redis does after a connection drops between
+// the server's write and its reply: the first claim is made, and the
+// caller hears the second's answer.
 type resentClaims struct {
 	idempotency.Store
 	sent int

@@ -51,6 +51,11 @@ return {1, math.floor((window - (nxt - now)) / period), 0, nxt - now}
 // early hands its caller a fresh burst (see the package documentation).
 // Under noeviction a full Redis refuses writes, which the limiter
 // reports as errors, and its callers refuse the request (503).
+//
+// A request is charged by one script. When a connection drops after
+// Redis ran it and before its answer came back, go-redis sends the
+// script again (up to the client's MaxRetries), which charges the
+// request once more: a lost answer can only make the limit stricter.
 type Limiter struct {
 	client redis.UniversalClient
 	prefix string

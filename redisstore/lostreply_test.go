@@ -20,8 +20,9 @@ import (
 // replyLoss loses the answer to one command, as a network that drops
 // between Redis and its client: once armed, the next command written
 // runs on the server, its connection reads the start of the answer (so
-// the command surely ran), then closes and reports io.EOF. go-redis then
-// sends the command again on a new connection.
+// the command surely ran), then closes, and every read from then on
+// reports io.EOF. go-redis then sends the command again on a new
+// connection.
 type replyLoss struct {
 	armed atomic.Bool
 	lost  atomic.Int64
@@ -63,7 +64,9 @@ func (l *replyLoss) arm(t *testing.T) func() {
 type lossyConn struct {
 	net.Conn
 	loss *replyLoss
-	drop bool
+	// drop is set by the write whose answer is to be lost, dead once it
+	// is.
+	drop, dead bool
 }
 
 func (c *lossyConn) Write(p []byte) (int, error) {
@@ -74,10 +77,13 @@ func (c *lossyConn) Write(p []byte) (int, error) {
 }
 
 func (c *lossyConn) Read(p []byte) (int, error) {
+	if c.dead {
+		return 0, io.EOF
+	}
 	if !c.drop {
 		return c.Conn.Read(p)
 	}
-	c.drop = false
+	c.drop, c.dead = false, true
 	if _, err := c.Conn.Read(p); err != nil {
 		return 0, err
 	}

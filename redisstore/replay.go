@@ -45,8 +45,9 @@ import (
 // connection drops after Redis ran the script and before its answer
 // came back, go-redis sends the script again, and that second run finds
 // the key holding its own call's name and answers it fresh, where it
-// would otherwise take the token for a replay of itself. The key is the one the caller passes
-// to CheckAndSet; for agent JWTs it is agentauth.ReplayKey's:
+// would otherwise take the token for a replay of itself.
+//
+// The key is the one the caller passes to CheckAndSet; for agent JWTs it is agentauth.ReplayKey's:
 // ReplayKeyPrefix ("agentauth:jti:"), the agent id with every ':' and
 // '%' percent-encoded, ':' and the jti. With the Store's prefix "bank:"
 // (the cache's prefix "bank:replay:"), the token "j1" of agent "agt_1"

@@ -73,9 +73,10 @@ func openShared(ctx context.Context, cfg config) (*shared, error) {
 			WriteTimeout: redisTimeout,
 			PoolSize:     redisPoolSize,
 			// A command whose connection broke is tried once more on a
-			// new one: the replay, confirmation and idempotency scripts
-			// know a run of their own whose answer was lost, and the
-			// limiter's at worst charges the request twice.
+			// new one: the replay and confirmation scripts and the
+			// idempotency Guard know a run of their own whose answer
+			// was lost, and the limiter's at worst charges the request
+			// twice.
 			MaxRetries: 1,
 		})
 		if err := s.redis.Ping(ctx).Err(); err != nil {
